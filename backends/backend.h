@@ -1,0 +1,183 @@
+/* The backend interface: what the core asks of a device.
+ *
+ * A backend is one const lkv_backend_ops table. The core decides everything
+ * about policy (when to evict, how many slots to keep, which are protected,
+ * which score formula) and passes it in the op arguments; a backend only
+ * computes. Every op has one reference implementation in backends/cpu/, which
+ * defines it; GPU kernels mirror it and document where their arithmetic order
+ * differs.
+ *
+ * Storage the ops work on, all indexed by cache row (one row per sequence,
+ * layer and cache head: row = (sequence * layers + layer) * heads + head) and
+ * slot (0 .. capacity-1, valid slots first, in positional order):
+ *   k, v      [rows][capacity][head_dim]  f32 or f16
+ *   pos       [rows][capacity]            int32 absolute token position
+ *   state_a/b [rows][capacity]            int32 policy state (lazy: last, mri)
+ *   state_f   [rows][capacity]            f32 policy state (h2o, tova, snapkv, nacl)
+ *   probs, scores [rows][capacity]        f32 scratch
+ *   kept      [rows][capacity]            int32 scratch
+ * Row lists (`rows`, `row_n`, ...) are host arrays; buffers are device memory.
+ */
+#ifndef LKV_BACKEND_H
+#define LKV_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lazykv.h"
+
+typedef struct lkv_device lkv_device; /* defined by each backend */
+typedef struct lkv_buffer lkv_buffer; /* defined by each backend */
+
+/* The device-side storage of one cache. */
+typedef struct lkv_cache_buffers {
+    lkv_buffer *k;
+    lkv_buffer *v;
+    lkv_buffer *pos;
+    lkv_buffer *state_a;
+    lkv_buffer *state_b;
+    lkv_buffer *state_f;
+    int32_t capacity;
+    int32_t head_dim;
+    lkv_dtype dtype;
+} lkv_cache_buffers;
+
+/* attend: for each group (one sequence and layer: `cache_heads` consecutive
+ * rows starting at group_row0[g], each with group_n[g] valid slots) and each
+ * query head h (cache head h / (q_heads / cache_heads)):
+ *   out[g][h]  = softmax(scale * q[g][h] . K) . V
+ *   probs[row] = the softmax probabilities, combined over the query heads that
+ *                share the cache head by `reduce` (max or mean).
+ * `out` or `probs` may be NULL when not wanted. */
+typedef struct lkv_attend_args {
+    const lkv_cache_buffers *cache;
+    int32_t n_groups;
+    const int32_t *group_row0;
+    const int32_t *group_n;
+    int32_t cache_heads;
+    int32_t q_heads;
+    float scale;
+    lkv_group_reduce reduce; /* LKV_REDUCE_MAX or LKV_REDUCE_MEAN */
+    const lkv_buffer *q;     /* [n_groups][q_heads][head_dim] f32 */
+    lkv_buffer *out;         /* [n_groups][q_heads][head_dim] f32, or NULL */
+    lkv_buffer *probs;       /* [rows][capacity] f32, or NULL */
+} lkv_attend_args;
+
+typedef enum lkv_observe_kind {
+    LKV_OBSERVE_LAZY = 0,   /* p >= alpha (in f32): mri = max(mri, t - last); last = t */
+    LKV_OBSERVE_ACCUMULATE, /* state_f += p */
+    LKV_OBSERVE_ASSIGN      /* state_f = p */
+} lkv_observe_kind;
+
+/* observe: update per-slot policy state of each listed row from probs. */
+typedef struct lkv_observe_args {
+    const lkv_cache_buffers *cache;
+    int32_t n_rows;
+    const int32_t *rows;
+    const int32_t *row_n;
+    const lkv_buffer *probs;
+    lkv_observe_kind kind;
+    int32_t t;
+    float alpha;
+} lkv_observe_args;
+
+typedef enum lkv_score_kind {
+    LKV_SCORE_LAZY = 0, /* h1 + h2 of the MRI (spec/policies.md, section 1) */
+    LKV_SCORE_STATE,    /* state_f as is (h2o accumulation, nacl proxy score) */
+    LKV_SCORE_GROUP_MEAN, /* mean of state_f over the rows of a group (tova) */
+    LKV_SCORE_RECENCY,  /* the slot index: newer ranks higher (streaming) */
+    LKV_SCORE_POOL_AVG, /* state_f averaged over `pool_kernel` neighbours, zero padded */
+    LKV_SCORE_POOL_MAX, /* state_f max over `pool_kernel` neighbours */
+    LKV_SCORE_NOISY     /* state_f + Gumbel noise from (seed, row, position) */
+} lkv_score_kind;
+
+/* score: eviction priority of every valid slot; higher is kept first.
+ * Slots [0, protect_head) and [n - protect_tail, n) score +infinity, as do the
+ * `prior_k` slots listed per row in `prior_kept` (a previous select's output).
+ * Pooling runs over the unprotected range only. */
+typedef struct lkv_score_args {
+    const lkv_cache_buffers *cache;
+    int32_t n_rows;
+    const int32_t *rows;
+    const int32_t *row_n;
+    int32_t rows_per_group; /* GROUP_MEAN: consecutive listed rows sharing a decision */
+    lkv_score_kind kind;
+    int32_t t;
+    int32_t protect_head;
+    int32_t protect_tail;
+    int32_t pool_kernel;
+    uint64_t seed;
+    const lkv_buffer *prior_kept; /* [rows][capacity] int32, or NULL */
+    int32_t prior_k;
+    lkv_buffer *scores;           /* [rows][capacity] f32 */
+} lkv_score_args;
+
+/* select: per row keep the row_k[i] highest scores; ties go to the older slot
+ * (lower index), NaN ranks below everything; the kept slot indices are written
+ * in ascending order to the first row_k[i] entries of the row in `kept`. */
+typedef struct lkv_select_args {
+    int32_t capacity;
+    int32_t n_rows;
+    const int32_t *rows;
+    const int32_t *row_n;
+    const int32_t *row_k;
+    const lkv_buffer *scores;
+    lkv_buffer *kept;
+} lkv_select_args;
+
+/* compact: move the kept slots' k, v, pos and state rows to the front in
+ * order. In place is safe: kept is ascending, so a destination never passes
+ * its source. */
+typedef struct lkv_compact_args {
+    const lkv_cache_buffers *cache;
+    int32_t n_rows;
+    const int32_t *rows;
+    const int32_t *row_k;
+    const lkv_buffer *kept;
+} lkv_compact_args;
+
+typedef struct lkv_backend_ops {
+    const char *name;
+    /* Lists devices as reports (lkv_device_report of lazykv.h). Never aborts;
+     * a missing driver is one report with available = 0 and the reason. */
+    lkv_status (*probe)(lkv_device_report *out_reports, int cap, int *out_count);
+    lkv_status (*open)(int device, lkv_device **out_dev);
+    void (*close)(lkv_device *dev);
+
+    /* Buffers are zero-filled on allocation. Offsets and sizes in bytes. */
+    lkv_status (*alloc)(lkv_device *dev, size_t bytes, lkv_buffer **out_buf);
+    void (*free)(lkv_device *dev, lkv_buffer *buf);
+    lkv_status (*write)(lkv_device *dev, lkv_buffer *dst, size_t offset,
+                        const void *src, size_t bytes);
+    lkv_status (*read)(lkv_device *dev, const lkv_buffer *src, size_t offset,
+                       void *dst, size_t bytes);
+    lkv_status (*copy)(lkv_device *dev, lkv_buffer *dst, size_t dst_offset,
+                       const lkv_buffer *src, size_t src_offset, size_t bytes);
+    /* Waits for all queued work. Ops may be asynchronous; read is not. */
+    lkv_status (*sync)(lkv_device *dev);
+
+    /* The five ops. A NULL entry means the backend does not support the op;
+     * the core reports UNSUPPORTED instead of calling it. */
+    lkv_status (*attend)(lkv_device *dev, const lkv_attend_args *args);
+    lkv_status (*observe)(lkv_device *dev, const lkv_observe_args *args);
+    lkv_status (*score)(lkv_device *dev, const lkv_score_args *args);
+    lkv_status (*select)(lkv_device *dev, const lkv_select_args *args);
+    lkv_status (*compact)(lkv_device *dev, const lkv_compact_args *args);
+} lkv_backend_ops;
+
+/* One known backend. `ops` is NULL when this build does not include it, and
+ * `missing` then says why in words. */
+typedef struct lkv_backend_entry {
+    const char *name;
+    const lkv_backend_ops *ops;
+    const char *missing;
+} lkv_backend_entry;
+
+/* The registry (backends/registry.c): every backend lazykv knows, in `auto`
+ * preference order (GPUs first, cpu last). */
+extern const lkv_backend_entry lkv_backend_registry[];
+extern const int lkv_backend_registry_count;
+
+extern const lkv_backend_ops lkv_backend_cpu;
+
+#endif /* LKV_BACKEND_H */

@@ -1,0 +1,160 @@
+/* The CPU backend: device, buffers and the descriptor. Always available; the
+ * numerical oracle every other backend is checked against. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_internal.h"
+#include "error.h"
+
+static int cpu_threads(void)
+{
+    const char *env = getenv("LAZYKV_CPU_THREADS");
+    if (env && *env) {
+        int n = atoi(env);
+        if (n >= 1 && n <= 1024)
+            return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n >= 1 ? (int)n : 1;
+}
+
+static void cpu_model_name(char *buf, size_t len)
+{
+    snprintf(buf, len, "host CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0)
+            continue;
+        const char *colon = strchr(line, ':');
+        if (colon) {
+            colon++;
+            while (*colon == ' ')
+                colon++;
+            snprintf(buf, len, "%.*s", (int)strcspn(colon, "\n"), colon);
+        }
+        break;
+    }
+    fclose(f);
+}
+
+static lkv_status cpu_probe(lkv_device_report *out, int cap, int *out_count)
+{
+    *out_count = 1;
+    if (cap < 1)
+        return LKV_OK;
+    memset(&out[0], 0, sizeof out[0]);
+    snprintf(out[0].backend, sizeof out[0].backend, "cpu");
+    out[0].device = 0;
+    out[0].available = 1;
+    cpu_model_name(out[0].name, sizeof out[0].name);
+    snprintf(out[0].reason, sizeof out[0].reason, "plain C reference, %d thread(s)", cpu_threads());
+    return LKV_OK;
+}
+
+static lkv_status cpu_open(int device, lkv_device **out_dev)
+{
+    if (device != 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "cpu has one device (0), not %d", device);
+    lkv_device *dev = calloc(1, sizeof *dev);
+    if (!dev)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory opening the cpu backend");
+    dev->threads = cpu_threads();
+    *out_dev = dev;
+    return LKV_OK;
+}
+
+static void cpu_close(lkv_device *dev) { free(dev); }
+
+static lkv_status cpu_alloc(lkv_device *dev, size_t bytes, lkv_buffer **out_buf)
+{
+    (void)dev;
+    lkv_buffer *b = calloc(1, sizeof *b);
+    unsigned char *data = calloc(bytes ? bytes : 1, 1);
+    if (!b || !data) {
+        free(b);
+        free(data);
+        return lkv_fail(LKV_OUT_OF_MEMORY, "cannot allocate %zu bytes of host memory", bytes);
+    }
+    b->size = bytes;
+    b->data = data;
+    *out_buf = b;
+    return LKV_OK;
+}
+
+static void cpu_free(lkv_device *dev, lkv_buffer *buf)
+{
+    (void)dev;
+    if (!buf)
+        return;
+    free(buf->data);
+    free(buf);
+}
+
+static lkv_status check_range(const lkv_buffer *b, size_t offset, size_t bytes, const char *what)
+{
+    if (offset > b->size || bytes > b->size - offset)
+        return lkv_fail(LKV_INTERNAL, "cpu %s of %zu bytes at offset %zu overruns a %zu-byte buffer",
+                        what, bytes, offset, b->size);
+    return LKV_OK;
+}
+
+static lkv_status cpu_write(lkv_device *dev, lkv_buffer *dst, size_t offset, const void *src,
+                            size_t bytes)
+{
+    (void)dev;
+    lkv_status st = check_range(dst, offset, bytes, "write");
+    if (st == LKV_OK && bytes)
+        memcpy(dst->data + offset, src, bytes);
+    return st;
+}
+
+static lkv_status cpu_read(lkv_device *dev, const lkv_buffer *src, size_t offset, void *dst,
+                           size_t bytes)
+{
+    (void)dev;
+    lkv_status st = check_range(src, offset, bytes, "read");
+    if (st == LKV_OK && bytes)
+        memcpy(dst, src->data + offset, bytes);
+    return st;
+}
+
+static lkv_status cpu_copy(lkv_device *dev, lkv_buffer *dst, size_t dst_offset,
+                           const lkv_buffer *src, size_t src_offset, size_t bytes)
+{
+    (void)dev;
+    lkv_status st = check_range(dst, dst_offset, bytes, "copy");
+    if (st == LKV_OK)
+        st = check_range(src, src_offset, bytes, "copy");
+    if (st == LKV_OK && bytes)
+        memmove(dst->data + dst_offset, src->data + src_offset, bytes);
+    return st;
+}
+
+static lkv_status cpu_sync(lkv_device *dev)
+{
+    (void)dev;
+    return LKV_OK; /* every op completes before it returns */
+}
+
+const lkv_backend_ops lkv_backend_cpu = {
+    .name = "cpu",
+    .probe = cpu_probe,
+    .open = cpu_open,
+    .close = cpu_close,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .write = cpu_write,
+    .read = cpu_read,
+    .copy = cpu_copy,
+    .sync = cpu_sync,
+    .attend = lkv_cpu_attend,
+    .observe = lkv_cpu_observe,
+    .score = lkv_cpu_score,
+    .select = lkv_cpu_select,
+    .compact = lkv_cpu_compact,
+};

@@ -1,0 +1,411 @@
+/* Cache lifetime, storage, inspection and the per-step primitives that the
+ * decode, prefill and scheduler code share. */
+#include "cache.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "fp16.h"
+
+#define LKV_MAX_LAYERS 4096
+#define LKV_MAX_HEADS 1024
+#define LKV_MAX_HEAD_DIM 1024
+#define LKV_MAX_SEQUENCES 65536
+#define LKV_MAX_CAPACITY (1 << 24)
+
+void lkv_cache_config_init(lkv_cache_config *config)
+{
+    if (!config)
+        return;
+    memset(config, 0, sizeof *config);
+    config->layers = 1;
+    config->q_heads = 1;
+    config->kv_heads = 1;
+    config->head_dim = 64;
+    config->sequences = 1;
+    config->capacity = 4096;
+    config->dtype = LKV_DTYPE_F32;
+    config->gqa = LKV_GQA_GROUPED;
+    lkv_policy_init(&config->policy, LKV_POLICY_FULL);
+}
+
+static lkv_status check_int(const char *name, int32_t v, int32_t lo, int32_t hi)
+{
+    if (v < lo || v > hi)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s %d is out of range: expected %d..%d", name, v,
+                        lo, hi);
+    return LKV_OK;
+}
+
+static lkv_status check_shape(const lkv_cache_config *c)
+{
+    lkv_status st = check_int("layers", c->layers, 1, LKV_MAX_LAYERS);
+    if (st == LKV_OK)
+        st = check_int("q_heads", c->q_heads, 1, LKV_MAX_HEADS);
+    if (st == LKV_OK)
+        st = check_int("kv_heads", c->kv_heads, 1, LKV_MAX_HEADS);
+    if (st == LKV_OK)
+        st = check_int("head_dim", c->head_dim, 1, LKV_MAX_HEAD_DIM);
+    if (st == LKV_OK)
+        st = check_int("sequences", c->sequences, 1, LKV_MAX_SEQUENCES);
+    if (st == LKV_OK)
+        st = check_int("capacity", c->capacity, 1, LKV_MAX_CAPACITY);
+    if (st != LKV_OK)
+        return st;
+    if (c->q_heads % c->kv_heads != 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "kv_heads %d does not divide q_heads %d: GQA needs whole groups",
+                        c->kv_heads, c->q_heads);
+    if (c->dtype != LKV_DTYPE_F32 && c->dtype != LKV_DTYPE_F16)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "dtype %d is not LKV_DTYPE_F32 or LKV_DTYPE_F16",
+                        (int)c->dtype);
+    if (c->gqa != LKV_GQA_GROUPED && c->gqa != LKV_GQA_EXPANDED)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "gqa mode %d is not grouped or expanded", (int)c->gqa);
+    if (!isfinite(c->scale) || c->scale < 0.0f)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "scale %g is invalid: expected 0 (default) or > 0",
+                        c->scale);
+    if (c->policy.group_reduce != LKV_REDUCE_DEFAULT && c->policy.group_reduce != LKV_REDUCE_MAX &&
+        c->policy.group_reduce != LKV_REDUCE_MEAN)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "group_reduce %d is not default, max or mean",
+                        (int)c->policy.group_reduce);
+    return LKV_OK;
+}
+
+static void free_buffers(lkv_cache *c)
+{
+    lkv_buffer *all[] = {c->buf.k, c->buf.v, c->buf.pos, c->buf.state_a, c->buf.state_b,
+                         c->buf.state_f, c->probs, c->scores, c->kept, c->q_dev, c->out_dev};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i])
+            c->ops->free(c->dev, all[i]);
+}
+
+static lkv_status alloc_buffers(lkv_cache *c)
+{
+    size_t rows = (size_t)c->cfg.sequences * (size_t)c->cfg.layers * (size_t)c->heads;
+    size_t slots = rows * (size_t)c->cfg.capacity;
+    size_t elem = c->cfg.dtype == LKV_DTYPE_F16 ? 2 : 4;
+    size_t kv_bytes = slots * (size_t)c->cfg.head_dim * elem;
+    if (kv_bytes / elem / (size_t)c->cfg.head_dim != slots || kv_bytes > ((size_t)1 << 46))
+        return lkv_fail(LKV_OUT_OF_MEMORY, "cache of %zu slots x head_dim %d is too large", slots,
+                        c->cfg.head_dim);
+    size_t staging = (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim * sizeof(float);
+    struct { lkv_buffer **slot; size_t bytes; } plan[] = {
+        {&c->buf.k, kv_bytes},          {&c->buf.v, kv_bytes},
+        {&c->buf.pos, slots * 4},       {&c->buf.state_a, slots * 4},
+        {&c->buf.state_b, slots * 4},   {&c->buf.state_f, slots * 4},
+        {&c->probs, slots * 4},         {&c->scores, slots * 4},
+        {&c->kept, slots * 4},          {&c->q_dev, staging},
+        {&c->out_dev, staging},
+    };
+    for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
+        lkv_status st = c->ops->alloc(c->dev, plan[i].bytes, plan[i].slot);
+        if (st != LKV_OK)
+            return st;
+    }
+    c->buf.capacity = c->cfg.capacity;
+    c->buf.head_dim = c->cfg.head_dim;
+    c->buf.dtype = c->cfg.dtype;
+    c->stats.kv_bytes_reserved = (int64_t)(2 * kv_bytes);
+    return LKV_OK;
+}
+
+static lkv_status alloc_host(lkv_cache *c)
+{
+    size_t per_seq = (size_t)c->cfg.layers * (size_t)c->heads;
+    c->seqs = calloc((size_t)c->cfg.sequences, sizeof *c->seqs);
+    c->rows = calloc(per_seq, sizeof *c->rows);
+    c->row_n = calloc(per_seq, sizeof *c->row_n);
+    c->row_k = calloc(per_seq, sizeof *c->row_k);
+    c->plans = calloc((size_t)c->cfg.layers, sizeof *c->plans);
+    c->layer_list = calloc((size_t)c->cfg.layers, sizeof *c->layer_list);
+    c->due = calloc((size_t)c->cfg.layers, sizeof *c->due);
+    if (!c->seqs || !c->rows || !c->row_n || !c->row_k || !c->plans || !c->layer_list || !c->due)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for cache bookkeeping");
+    for (int32_t s = 0; s < c->cfg.sequences; s++) {
+        c->seqs[s].len = calloc((size_t)c->cfg.layers, sizeof(int32_t));
+        if (!c->seqs[s].len)
+            return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for cache bookkeeping");
+    }
+    return LKV_OK;
+}
+
+void lkv_cache_destroy(lkv_cache *c)
+{
+    if (!c)
+        return;
+    if (c->ops)
+        free_buffers(c);
+    for (int32_t s = 0; c->seqs && s < c->cfg.sequences; s++)
+        free(c->seqs[s].len);
+    free(c->seqs);
+    free(c->rows);
+    free(c->row_n);
+    free(c->row_k);
+    free(c->plans);
+    free(c->layer_list);
+    free(c->due);
+    free(c);
+}
+
+lkv_status lkv_cache_create(lkv_runtime *rt, const lkv_cache_config *config,
+                            lkv_cache **out_cache)
+{
+    lkv_clear_error();
+    if (!rt || !config || !out_cache)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_cache_create: %s is NULL",
+                        !rt ? "rt" : !config ? "config" : "out_cache");
+    lkv_status st = check_shape(config);
+    if (st != LKV_OK)
+        return st;
+    const lkv_policy_rules *rules = lkv_policy_rules_of(config->policy.kind);
+    if (!rules)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "policy kind %d is unknown", (int)config->policy.kind);
+    lkv_cache_config cfg = *config;
+    if ((st = rules->check(&cfg.policy, cfg.capacity)) != LKV_OK)
+        return st;
+    if (rules->resolve)
+        rules->resolve(&cfg.policy);
+    if (cfg.policy.group_reduce == LKV_REDUCE_DEFAULT)
+        cfg.policy.group_reduce = rules->reduce;
+
+    lkv_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory creating a cache");
+    c->rt = rt;
+    c->ops = rt->ops;
+    c->dev = rt->dev;
+    c->cfg = cfg;
+    c->rules = rules;
+    c->heads = cfg.gqa == LKV_GQA_GROUPED ? cfg.kv_heads : cfg.q_heads;
+    c->group = cfg.q_heads / c->heads;
+    c->scale = cfg.scale > 0.0f ? cfg.scale : (float)(1.0 / sqrt((double)cfg.head_dim));
+    if ((st = alloc_host(c)) != LKV_OK || (st = alloc_buffers(c)) != LKV_OK) {
+        lkv_cache_destroy(c);
+        return st;
+    }
+    *out_cache = c;
+    return LKV_OK;
+}
+
+lkv_status lkv_cache_get_config(const lkv_cache *c, lkv_cache_config *out_config)
+{
+    lkv_clear_error();
+    if (!c || !out_config)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_cache_get_config: NULL argument");
+    *out_config = c->cfg;
+    return LKV_OK;
+}
+
+int32_t lkv_cache_heads(const lkv_cache *c) { return c ? c->heads : 0; }
+
+lkv_status lkv_cache_get_stats(const lkv_cache *c, lkv_cache_stats *out_stats)
+{
+    lkv_clear_error();
+    if (!c || !out_stats)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_cache_get_stats: NULL argument");
+    int64_t per_slot = 2LL * c->cfg.head_dim * (c->cfg.dtype == LKV_DTYPE_F16 ? 2 : 4);
+    *out_stats = c->stats;
+    out_stats->kv_bytes_in_use = c->stats.slots_in_use * per_slot;
+    out_stats->kv_bytes_peak = c->stats.peak_slots * per_slot;
+    return LKV_OK;
+}
+
+static lkv_status check_seq(const lkv_cache *c, int32_t seq)
+{
+    if (!c)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "cache is NULL");
+    if (seq < 0 || seq >= c->cfg.sequences)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "sequence %d is out of range: the cache holds %d",
+                        seq, c->cfg.sequences);
+    return LKV_OK;
+}
+
+lkv_status lkv_cache_sequence_info(const lkv_cache *c, int32_t seq, int32_t *out_length,
+                                   int32_t *out_step)
+{
+    lkv_clear_error();
+    lkv_status st = check_seq(c, seq);
+    if (st != LKV_OK)
+        return st;
+    if (out_length)
+        *out_length = c->seqs[seq].len[0];
+    if (out_step)
+        *out_step = c->seqs[seq].t;
+    return LKV_OK;
+}
+
+lkv_status lkv_cache_read_slots(const lkv_cache *c, int32_t seq, int32_t layer, int32_t head,
+                                lkv_slot_view *view, int32_t *out_n)
+{
+    lkv_clear_error();
+    lkv_status st = check_seq(c, seq);
+    if (st != LKV_OK)
+        return st;
+    if (layer < 0 || layer >= c->cfg.layers || head < 0 || head >= c->heads)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "layer %d / head %d out of range (%d layers, %d cache heads)",
+                        layer, head, c->cfg.layers, c->heads);
+    int32_t n = c->seqs[seq].len[layer];
+    if (view && view->cap < n)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "slot view has room for %d slots, the head holds %d",
+                        view->cap, n);
+    size_t off = (size_t)lkv_row_of(c, seq, layer, head) * (size_t)c->cfg.capacity * 4;
+    struct { lkv_buffer *src; void *dst; } parts[] = {
+        {c->buf.pos, view ? view->positions : NULL},
+        {c->buf.state_a, view ? view->state_a : NULL},
+        {c->buf.state_b, view ? view->state_b : NULL},
+        {c->buf.state_f, view ? (void *)view->state_f : NULL},
+    };
+    for (size_t i = 0; i < 4 && st == LKV_OK; i++)
+        if (parts[i].dst)
+            st = c->ops->read(c->dev, parts[i].src, off, parts[i].dst, (size_t)n * 4);
+    if (st == LKV_OK && out_n)
+        *out_n = n;
+    return st;
+}
+
+lkv_status lkv_cache_reset_sequence(lkv_cache *c, int32_t seq)
+{
+    lkv_clear_error();
+    lkv_status st = check_seq(c, seq);
+    if (st != LKV_OK)
+        return st;
+    lkv_sequence *s = &c->seqs[seq];
+    for (int32_t l = 0; l < c->cfg.layers; l++) {
+        c->stats.slots_in_use -= (int64_t)s->len[l] * c->heads;
+        s->len[l] = 0;
+    }
+    int32_t *len = s->len;
+    memset(s, 0, sizeof *s);
+    s->len = len;
+    return LKV_OK;
+}
+
+lkv_status lkv_check_finite(const float *x, size_t count, int32_t width, const char *what,
+                            int32_t seq, int32_t layer)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (!isfinite(x[i]))
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "%s[%zu][%zu] is %s (sequence %d, layer %d): inputs must be finite",
+                            what, i / (size_t)width, i % (size_t)width,
+                            isnan(x[i]) ? "NaN" : "infinite", seq, layer);
+    }
+    return LKV_OK;
+}
+
+/* K or V of `count` tokens for one cache head, in the storage type. */
+static void gather_head(const lkv_cache *c, const float *src, int32_t count, int32_t kv_head,
+                        unsigned char *dst)
+{
+    int32_t d = c->cfg.head_dim;
+    for (int32_t t = 0; t < count; t++) {
+        const float *x = src + ((size_t)t * (size_t)c->cfg.kv_heads + (size_t)kv_head) * (size_t)d;
+        if (c->cfg.dtype == LKV_DTYPE_F16) {
+            uint16_t *h = (uint16_t *)(void *)dst + (size_t)t * (size_t)d;
+            for (int32_t i = 0; i < d; i++)
+                h[i] = lkv_float_to_half(x[i]);
+        } else {
+            memcpy((float *)(void *)dst + (size_t)t * (size_t)d, x, (size_t)d * sizeof(float));
+        }
+    }
+}
+
+lkv_status lkv_cache_append(lkv_cache *c, int32_t seq, int32_t layer, int32_t count,
+                            const float *k, const float *v, int32_t first_position,
+                            int32_t last_init)
+{
+    int32_t n = c->seqs[seq].len[layer];
+    size_t elem = c->cfg.dtype == LKV_DTYPE_F16 ? 2 : 4;
+    size_t kv_bytes = (size_t)count * (size_t)c->cfg.head_dim * elem;
+    unsigned char *kv = malloc(kv_bytes ? kv_bytes : 1);
+    int32_t *meta = malloc(sizeof(int32_t) * 4 * (size_t)(count ? count : 1));
+    if (!kv || !meta) {
+        free(kv);
+        free(meta);
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory appending %d tokens", count);
+    }
+    int32_t *pos = meta, *last = meta + count, *zero = meta + 2 * count;
+    for (int32_t i = 0; i < count; i++) {
+        pos[i] = first_position + i;
+        last[i] = last_init;
+        zero[i] = 0; /* doubles as 0.0f for state_f */
+    }
+    lkv_status st = LKV_OK;
+    for (int32_t h = 0; h < c->heads && st == LKV_OK; h++) {
+        int32_t row = lkv_row_of(c, seq, layer, h);
+        int32_t kv_head = c->cfg.gqa == LKV_GQA_GROUPED ? h : h / (c->cfg.q_heads / c->cfg.kv_heads);
+        size_t slot0 = (size_t)row * (size_t)c->cfg.capacity + (size_t)n;
+        size_t kv_off = slot0 * (size_t)c->cfg.head_dim * elem, meta_off = slot0 * 4;
+        gather_head(c, k, count, kv_head, kv);
+        st = c->ops->write(c->dev, c->buf.k, kv_off, kv, kv_bytes);
+        gather_head(c, v, count, kv_head, kv);
+        if (st == LKV_OK)
+            st = c->ops->write(c->dev, c->buf.v, kv_off, kv, kv_bytes);
+        if (st == LKV_OK)
+            st = c->ops->write(c->dev, c->buf.pos, meta_off, pos, (size_t)count * 4);
+        if (st == LKV_OK)
+            st = c->ops->write(c->dev, c->buf.state_a, meta_off, last, (size_t)count * 4);
+        if (st == LKV_OK)
+            st = c->ops->write(c->dev, c->buf.state_b, meta_off, zero, (size_t)count * 4);
+        if (st == LKV_OK)
+            st = c->ops->write(c->dev, c->buf.state_f, meta_off, zero, (size_t)count * 4);
+    }
+    free(kv);
+    free(meta);
+    if (st != LKV_OK)
+        return st;
+    c->seqs[seq].len[layer] = n + count;
+    c->stats.slots_in_use += (int64_t)count * c->heads;
+    if (c->stats.slots_in_use > c->stats.peak_slots)
+        c->stats.peak_slots = c->stats.slots_in_use;
+    return LKV_OK;
+}
+
+void lkv_cache_unappend(lkv_cache *c, int32_t seq, int32_t layer, int32_t count)
+{
+    c->seqs[seq].len[layer] -= count;
+    c->stats.slots_in_use -= (int64_t)count * c->heads;
+    /* the peak stays: the slots were really held for a moment */
+}
+
+lkv_status lkv_cache_attend(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
+                            const float *q, float *out, int want_probs)
+{
+    size_t bytes = (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim * sizeof(float);
+    lkv_status st = c->ops->write(c->dev, c->q_dev, 0, q, bytes);
+    if (st != LKV_OK)
+        return st;
+    int32_t row0 = lkv_row_of(c, seq, layer, 0);
+    lkv_attend_args a = {
+        .cache = &c->buf, .n_groups = 1, .group_row0 = &row0, .group_n = &n,
+        .cache_heads = c->heads, .q_heads = c->cfg.q_heads, .scale = c->scale,
+        .reduce = c->cfg.policy.group_reduce, .q = c->q_dev,
+        .out = out ? c->out_dev : NULL, .probs = want_probs ? c->probs : NULL,
+    };
+    if (!c->ops->attend)
+        return lkv_fail(LKV_UNSUPPORTED, "backend %s has no attend op", c->ops->name);
+    st = c->ops->attend(c->dev, &a);
+    if (st == LKV_OK && out)
+        st = c->ops->read(c->dev, c->out_dev, 0, out, bytes);
+    return st;
+}
+
+lkv_status lkv_cache_observe(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
+                             lkv_observe_kind kind, int32_t t)
+{
+    for (int32_t h = 0; h < c->heads; h++) {
+        c->rows[h] = lkv_row_of(c, seq, layer, h);
+        c->row_n[h] = n;
+    }
+    lkv_observe_args a = {
+        .cache = &c->buf, .n_rows = c->heads, .rows = c->rows, .row_n = c->row_n,
+        .probs = c->probs, .kind = kind, .t = t, .alpha = c->cfg.policy.alpha,
+    };
+    if (!c->ops->observe)
+        return lkv_fail(LKV_UNSUPPORTED, "backend %s has no observe op", c->ops->name);
+    return c->ops->observe(c->dev, &a);
+}

@@ -1,0 +1,81 @@
+/* The cache as core sees it: host-side bookkeeping around device buffers. */
+#ifndef LKV_CACHE_H
+#define LKV_CACHE_H
+
+#include "backend.h"
+#include "policy.h"
+#include "runtime.h"
+
+typedef struct lkv_sequence {
+    int32_t *len;          /* [layers] valid slots per cache head */
+    int32_t t;             /* decode step; 0 until the first decode */
+    int32_t next_layer;    /* the layer the next prefill/decode call must name */
+    int in_prefill;        /* some layers prefilled, not all */
+    int prefilled;
+    int32_t prompt_tokens; /* what layer 0's prefill set, for the other layers */
+    int32_t first_position;
+    int32_t next_position; /* position of the next decoded token */
+} lkv_sequence;
+
+struct lkv_cache {
+    lkv_runtime *rt;
+    const lkv_backend_ops *ops;
+    lkv_device *dev;
+    lkv_cache_config cfg; /* policy defaults resolved */
+    const lkv_policy_rules *rules;
+    int32_t heads;        /* cache heads per layer */
+    int32_t group;        /* query heads per cache head */
+    float scale;
+    lkv_cache_buffers buf;
+    lkv_buffer *probs, *scores, *kept; /* [rows][capacity] scratch */
+    lkv_buffer *q_dev, *out_dev;       /* [q_heads][head_dim] f32 staging */
+    lkv_sequence *seqs;
+    int32_t *rows, *row_n, *row_k;     /* [layers * heads] batch lists */
+    lkv_evict_plan *plans;             /* [layers] scheduler scratch */
+    int32_t *layer_list;
+    unsigned char *due;
+    lkv_cache_stats stats;
+};
+
+static inline int32_t lkv_row_of(const lkv_cache *c, int32_t seq, int32_t layer, int32_t head)
+{
+    return (seq * c->cfg.layers + layer) * c->heads + head;
+}
+
+/* Writes `count` tokens' K/V ([count][kv_heads][head_dim] f32, converted to
+ * the storage type and copied per cache head), positions and zeroed state
+ * (state_a = last_init) at slots len .. len + count of every head of the
+ * layer, then advances len. Capacity is the caller's to check. */
+lkv_status lkv_cache_append(lkv_cache *c, int32_t seq, int32_t layer, int32_t count,
+                            const float *k, const float *v, int32_t first_position,
+                            int32_t last_init);
+
+/* Undoes lkv_cache_append's length and counters (the bytes stay, unreachable). */
+void lkv_cache_unappend(lkv_cache *c, int32_t seq, int32_t layer, int32_t count);
+
+/* Attention of one query vector set ([q_heads][head_dim]) over the first n
+ * slots of every head of (seq, layer); out and/or probs as wanted. */
+lkv_status lkv_cache_attend(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
+                            const float *q, float *out, int want_probs);
+
+lkv_status lkv_cache_observe(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
+                             lkv_observe_kind kind, int32_t t);
+
+/* Fails naming `what` unless all `count` values are finite. */
+lkv_status lkv_check_finite(const float *x, size_t count, int32_t width, const char *what,
+                            int32_t seq, int32_t layer);
+
+/* Runs the evictions due for `seq`: after decode step t (prefill = 0), or the
+ * prefill eviction (prefill = 1); all due layers batched into one pass. */
+lkv_status lkv_schedule(lkv_cache *c, int32_t seq, int32_t t, int prefill);
+
+/* Internal entry points shared by the public calls and trace replay.
+ * `given_probs` ([heads][n + 1] f32 per head, n = slots before the append)
+ * replaces computed attention; `given_votes` ([heads][n_tokens]) replaces
+ * the prompt queries' votes. */
+lkv_status lkv_core_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_decode_io *io,
+                           const float *given_probs);
+lkv_status lkv_core_prefill(lkv_cache *c, int32_t seq, int32_t layer, const lkv_prefill_io *io,
+                            const float *given_votes);
+
+#endif

@@ -1,0 +1,99 @@
+/* A decode step of one layer: validate everything, then append, attend,
+ * observe; after the last layer, hand the step to the scheduler. */
+#include <string.h>
+
+#include "cache.h"
+#include "error.h"
+
+static lkv_status check_decode(const lkv_cache *c, int32_t seq, int32_t layer,
+                               const lkv_decode_io *io, int given)
+{
+    if (!c || !io)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_cache_decode: %s is NULL", c ? "io" : "cache");
+    if (seq < 0 || seq >= c->cfg.sequences)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "sequence %d is out of range: the cache holds %d",
+                        seq, c->cfg.sequences);
+    if (layer < 0 || layer >= c->cfg.layers)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "layer %d is out of range: the cache has %d", layer,
+                        c->cfg.layers);
+    if (io->memory != LKV_MEMORY_HOST)
+        return lkv_fail(io->memory == LKV_MEMORY_DEVICE ? LKV_UNSUPPORTED : LKV_INVALID_ARGUMENT,
+                        "memory kind %d: only host arrays (LKV_MEMORY_HOST) are accepted today",
+                        (int)io->memory);
+    if (!io->k || !io->v || (!given && (!io->q || !io->out)))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "decode of layer %d: %s is NULL", layer,
+                        !io->k ? "k" : !io->v ? "v" : !io->q ? "q" : "out");
+    const lkv_sequence *s = &c->seqs[seq];
+    if (s->in_prefill)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "sequence %d is part-way through prefill (layer %d next): finish it first",
+                        seq, s->next_layer);
+    if (layer != s->next_layer)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "layer %d decoded out of order: sequence %d expects layer %d at step %d",
+                        layer, seq, s->next_layer, layer == 0 ? s->t + 1 : s->t);
+    if (s->len[layer] >= c->cfg.capacity)
+        return lkv_fail(LKV_OUT_OF_MEMORY,
+                        "cache full: sequence %d layer %d holds %d slots = capacity under policy "
+                        "%s; raise capacity or lower the budget",
+                        seq, layer, s->len[layer], c->rules->name);
+    size_t dq = (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim;
+    size_t dkv = (size_t)c->cfg.kv_heads * (size_t)c->cfg.head_dim;
+    lkv_status st = given ? LKV_OK : lkv_check_finite(io->q, dq, c->cfg.head_dim, "q", seq, layer);
+    if (st == LKV_OK)
+        st = lkv_check_finite(io->k, dkv, c->cfg.head_dim, "k", seq, layer);
+    if (st == LKV_OK)
+        st = lkv_check_finite(io->v, dkv, c->cfg.head_dim, "v", seq, layer);
+    return st;
+}
+
+/* Recorded probabilities (trace replay) go where attend would put them. */
+static lkv_status write_given(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
+                              const float *probs)
+{
+    lkv_status st = LKV_OK;
+    for (int32_t h = 0; h < c->heads && st == LKV_OK; h++) {
+        size_t off = (size_t)lkv_row_of(c, seq, layer, h) * (size_t)c->cfg.capacity * 4;
+        st = c->ops->write(c->dev, c->probs, off, probs + (size_t)h * (size_t)n, (size_t)n * 4);
+    }
+    return st;
+}
+
+lkv_status lkv_core_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_decode_io *io,
+                           const float *given_probs)
+{
+    lkv_status st = check_decode(c, seq, layer, io, given_probs != NULL);
+    if (st != LKV_OK)
+        return st;
+    lkv_sequence *s = &c->seqs[seq];
+    int32_t t = layer == 0 ? s->t + 1 : s->t;
+    lkv_observe_kind kind;
+    int observing = c->rules->observe && c->rules->observe(&c->cfg.policy, t, &kind);
+
+    if ((st = lkv_cache_append(c, seq, layer, 1, io->k, io->v, s->next_position, t - 1)) != LKV_OK)
+        return st;
+    int32_t n = s->len[layer];
+    if (given_probs)
+        st = observing ? write_given(c, seq, layer, n, given_probs) : LKV_OK;
+    else
+        st = lkv_cache_attend(c, seq, layer, n, io->q, io->out, observing);
+    if (st == LKV_OK && observing)
+        st = lkv_cache_observe(c, seq, layer, n, kind, t);
+    if (st != LKV_OK) {
+        lkv_cache_unappend(c, seq, layer, 1);
+        return st;
+    }
+    s->t = t;
+    s->next_layer = layer + 1;
+    if (s->next_layer < c->cfg.layers)
+        return LKV_OK;
+    s->next_layer = 0;
+    s->next_position++;
+    return lkv_schedule(c, seq, t, 0);
+}
+
+lkv_status lkv_cache_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_decode_io *io)
+{
+    lkv_clear_error();
+    return lkv_core_decode(c, seq, layer, io, NULL);
+}

@@ -1,0 +1,34 @@
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static _Thread_local char last_error[1024];
+
+lkv_status lkv_fail(lkv_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void lkv_clear_error(void) { last_error[0] = '\0'; }
+
+const char *lkv_last_error(void) { return last_error; }
+
+const char *lkv_status_name(lkv_status status)
+{
+    switch (status) {
+    case LKV_OK: return "OK";
+    case LKV_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case LKV_UNAVAILABLE: return "UNAVAILABLE";
+    case LKV_INCOMPATIBLE: return "INCOMPATIBLE";
+    case LKV_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
+    case LKV_DEVICE_ERROR: return "DEVICE_ERROR";
+    case LKV_UNSUPPORTED: return "UNSUPPORTED";
+    case LKV_INTERNAL: return "INTERNAL";
+    }
+    return "UNKNOWN_STATUS";
+}

@@ -1,0 +1,276 @@
+#include "json.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LKV_JSON_MAX_DEPTH 32
+
+typedef struct reader {
+    const char *s;
+    size_t len, at;
+    char *err;
+    size_t err_len;
+} reader;
+
+static int fail(reader *r, const char *what)
+{
+    snprintf(r->err, r->err_len, "%s at byte %zu", what, r->at + 1);
+    return -1;
+}
+
+static void skip_ws(reader *r)
+{
+    while (r->at < r->len && strchr(" \t\r\n", r->s[r->at]) && r->s[r->at])
+        r->at++;
+}
+
+static int peek(const reader *r) { return r->at < r->len ? (unsigned char)r->s[r->at] : -1; }
+
+static int parse_value(reader *r, lkv_json *out, int depth);
+
+static int literal(reader *r, const char *word, lkv_json_type type, double value, lkv_json *out)
+{
+    size_t n = strlen(word);
+    if (r->len - r->at < n || strncmp(r->s + r->at, word, n) != 0)
+        return fail(r, "unexpected character");
+    r->at += n;
+    out->type = type;
+    out->number = value;
+    return 0;
+}
+
+static void skip_digits(reader *r)
+{
+    while (isdigit(peek(r)))
+        r->at++;
+}
+
+static int parse_number(reader *r, lkv_json *out)
+{
+    size_t start = r->at;
+    if (peek(r) == '-')
+        r->at++;
+    if (peek(r) == '0')
+        r->at++;
+    else if (isdigit(peek(r)))
+        skip_digits(r);
+    else
+        return fail(r, "bad number");
+    if (peek(r) == '.') {
+        r->at++;
+        if (!isdigit(peek(r)))
+            return fail(r, "bad number: digits expected after '.'");
+        skip_digits(r);
+    }
+    if (peek(r) == 'e' || peek(r) == 'E') {
+        r->at++;
+        if (peek(r) == '+' || peek(r) == '-')
+            r->at++;
+        if (!isdigit(peek(r)))
+            return fail(r, "bad number: digits expected in exponent");
+        skip_digits(r);
+    }
+    size_t n = r->at - start;
+    out->text = malloc(n + 1);
+    if (!out->text)
+        return fail(r, "out of memory");
+    memcpy(out->text, r->s + start, n);
+    out->text[n] = '\0';
+    out->type = LKV_JSON_NUMBER;
+    out->number = strtod(out->text, NULL);
+    return 0;
+}
+
+static size_t put_utf8(char *dst, unsigned cp)
+{
+    if (cp < 0x80) {
+        dst[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        dst[0] = (char)(0xc0 | (cp >> 6));
+        dst[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    dst[0] = (char)(0xe0 | (cp >> 12));
+    dst[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    dst[2] = (char)(0x80 | (cp & 0x3f));
+    return 3;
+}
+
+static int parse_string(reader *r, char **out)
+{
+    r->at++; /* opening quote */
+    char *buf = malloc(r->len - r->at + 1);
+    if (!buf)
+        return fail(r, "out of memory");
+    size_t n = 0;
+    for (;;) {
+        int c = peek(r);
+        if (c < 0 || c < 0x20) {
+            free(buf);
+            return fail(r, c < 0 ? "unterminated string" : "control character in string");
+        }
+        r->at++;
+        if (c == '"')
+            break;
+        if (c != '\\') {
+            buf[n++] = (char)c;
+            continue;
+        }
+        int e = peek(r);
+        r->at++;
+        const char *from = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t";
+        const char *hit = e > 0 ? strchr(from, e) : NULL;
+        if (hit && e) {
+            buf[n++] = to[hit - from];
+        } else if (e == 'u' && r->len - r->at >= 4) {
+            unsigned cp = 0;
+            for (int i = 0; i < 4; i++) {
+                int h = r->s[r->at++];
+                if (!isxdigit(h)) {
+                    free(buf);
+                    return fail(r, "bad \\u escape");
+                }
+                cp = cp * 16 + (unsigned)(isdigit(h) ? h - '0' : (tolower(h) - 'a' + 10));
+            }
+            n += put_utf8(buf + n, cp); /* 6 source bytes always cover 3 out */
+        } else {
+            free(buf);
+            return fail(r, "bad escape in string");
+        }
+    }
+    buf[n] = '\0';
+    *out = buf;
+    return 0;
+}
+
+static int push(reader *r, lkv_json *v, lkv_json *item, char *key)
+{
+    if (v->count == v->cap) {
+        int cap = v->cap ? 2 * v->cap : 8;
+        lkv_json *items = realloc(v->items, sizeof *items * (size_t)cap);
+        if (!items)
+            return fail(r, "out of memory");
+        v->items = items;
+        if (v->type == LKV_JSON_OBJECT) {
+            char **keys = realloc(v->keys, sizeof *keys * (size_t)cap);
+            if (!keys)
+                return fail(r, "out of memory");
+            v->keys = keys;
+        }
+        v->cap = cap;
+    }
+    if (v->type == LKV_JSON_OBJECT)
+        v->keys[v->count] = key;
+    v->items[v->count++] = *item;
+    return 0;
+}
+
+/* Arrays and objects share the loop; objects read "key": before each value. */
+static int parse_container(reader *r, lkv_json *out, int depth, int object)
+{
+    out->type = object ? LKV_JSON_OBJECT : LKV_JSON_ARRAY;
+    int close = object ? '}' : ']';
+    r->at++;
+    skip_ws(r);
+    if (peek(r) == close) {
+        r->at++;
+        return 0;
+    }
+    for (;;) {
+        char *key = NULL;
+        skip_ws(r);
+        if (object) {
+            if (peek(r) != '"')
+                return fail(r, "object key expected");
+            if (parse_string(r, &key) != 0)
+                return -1;
+            skip_ws(r);
+            if (peek(r) != ':') {
+                free(key);
+                return fail(r, "':' expected");
+            }
+            r->at++;
+        }
+        lkv_json item = {0};
+        if (parse_value(r, &item, depth + 1) != 0 || push(r, out, &item, key) != 0) {
+            lkv_json_free(&item);
+            free(key);
+            return -1;
+        }
+        skip_ws(r);
+        int c = peek(r);
+        r->at++;
+        if (c == close)
+            return 0;
+        if (c != ',') {
+            r->at--;
+            return fail(r, object ? "',' or '}' expected" : "',' or ']' expected");
+        }
+    }
+}
+
+static int parse_value(reader *r, lkv_json *out, int depth)
+{
+    if (depth > LKV_JSON_MAX_DEPTH)
+        return fail(r, "nesting too deep");
+    skip_ws(r);
+    int c = peek(r);
+    switch (c) {
+    case '{': return parse_container(r, out, depth, 1);
+    case '[': return parse_container(r, out, depth, 0);
+    case '"': out->type = LKV_JSON_STRING; return parse_string(r, &out->text);
+    case 't': return literal(r, "true", LKV_JSON_BOOL, 1, out);
+    case 'f': return literal(r, "false", LKV_JSON_BOOL, 0, out);
+    case 'n': return literal(r, "null", LKV_JSON_NULL, 0, out);
+    case -1: return fail(r, "unexpected end of input");
+    default:
+        if (c == '-' || isdigit(c))
+            return parse_number(r, out);
+        return fail(r, "unexpected character");
+    }
+}
+
+int lkv_json_parse(const char *text, size_t len, lkv_json *out, char *err, size_t err_len)
+{
+    reader r = {text, len, 0, err, err_len};
+    memset(out, 0, sizeof *out);
+    if (parse_value(&r, out, 0) != 0) {
+        lkv_json_free(out);
+        return -1;
+    }
+    skip_ws(&r);
+    if (r.at != r.len) {
+        lkv_json_free(out);
+        return fail(&r, "trailing characters after the value");
+    }
+    return 0;
+}
+
+void lkv_json_free(lkv_json *v)
+{
+    if (!v)
+        return;
+    for (int i = 0; i < v->count; i++) {
+        lkv_json_free(&v->items[i]);
+        if (v->keys)
+            free(v->keys[i]);
+    }
+    free(v->items);
+    free(v->keys);
+    free(v->text);
+    memset(v, 0, sizeof *v);
+}
+
+const lkv_json *lkv_json_get(const lkv_json *obj, const char *key)
+{
+    if (!obj || obj->type != LKV_JSON_OBJECT)
+        return NULL;
+    for (int i = 0; i < obj->count; i++)
+        if (strcmp(obj->keys[i], key) == 0)
+            return &obj->items[i];
+    return NULL;
+}

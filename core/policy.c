@@ -1,0 +1,192 @@
+/* Policy parameters: names, defaults, setting by name, shared checks. */
+#include "policy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+static const lkv_policy_rules *const all_rules[LKV_POLICY_COUNT_] = {
+    [LKV_POLICY_FULL] = &lkv_policy_full,           [LKV_POLICY_LAZY] = &lkv_policy_lazy,
+    [LKV_POLICY_STREAMING] = &lkv_policy_streaming, [LKV_POLICY_H2O] = &lkv_policy_h2o,
+    [LKV_POLICY_TOVA] = &lkv_policy_tova,           [LKV_POLICY_SNAPKV] = &lkv_policy_snapkv,
+    [LKV_POLICY_NACL] = &lkv_policy_nacl,
+};
+
+const lkv_policy_rules *lkv_policy_rules_of(lkv_policy_kind kind)
+{
+    if ((int)kind < 0 || kind >= LKV_POLICY_COUNT_)
+        return NULL;
+    return all_rules[kind];
+}
+
+const char *lkv_policy_name(lkv_policy_kind kind)
+{
+    const lkv_policy_rules *r = lkv_policy_rules_of(kind);
+    return r ? r->name : "unknown";
+}
+
+lkv_status lkv_policy_from_name(const char *name, lkv_policy_kind *out_kind)
+{
+    lkv_clear_error();
+    if (!name || !out_kind)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_from_name: NULL argument");
+    for (int k = 0; k < LKV_POLICY_COUNT_; k++) {
+        if (strcmp(all_rules[k]->name, name) == 0) {
+            *out_kind = (lkv_policy_kind)k;
+            return LKV_OK;
+        }
+    }
+    return lkv_fail(LKV_INVALID_ARGUMENT,
+                    "unknown policy '%s': expected lazy, full, streaming, h2o, tova, snapkv or nacl",
+                    name);
+}
+
+lkv_status lkv_policy_init(lkv_policy_params *params, lkv_policy_kind kind)
+{
+    lkv_clear_error();
+    const lkv_policy_rules *r = lkv_policy_rules_of(kind);
+    if (!params || !r)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_init: %s",
+                        params ? "unknown policy kind" : "params is NULL");
+    memset(params, 0, sizeof *params);
+    params->kind = kind;
+    params->group_reduce = LKV_REDUCE_DEFAULT;
+    if (r->defaults)
+        r->defaults(params);
+    return LKV_OK;
+}
+
+static int policy_reads(const lkv_policy_rules *r, const char *key)
+{
+    if (strcmp(key, "group_reduce") == 0)
+        return 1;
+    for (const char *const *k = r->keys; k && *k; k++)
+        if (strcmp(*k, key) == 0)
+            return 1;
+    return 0;
+}
+
+static void list_keys(const lkv_policy_rules *r, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (const char *const *k = r->keys; k && *k; k++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s, ", *k);
+    }
+    size_t used = strlen(buf);
+    snprintf(buf + used, len - used, "group_reduce");
+}
+
+static lkv_status parse_int(const char *key, const char *text, long long lo, long long hi,
+                            long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end != '\0' || v < lo || v > hi)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s '%s' is not an integer in [%lld, %lld]", key,
+                        text, lo, hi);
+    *out = v;
+    return LKV_OK;
+}
+
+static lkv_status parse_real(const char *key, const char *text, float *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end != '\0' || !isfinite(v))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s '%s' is not a finite number", key, text);
+    *out = (float)v;
+    return LKV_OK;
+}
+
+static lkv_status parse_reduce(const char *text, lkv_group_reduce *out)
+{
+    if (strcmp(text, "max") == 0)
+        *out = LKV_REDUCE_MAX;
+    else if (strcmp(text, "mean") == 0)
+        *out = LKV_REDUCE_MEAN;
+    else
+        return lkv_fail(LKV_INVALID_ARGUMENT, "group_reduce '%s' is not 'max' or 'mean'", text);
+    return LKV_OK;
+}
+
+lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char *value)
+{
+    lkv_clear_error();
+    if (!params || !key || !value)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_set: NULL argument");
+    const lkv_policy_rules *r = lkv_policy_rules_of(params->kind);
+    if (!r)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_set: params hold no valid policy kind");
+    if (!policy_reads(r, key)) {
+        char keys[256];
+        list_keys(r, keys, sizeof keys);
+        return lkv_fail(LKV_INVALID_ARGUMENT, "unknown parameter '%s' for policy %s: it takes %s",
+                        key, r->name, keys);
+    }
+    lkv_policy_params p = *params;
+    lkv_status st = LKV_OK;
+    long long i = 0;
+    const long long big = 1LL << 30;
+    if (strcmp(key, "budget") == 0 && (st = parse_int(key, value, 0, big, &i)) == LKV_OK)
+        p.budget = (int32_t)i;
+    else if (strcmp(key, "window") == 0 && (st = parse_int(key, value, 0, big, &i)) == LKV_OK)
+        p.window = (int32_t)i;
+    else if (strcmp(key, "sinks") == 0 && (st = parse_int(key, value, 0, big, &i)) == LKV_OK)
+        p.sinks = (int32_t)i;
+    else if (strcmp(key, "recent") == 0 && (st = parse_int(key, value, 0, big, &i)) == LKV_OK)
+        p.recent = (int32_t)i;
+    else if (strcmp(key, "interval") == 0 && (st = parse_int(key, value, -1, big, &i)) == LKV_OK)
+        p.interval = (int32_t)i;
+    else if (strcmp(key, "min_length") == 0 && (st = parse_int(key, value, 0, big, &i)) == LKV_OK)
+        p.min_length = (int32_t)i;
+    else if (strcmp(key, "seed") == 0 &&
+             (st = parse_int(key, value, 0, 0x7fffffffffffffffLL, &i)) == LKV_OK)
+        p.seed = (uint64_t)i;
+    else if (strcmp(key, "alpha") == 0)
+        st = parse_real(key, value, &p.alpha);
+    else if (strcmp(key, "proxy_ratio") == 0)
+        st = parse_real(key, value, &p.proxy_ratio);
+    else if (strcmp(key, "proxy_keep_ratio") == 0)
+        st = parse_real(key, value, &p.proxy_keep_ratio);
+    else if (strcmp(key, "random_keep_ratio") == 0)
+        st = parse_real(key, value, &p.random_keep_ratio);
+    else if (strcmp(key, "protect_ratio") == 0)
+        st = parse_real(key, value, &p.protect_ratio);
+    else if (strcmp(key, "group_reduce") == 0)
+        st = parse_reduce(value, &p.group_reduce);
+    if (st == LKV_OK)
+        *params = p;
+    return st;
+}
+
+lkv_status lkv_check_budget(const char *policy, int32_t budget, int32_t capacity, int32_t peak)
+{
+    if (budget < 1)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "budget %d is invalid for %s: set a budget >= 1",
+                        budget, policy);
+    if (budget > capacity)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "budget %d exceeds capacity %d (%s): raise capacity or lower budget",
+                        budget, capacity, policy);
+    if (peak > capacity)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "capacity %d is below the peak of %d slots that %s reaches with budget %d: "
+                        "raise capacity to %d",
+                        capacity, peak, policy, budget, peak);
+    return LKV_OK;
+}
+
+lkv_status lkv_check_range(const char *policy, const char *key, double value, double lo, double hi)
+{
+    if (!(value >= lo && value <= hi))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s %g is out of range for %s: expected [%g, %g]",
+                        key, value, policy, lo, hi);
+    return LKV_OK;
+}

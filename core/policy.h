@@ -1,0 +1,63 @@
+/* What a policy decides, as data the core's scheduler acts on. One file per
+ * policy (policy_<name>.c) fills an lkv_policy_rules table; the mechanics
+ * (appending, batching, running the ops) are shared. */
+#ifndef LKV_POLICY_H
+#define LKV_POLICY_H
+
+#include "backend.h"
+
+/* One eviction: keep `keep` slots per cache head. With `stage1_keep` > 0 the
+ * choice has two stages (nacl): keep stage1_keep by `score`, then fill up to
+ * `keep` by `stage2`, the first stage's picks ranked above everything. */
+typedef struct lkv_evict_plan {
+    int32_t keep;
+    lkv_score_kind score;
+    int32_t protect_head;
+    int32_t protect_tail;
+    int32_t pool_kernel;
+    int32_t stage1_keep;
+    lkv_score_kind stage2;
+} lkv_evict_plan;
+
+/* Which prompt queries vote at prefill (their probabilities are summed into
+ * state_f): queries [first, n); each sees slots [0, i] when causal, else all. */
+typedef struct lkv_vote_plan {
+    int32_t first;
+    int causal;
+    int required; /* 1: prefill without queries is an error */
+} lkv_vote_plan;
+
+typedef struct lkv_policy_rules {
+    lkv_policy_kind kind;
+    const char *name;
+    const char *const *keys; /* parameter names it reads, NULL-terminated */
+    lkv_group_reduce reduce; /* default combination for grouped GQA */
+    void (*defaults)(lkv_policy_params *p);
+    /* Parameter and capacity checks; message names the bad value. */
+    lkv_status (*check)(const lkv_policy_params *p, int32_t capacity);
+    /* Fills derived defaults (h2o recent, snapkv interval). May be NULL. */
+    void (*resolve)(lkv_policy_params *p);
+    /* Observation at decode step t: 1 and *kind, or 0 for none. */
+    int (*observe)(const lkv_policy_params *p, int32_t t, lkv_observe_kind *kind);
+    /* Eviction due after decode step t with n slots: 1 and *plan, or 0. */
+    int (*decode_plan)(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan);
+    /* Prefill of n tokens: votes (may be NULL) and eviction (may be NULL). */
+    int (*prefill_votes)(const lkv_policy_params *p, int32_t n, lkv_vote_plan *votes);
+    int (*prefill_plan)(const lkv_policy_params *p, int32_t n, lkv_evict_plan *plan);
+} lkv_policy_rules;
+
+const lkv_policy_rules *lkv_policy_rules_of(lkv_policy_kind kind);
+
+extern const lkv_policy_rules lkv_policy_full;
+extern const lkv_policy_rules lkv_policy_lazy;
+extern const lkv_policy_rules lkv_policy_streaming;
+extern const lkv_policy_rules lkv_policy_h2o;
+extern const lkv_policy_rules lkv_policy_tova;
+extern const lkv_policy_rules lkv_policy_snapkv;
+extern const lkv_policy_rules lkv_policy_nacl;
+
+/* Shared checks, each failing with a message that names the policy. */
+lkv_status lkv_check_budget(const char *policy, int32_t budget, int32_t capacity, int32_t peak);
+lkv_status lkv_check_range(const char *policy, const char *key, double value, double lo, double hi);
+
+#endif

@@ -1,0 +1,59 @@
+/* LazyEviction (spec/policies.md, section 1): observe every step, evict every
+ * W steps when over budget, keeping the last W slots and the B - W best
+ * MRI scores. Grouped GQA combines a group's probabilities by max before the
+ * threshold test, a documented deviation from the per-query-head reference. */
+#include "policy.h"
+
+#include "error.h"
+
+static const char *const keys[] = {"budget", "window", "alpha", NULL};
+
+static void defaults(lkv_policy_params *p)
+{
+    p->window = 101; /* the authors' W for a 7B Qwen model on GSM8K */
+    p->alpha = 1e-4f;
+}
+
+static lkv_status check(const lkv_policy_params *p, int32_t capacity)
+{
+    if (p->window < 1)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "window %d is invalid for lazy: the eviction period W must be >= 1",
+                        p->window);
+    lkv_status st = lkv_check_budget("lazy", p->budget, capacity, p->budget + p->window);
+    if (st == LKV_OK && p->budget < p->window)
+        st = lkv_fail(LKV_INVALID_ARGUMENT,
+                      "budget %d is below window %d for lazy: the last W slots are always kept",
+                      p->budget, p->window);
+    if (st == LKV_OK)
+        st = lkv_check_range("lazy", "alpha", p->alpha, 0.0, 1.0);
+    return st;
+}
+
+static int observe(const lkv_policy_params *p, int32_t t, lkv_observe_kind *kind)
+{
+    (void)p;
+    (void)t;
+    *kind = LKV_OBSERVE_LAZY;
+    return 1;
+}
+
+static int decode_plan(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan)
+{
+    if (n <= p->budget || t % p->window != 0)
+        return 0;
+    *plan = (lkv_evict_plan){.keep = p->budget, .score = LKV_SCORE_LAZY,
+                             .protect_tail = p->window};
+    return 1;
+}
+
+const lkv_policy_rules lkv_policy_lazy = {
+    .kind = LKV_POLICY_LAZY,
+    .name = "lazy",
+    .keys = keys,
+    .reduce = LKV_REDUCE_MAX,
+    .defaults = defaults,
+    .check = check,
+    .observe = observe,
+    .decode_plan = decode_plan,
+};

@@ -1,0 +1,39 @@
+/* TOVA: over budget, drop the slot with the lowest current-step probability
+ * averaged over all heads of the layer; every head drops the same token. In
+ * grouped GQA the mean over cache heads of the group means is the mean over
+ * all query heads, so the default reduction is the mean. */
+#include "policy.h"
+
+static const char *const keys[] = {"budget", NULL};
+
+static lkv_status check(const lkv_policy_params *p, int32_t capacity)
+{
+    return lkv_check_budget("tova", p->budget, capacity, p->budget + 1);
+}
+
+static int observe(const lkv_policy_params *p, int32_t t, lkv_observe_kind *kind)
+{
+    (void)p;
+    (void)t;
+    *kind = LKV_OBSERVE_ASSIGN;
+    return 1;
+}
+
+static int decode_plan(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan)
+{
+    (void)t;
+    if (n <= p->budget)
+        return 0;
+    *plan = (lkv_evict_plan){.keep = p->budget, .score = LKV_SCORE_GROUP_MEAN};
+    return 1;
+}
+
+const lkv_policy_rules lkv_policy_tova = {
+    .kind = LKV_POLICY_TOVA,
+    .name = "tova",
+    .keys = keys,
+    .reduce = LKV_REDUCE_MEAN,
+    .check = check,
+    .observe = observe,
+    .decode_plan = decode_plan,
+};

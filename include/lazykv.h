@@ -1,0 +1,346 @@
+/* lazykv: a portable runtime for lagged KV-cache eviction in LLM decoding.
+ *
+ * This is the only header an application includes. The model stays yours: for
+ * every layer of every decode step you hand lazykv the new token's query, key
+ * and value; lazykv stores the key/value, computes attention over the cached
+ * tokens on the selected backend, observes the attention the policy needs and,
+ * when the policy says so, evicts cached tokens in one batched pass.
+ *
+ * Conventions
+ *  - Every call returns an lkv_status. Results come back through `out_`
+ *    parameters, which are written only on success.
+ *  - On failure lkv_last_error() returns a message for the calling thread that
+ *    names the bad value, and the objects passed in are left exactly as they
+ *    were (a failed decode step does not append, observe or evict anything).
+ *  - Nothing here aborts or exits the process: bad input, a missing GPU driver
+ *    or a full cache are reported as statuses.
+ *  - Objects are not internally synchronised: use one lkv_cache from one thread
+ *    at a time. Distinct caches may be used from distinct threads.
+ *
+ * Minimal use (one layer, one sequence; see README.md for a full example):
+ *
+ *   lkv_runtime *rt;  lkv_cache *c;  lkv_cache_config cfg;
+ *   lkv_runtime_open("auto", &rt);
+ *   lkv_cache_config_init(&cfg);                 // defaults, policy "full"
+ *   cfg.layers = 1; cfg.q_heads = 8; cfg.kv_heads = 2; cfg.head_dim = 64;
+ *   cfg.capacity = 4096;
+ *   lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY);
+ *   cfg.policy.budget = 1024; cfg.policy.window = 101;
+ *   lkv_cache_create(rt, &cfg, &c);
+ *   for (each token) {
+ *     lkv_decode_io io = { q, k, v, out, LKV_MEMORY_HOST };
+ *     lkv_cache_decode(c, 0, 0, &io);
+ *   }
+ *   lkv_cache_destroy(c);  lkv_runtime_close(rt);
+ */
+#ifndef LAZYKV_H
+#define LAZYKV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LKV_VERSION_MAJOR 0
+#define LKV_VERSION_MINOR 1
+#define LKV_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------------ */
+/* Status and errors                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef enum lkv_status {
+    LKV_OK = 0,
+    LKV_INVALID_ARGUMENT, /* the caller passed something wrong; message says what */
+    LKV_UNAVAILABLE,      /* backend/driver/device missing; message says why */
+    LKV_INCOMPATIBLE,     /* device present but the built kernels cannot run on it */
+    LKV_OUT_OF_MEMORY,    /* host/device allocation failed, or the cache is full */
+    LKV_DEVICE_ERROR,     /* the driver reported a failure while running */
+    LKV_UNSUPPORTED,      /* valid request this build or backend does not do (yet) */
+    LKV_INTERNAL          /* a lazykv bug: please report the message */
+} lkv_status;
+
+/* Stable upper-case name of a status ("INVALID_ARGUMENT"); never NULL. */
+const char *lkv_status_name(lkv_status status);
+
+/* Message of the last failed call on this thread ("" if none yet). The pointer
+ * stays valid until the next lazykv call on the same thread. */
+const char *lkv_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Runtime: backend selection                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct lkv_runtime lkv_runtime;
+
+/* Opens the runtime on the backend named by `spec`:
+ *   "auto"        try cuda, hip, vulkan, opencl, then cpu; CPU-emulated GPU
+ *                 devices (lavapipe, PoCL) are passed over for the native cpu
+ *   "cpu"         the plain-C oracle backend (always available)
+ *   "cuda", "vulkan:1", ...   a backend and optionally a device index
+ * A NULL or empty spec reads the LAZYKV_BACKEND environment variable and falls
+ * back to "auto". Naming a backend that is unavailable is an error, never a
+ * silent fallback. On failure *out_rt is untouched. */
+lkv_status lkv_runtime_open(const char *spec, lkv_runtime **out_rt);
+
+/* Closes the runtime. Destroy its caches first. NULL is accepted. */
+void lkv_runtime_close(lkv_runtime *rt);
+
+typedef struct lkv_runtime_info {
+    char backend[16];     /* "cpu", "cuda", ... */
+    int device;           /* device index within the backend */
+    char device_name[128];
+    char selection[256];  /* one line: what was chosen and why */
+} lkv_runtime_info;
+
+/* Which backend and device the runtime actually uses. */
+lkv_status lkv_runtime_get_info(const lkv_runtime *rt, lkv_runtime_info *out_info);
+
+typedef struct lkv_device_report {
+    char backend[16];     /* backend name */
+    int device;           /* device index, -1 when the backend has none to offer */
+    int available;        /* 1 usable, 0 not */
+    int emulated;         /* 1 when the device is a software emulation on the CPU */
+    char name[128];       /* device name, "" when unavailable */
+    char reason[256];     /* why unavailable, or a short description */
+} lkv_device_report;
+
+/* Lists every backend lazykv knows, built in or not, with its devices. Writes
+ * at most `cap` reports and the number that exist to *out_count (call with
+ * cap 0 to size the array). Probing never aborts: a missing driver is a report
+ * with available = 0 and the reason. */
+lkv_status lkv_list_devices(lkv_device_report *out_reports, int cap, int *out_count);
+
+/* ------------------------------------------------------------------------ */
+/* Policies                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef enum lkv_policy_kind {
+    LKV_POLICY_FULL = 0,  /* never evict: the reference for every fidelity figure */
+    LKV_POLICY_LAZY,      /* LazyEviction: MRI-scored, evicts every `window` steps */
+    LKV_POLICY_STREAMING, /* StreamingLLM: sinks + most recent */
+    LKV_POLICY_H2O,       /* Heavy-Hitter Oracle: accumulated attention */
+    LKV_POLICY_TOVA,      /* current-step attention, one decision per layer */
+    LKV_POLICY_SNAPKV,    /* window votes at prefill; every `interval` steps in decode */
+    LKV_POLICY_NACL,      /* proxy-token + random eviction, once at prefill */
+    LKV_POLICY_COUNT_
+} lkv_policy_kind;
+
+/* How the attention of the query heads that share one KV head is combined into
+ * the single probability a `grouped` cache head observes. */
+typedef enum lkv_group_reduce {
+    LKV_REDUCE_DEFAULT = 0, /* max for lazy (see spec/policies.md), mean for the rest */
+    LKV_REDUCE_MAX,
+    LKV_REDUCE_MEAN
+} lkv_group_reduce;
+
+/* Every policy's parameters in one struct; each policy reads only its own
+ * (listed per field). Fill with lkv_policy_init(), then change fields directly
+ * or by name with lkv_policy_set(). Validated by lkv_cache_create(). */
+typedef struct lkv_policy_params {
+    lkv_policy_kind kind;
+    int32_t budget;          /* lazy, streaming, h2o, tova, snapkv: slots kept after eviction */
+    int32_t window;          /* lazy: eviction period W and protected recent slots;
+                                snapkv: observation window w (queries that vote, slots kept) */
+    float alpha;             /* lazy: importance threshold on the probability (default 1e-4) */
+    int32_t sinks;           /* streaming: first tokens always kept (4); nacl: sink cap (256) */
+    int32_t recent;          /* h2o: protected recent slots R; 0 means budget / 2 */
+    int32_t interval;        /* snapkv: decode-time eviction period; 0 means `window`;
+                                -1 disables decode-time eviction */
+    float proxy_ratio;       /* nacl: share of the prompt used as proxy queries (0.01) */
+    float proxy_keep_ratio;  /* nacl: share of the prompt kept by proxy score (0.12) */
+    float random_keep_ratio; /* nacl: share kept by sampling proportional to exp(score) (0.07) */
+    float protect_ratio;     /* nacl: share protected at both ends, sinks included (0.01) */
+    int32_t min_length;      /* nacl: prompts shorter than this are not evicted (2048) */
+    uint64_t seed;           /* nacl: seed of the counter-based noise (0) */
+    lkv_group_reduce group_reduce; /* grouped GQA only */
+} lkv_policy_params;
+
+/* Sets `params` to the defaults of `kind` (the authors' defaults where the
+ * spec gives them; budget 0 means "not set" and must be given for the policies
+ * that evict by budget). */
+lkv_status lkv_policy_init(lkv_policy_params *params, lkv_policy_kind kind);
+
+/* Policy kind from its name ("lazy", "full", "streaming", "h2o", "tova",
+ * "snapkv", "nacl"). */
+lkv_status lkv_policy_from_name(const char *name, lkv_policy_kind *out_kind);
+const char *lkv_policy_name(lkv_policy_kind kind);
+
+/* Sets one parameter by its name (the names of the CLI flags and trace header
+ * keys: budget, window, alpha, sinks, recent, interval, proxy_ratio,
+ * proxy_keep_ratio, random_keep_ratio, protect_ratio, min_length, seed,
+ * group_reduce) from its text value. A name the policy in `params->kind` does
+ * not use is INVALID_ARGUMENT, as is a value that does not parse. On failure
+ * `params` is unchanged. */
+lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char *value);
+
+/* ------------------------------------------------------------------------ */
+/* Cache                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef enum lkv_dtype {
+    LKV_DTYPE_F32 = 0,
+    LKV_DTYPE_F16
+} lkv_dtype;
+
+/* GQA storage. `grouped` keeps one cache head per KV head and decides per KV
+ * head on the group's combined probability: a deviation from the LazyEviction
+ * reference, which `expanded` reproduces exactly by keeping one cache head
+ * (a copy of its KV head) per query head, at q_heads / kv_heads the memory. */
+typedef enum lkv_gqa_mode {
+    LKV_GQA_GROUPED = 0,
+    LKV_GQA_EXPANDED
+} lkv_gqa_mode;
+
+typedef struct lkv_cache_config {
+    int32_t layers;
+    int32_t q_heads;
+    int32_t kv_heads;      /* divides q_heads */
+    int32_t head_dim;      /* 1 .. 1024 */
+    int32_t sequences;     /* independent sequences held by the cache (>= 1) */
+    int32_t capacity;      /* slots per (sequence, layer, cache head) */
+    lkv_dtype dtype;       /* K/V storage type; inputs are always f32 */
+    lkv_gqa_mode gqa;
+    float scale;           /* softmax scale; 0 means 1 / sqrt(head_dim) */
+    lkv_policy_params policy;
+} lkv_cache_config;
+
+typedef struct lkv_cache lkv_cache;
+
+/* Defaults: 1 layer, 1 head, head_dim 64, 1 sequence, capacity 4096, f32,
+ * grouped, policy "full". */
+void lkv_cache_config_init(lkv_cache_config *config);
+
+/* Creates a cache on the runtime's backend. Rejects (INVALID_ARGUMENT, message
+ * naming the value) shapes out of range, kv_heads not dividing q_heads, a
+ * budget above the capacity, a window of 0, and a capacity below the policy's
+ * peak (budget + window for lazy). On failure *out_cache is untouched. */
+lkv_status lkv_cache_create(lkv_runtime *rt, const lkv_cache_config *config,
+                            lkv_cache **out_cache);
+
+/* Frees the cache and its device memory. NULL is accepted. */
+void lkv_cache_destroy(lkv_cache *cache);
+
+/* The configuration the cache was created with, policy defaults resolved
+ * (e.g. h2o recent = budget / 2, reduce = max or mean). */
+lkv_status lkv_cache_get_config(const lkv_cache *cache, lkv_cache_config *out_config);
+
+/* Number of cache heads: kv_heads (grouped) or q_heads (expanded). */
+int32_t lkv_cache_heads(const lkv_cache *cache);
+
+/* Where the arrays passed to prefill/decode live. Only host memory is
+ * accepted today; device-resident inputs (a CUDA pointer from the engine's own
+ * projection, say) will come in through this field without changing the call
+ * signatures, and are rejected with UNSUPPORTED until then. */
+typedef enum lkv_memory {
+    LKV_MEMORY_HOST = 0,
+    LKV_MEMORY_DEVICE
+} lkv_memory;
+
+/* Prompt of one layer of one sequence. Layouts are row-major f32:
+ *   k, v : [n_tokens][kv_heads][head_dim]   keys post-RoPE
+ *   q    : [n_tokens][q_heads][head_dim]    optional unless the policy votes
+ *                                            with prompt queries (snapkv, nacl)
+ *                                            or `out` is wanted; h2o accumulates
+ *                                            the prompt's attention if given
+ *   out  : [n_tokens][q_heads][head_dim]    optional: causal attention output
+ * Tokens get positions first_position .. first_position + n_tokens - 1. */
+typedef struct lkv_prefill_io {
+    int32_t n_tokens;
+    const float *k;
+    const float *v;
+    const float *q;
+    float *out;
+    int32_t first_position; /* usually 0 */
+    lkv_memory memory;
+} lkv_prefill_io;
+
+/* Stores a prompt. Call once per layer, layers in order 0..layers-1, before
+ * the sequence's first decode step (a sequence may also skip prefill). After
+ * the last layer the prefill eviction of snapkv/nacl runs for all layers in
+ * one batched pass. */
+lkv_status lkv_cache_prefill(lkv_cache *cache, int32_t sequence, int32_t layer,
+                             const lkv_prefill_io *io);
+
+/* One decode step of one layer of one sequence. Row-major f32:
+ *   q   : [q_heads][head_dim]    the new token's queries
+ *   k, v: [kv_heads][head_dim]   its key (post-RoPE) and value
+ *   out : [q_heads][head_dim]    attention output, written on success */
+typedef struct lkv_decode_io {
+    const float *q;
+    const float *k;
+    const float *v;
+    float *out;
+    lkv_memory memory;
+} lkv_decode_io;
+
+/* The token is appended (position = the sequence's next position), attention
+ * runs over every cached slot including the new one (the pre-eviction cache),
+ * and the policy observes it. Call layers in order 0..layers-1; the step
+ * counter t advances at layer 0 and, after the last layer, the evictions due
+ * at step t run for all layers in one batched pass (so the smaller cache
+ * applies from step t + 1). Fails with OUT_OF_MEMORY, changing nothing, when
+ * the cache has no free slot. */
+lkv_status lkv_cache_decode(lkv_cache *cache, int32_t sequence, int32_t layer,
+                            const lkv_decode_io *io);
+
+/* Empties one sequence: no slots, step 0, ready for a new prefill. The cache's
+ * counters (evictions, peaks) keep their history. */
+lkv_status lkv_cache_reset_sequence(lkv_cache *cache, int32_t sequence);
+
+typedef struct lkv_cache_stats {
+    int64_t slots_in_use;    /* valid slots summed over sequences, layers, cache heads */
+    int64_t peak_slots;      /* the largest slots_in_use seen */
+    int64_t evictions;       /* eviction passes, one per (sequence, layer) evicted */
+    int64_t tokens_evicted;  /* slots freed, summed over cache heads */
+    int64_t kv_bytes_in_use; /* slots_in_use * 2 * head_dim * sizeof(dtype) */
+    int64_t kv_bytes_peak;
+    int64_t kv_bytes_reserved; /* capacity of every row: what the device holds */
+} lkv_cache_stats;
+
+lkv_status lkv_cache_get_stats(const lkv_cache *cache, lkv_cache_stats *out_stats);
+
+/* Where a sequence stands: tokens cached per cache head (the same for every
+ * layer and head once a step is complete) and its decode step counter. */
+lkv_status lkv_cache_sequence_info(const lkv_cache *cache, int32_t sequence,
+                                   int32_t *out_length, int32_t *out_step);
+
+/* A copy of one cache head's slots for inspection and tests. Arrays are
+ * caller-owned with room for `cap` slots; any may be NULL. Slots are in
+ * positional order (oldest first). Per policy:
+ *   lazy: state_a = last important step, state_b = MRI
+ *   h2o: state_f = accumulated probability; tova: state_f = last probability
+ *   snapkv: state_f = votes of the current observation window
+ *   nacl: state_f = proxy score of the prefill eviction */
+typedef struct lkv_slot_view {
+    int32_t cap;
+    int32_t *positions;
+    int32_t *state_a;
+    int32_t *state_b;
+    float *state_f;
+} lkv_slot_view;
+
+lkv_status lkv_cache_read_slots(const lkv_cache *cache, int32_t sequence, int32_t layer,
+                                int32_t head, lkv_slot_view *view, int32_t *out_n);
+
+/* ------------------------------------------------------------------------ */
+/* Trace replay (spec/policies.md, section 4)                               */
+/* ------------------------------------------------------------------------ */
+
+/* Replays a JSONL attention trace through a policy on the runtime's backend,
+ * feeding the recorded probabilities instead of computing attention, and
+ * writes one JSONL line per step. `policy_override` (may be NULL) names the
+ * policy when the header has no "policy" key. Returns INVALID_ARGUMENT with
+ * the line number for a malformed trace; output already written stays. */
+lkv_status lkv_trace_replay(lkv_runtime *rt, const char *trace_text,
+                            const char *policy_override,
+                            int (*write_line)(void *user, const char *line),
+                            void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LAZYKV_H */

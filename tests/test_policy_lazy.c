@@ -1,0 +1,160 @@
+/* LazyEviction through the public API: when it evicts, what it keeps, and
+ * what the memory counters say. */
+#include <stdlib.h>
+
+#include "test_util.h"
+
+enum { B = 48, W = 16, PROMPT = 20 };
+
+static lkv_cache *lazy_cache(int32_t layers, int32_t q_heads, int32_t kv_heads, lkv_gqa_mode gqa)
+{
+    lkv_cache_config cfg = tu_config(layers, q_heads, kv_heads, 16, B + W);
+    cfg.gqa = gqa;
+    TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY));
+    cfg.policy.budget = B;
+    cfg.policy.window = W;
+    cfg.policy.alpha = 0.02f;
+    return tu_cache(&cfg);
+}
+
+static void prefill_random(lkv_cache *c, int32_t layers, int32_t kv_heads, uint64_t *rng)
+{
+    size_t n = (size_t)PROMPT * (size_t)kv_heads * 16;
+    float *k = tu_alloc_normal(n, rng, 1.0), *v = tu_alloc_normal(n, rng, 1.0);
+    for (int32_t l = 0; l < layers; l++) {
+        lkv_prefill_io io = {.n_tokens = PROMPT, .k = k, .v = v};
+        TU_OK(lkv_cache_prefill(c, 0, l, &io));
+    }
+    free(k);
+    free(v);
+}
+
+Test(policy_lazy, evicts_only_every_window_steps_and_only_over_budget)
+{
+    uint64_t rng = 1;
+    lkv_cache *c = lazy_cache(2, 4, 2, LKV_GQA_GROUPED);
+    prefill_random(c, 2, 2, &rng);
+    for (int32_t t = 1; t <= 10 * W; t++) {
+        tu_decode_random(c, &rng);
+        int32_t n, step;
+        TU_OK(lkv_cache_sequence_info(c, 0, &n, &step));
+        cr_assert_eq(step, t);
+        int32_t grown = PROMPT + t; /* tokens seen */
+        if (grown <= B) {
+            cr_assert_eq(n, grown, "no eviction while under budget (t=%d)", t);
+        } else if (t % W == 0) {
+            cr_assert_eq(n, B, "budget held right after the eviction at t=%d", t);
+        } else {
+            cr_assert_gt(n, B, "between evictions the cache grows (t=%d)", t);
+            cr_assert_leq(n, B + W);
+        }
+    }
+    lkv_cache_destroy(c);
+}
+
+Test(policy_lazy, peak_is_budget_plus_window)
+{
+    uint64_t rng = 2;
+    lkv_cache *c = lazy_cache(3, 2, 2, LKV_GQA_GROUPED);
+    prefill_random(c, 3, 2, &rng);
+    for (int32_t t = 1; t <= 12 * W; t++)
+        tu_decode_random(c, &rng);
+    lkv_cache_stats s;
+    TU_OK(lkv_cache_get_stats(c, &s));
+    int64_t rows = 3 * lkv_cache_heads(c);
+    cr_assert_eq(s.peak_slots, (int64_t)(B + W) * rows, "peak %lld slots over %lld rows",
+                 (long long)s.peak_slots, (long long)rows);
+    cr_assert_eq(s.kv_bytes_peak, s.peak_slots * 2 * 16 * 4);
+    cr_assert_gt(s.evictions, 0);
+    cr_assert_eq(s.evictions % 3, 0, "every eviction event covers all 3 layers");
+    lkv_cache_destroy(c);
+}
+
+Test(policy_lazy, last_window_tokens_always_survive)
+{
+    uint64_t rng = 3;
+    lkv_cache *c = lazy_cache(1, 2, 1, LKV_GQA_GROUPED);
+    prefill_random(c, 1, 1, &rng);
+    for (int32_t t = 1; t <= 8 * W; t++) {
+        tu_decode_random(c, &rng);
+        if (t % W != 0 || PROMPT + t <= B)
+            continue;
+        int32_t n;
+        int32_t *pos = tu_positions(c, 0, 0, 0, &n);
+        int32_t newest = PROMPT + t - 1;
+        for (int32_t i = 0; i < W; i++)
+            cr_assert_eq(pos[n - W + i], newest - W + 1 + i, "recent token missing at t=%d", t);
+        for (int32_t i = 1; i < n; i++)
+            cr_assert_lt(pos[i - 1], pos[i], "slots stay in positional order");
+        free(pos);
+    }
+    lkv_cache_destroy(c);
+}
+
+/* A slot that was never important (mri 0) scores 0 and goes before any slot
+ * that recurred: a trace where only id 1 is never attended. */
+Test(policy_lazy, never_important_slot_goes_first)
+{
+    const char *trace =
+        "{\"prompt\": 3, \"heads\": 1, \"budget\": 3, \"window\": 1, \"alpha\": 0.1}\n"
+        "{\"t\": 1, \"p\": [0.4, 0.0, 0.3, 0.3]}\n";
+    char *got = tu_replay(trace, NULL, NULL);
+    cr_assert_not_null(got, "%s", lkv_last_error());
+    cr_assert_str_eq(got, "{\"t\": 1, \"heads\": [{\"ids\": [0, 2, 3], \"last\": [1, 1, 1], "
+                          "\"mri\": [1, 1, 1]}]}\n");
+    free(got);
+}
+
+/* Equal scores: the older token stays (the runtime's documented tie rule). */
+Test(policy_lazy, ties_keep_the_older_token)
+{
+    const char *trace =
+        "{\"prompt\": 4, \"heads\": 1, \"budget\": 3, \"window\": 1, \"alpha\": 0.1}\n"
+        "{\"t\": 1, \"p\": [0.2, 0.2, 0.2, 0.2, 0.2]}\n";
+    char *got = tu_replay(trace, NULL, NULL);
+    cr_assert_not_null(got, "%s", lkv_last_error());
+    cr_assert_str_eq(got, "{\"t\": 1, \"heads\": [{\"ids\": [0, 1, 4], \"last\": [1, 1, 1], "
+                          "\"mri\": [1, 1, 1]}]}\n");
+    free(got);
+}
+
+Test(policy_lazy, expanded_mode_decides_per_query_head)
+{
+    uint64_t rng = 4;
+    lkv_cache *c = lazy_cache(1, 4, 1, LKV_GQA_EXPANDED);
+    cr_assert_eq(lkv_cache_heads(c), 4);
+    prefill_random(c, 1, 1, &rng);
+    for (int32_t t = 1; t <= 4 * W; t++)
+        tu_decode_random(c, &rng);
+    int differ = 0, n0, n1;
+    int32_t *p0 = tu_positions(c, 0, 0, 0, &n0);
+    for (int32_t h = 1; h < 4; h++) {
+        int32_t *ph = tu_positions(c, 0, 0, h, &n1);
+        cr_assert_eq(n0, n1, "every head holds the budget");
+        for (int32_t i = 0; i < n0; i++)
+            differ |= p0[i] != ph[i];
+        free(ph);
+    }
+    cr_assert(differ, "query heads with different attention keep different tokens");
+    free(p0);
+    lkv_cache_destroy(c);
+}
+
+Test(policy_lazy, reset_sequence_starts_over)
+{
+    uint64_t rng = 5;
+    lkv_cache *c = lazy_cache(1, 2, 2, LKV_GQA_GROUPED);
+    prefill_random(c, 1, 2, &rng);
+    for (int32_t t = 1; t <= 3 * W; t++)
+        tu_decode_random(c, &rng);
+    TU_OK(lkv_cache_reset_sequence(c, 0));
+    int32_t n, step;
+    TU_OK(lkv_cache_sequence_info(c, 0, &n, &step));
+    cr_assert_eq(n, 0);
+    cr_assert_eq(step, 0);
+    lkv_cache_stats s;
+    TU_OK(lkv_cache_get_stats(c, &s));
+    cr_assert_eq(s.slots_in_use, 0);
+    prefill_random(c, 1, 2, &rng); /* a new prompt is accepted */
+    lkv_cache_destroy(c);
+}

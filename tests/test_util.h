@@ -1,0 +1,53 @@
+/* Shared test helpers: a CPU runtime, seeded data, cache set-up. */
+#ifndef LKV_TEST_UTIL_H
+#define LKV_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <criterion/criterion.h>
+
+#include "lazykv.h"
+
+/* Asserts a call succeeded, printing lkv_last_error() if not. */
+#define TU_OK(call)                                                                              \
+    do {                                                                                         \
+        lkv_status tu_st_ = (call);                                                              \
+        cr_assert_eq(tu_st_, LKV_OK, "%s failed: %s: %s", #call, lkv_status_name(tu_st_),        \
+                     lkv_last_error());                                                          \
+    } while (0)
+
+/* The cpu runtime (the oracle); closed by tu_teardown. */
+lkv_runtime *tu_runtime(void);
+
+/* Deterministic standard normal / uniform draws. */
+double tu_normal(uint64_t *state);
+double tu_uniform(uint64_t *state);
+void tu_fill_normal(float *x, size_t n, uint64_t *state, double scale);
+float *tu_alloc_normal(size_t n, uint64_t *state, double scale);
+
+/* A cache config with the given shape and policy "full", capacity `cap`. */
+lkv_cache_config tu_config(int32_t layers, int32_t q_heads, int32_t kv_heads, int32_t dim,
+                           int32_t cap);
+
+/* Creates a cache, asserting success. */
+lkv_cache *tu_cache(const lkv_cache_config *cfg);
+
+/* One decode step of every layer of sequence 0 with seeded random q/k/v. */
+void tu_decode_random(lkv_cache *c, uint64_t *state);
+
+/* Positions of one cache head (caller frees); *out_n gets the count. */
+int32_t *tu_positions(const lkv_cache *c, int32_t seq, int32_t layer, int32_t head, int32_t *out_n);
+
+/* Path under the shared folder (LKV_SHARED_DIR), in a static buffer. */
+const char *tu_shared_path(const char *rel);
+
+/* Whole file into a malloc'd NUL-terminated string, or NULL. */
+char *tu_read_file(const char *path);
+
+
+
+/* Replays a JSONL trace on the cpu backend; returns the output lines (caller
+ * frees) or NULL with *out_status set. */
+char *tu_replay(const char *trace_text, const char *policy, lkv_status *out_status);
+#endif
