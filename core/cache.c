@@ -284,6 +284,24 @@ lkv_status lkv_cache_reset_sequence(lkv_cache *c, int32_t seq)
     return LKV_OK;
 }
 
+lkv_status lkv_check_call(const lkv_cache *c, const void *io, const char *call, int32_t seq,
+                          int32_t layer, lkv_memory memory)
+{
+    if (!c || !io)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL", call, c ? "io" : "cache");
+    lkv_status st = check_seq(c, seq);
+    if (st != LKV_OK)
+        return st;
+    if (layer < 0 || layer >= c->cfg.layers)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "layer %d is out of range: the cache has %d", layer,
+                        c->cfg.layers);
+    if (memory != LKV_MEMORY_HOST)
+        return lkv_fail(memory == LKV_MEMORY_DEVICE ? LKV_UNSUPPORTED : LKV_INVALID_ARGUMENT,
+                        "memory kind %d: only host arrays (LKV_MEMORY_HOST) are accepted today",
+                        (int)memory);
+    return LKV_OK;
+}
+
 lkv_status lkv_check_finite(const float *x, size_t count, int32_t width, const char *what,
                             int32_t seq, int32_t layer)
 {

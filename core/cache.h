@@ -61,6 +61,11 @@ lkv_status lkv_cache_attend(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
 lkv_status lkv_cache_observe(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
                              lkv_observe_kind kind, int32_t t);
 
+/* The checks every per-layer call shares: non-NULL cache and io, sequence
+ * and layer in range, host memory. `call` names the API call. */
+lkv_status lkv_check_call(const lkv_cache *c, const void *io, const char *call, int32_t seq,
+                          int32_t layer, lkv_memory memory);
+
 /* Fails naming `what` unless all `count` values are finite. */
 lkv_status lkv_check_finite(const float *x, size_t count, int32_t width, const char *what,
                             int32_t seq, int32_t layer);

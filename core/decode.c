@@ -8,18 +8,9 @@
 static lkv_status check_decode(const lkv_cache *c, int32_t seq, int32_t layer,
                                const lkv_decode_io *io, int given)
 {
-    if (!c || !io)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_cache_decode: %s is NULL", c ? "io" : "cache");
-    if (seq < 0 || seq >= c->cfg.sequences)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "sequence %d is out of range: the cache holds %d",
-                        seq, c->cfg.sequences);
-    if (layer < 0 || layer >= c->cfg.layers)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "layer %d is out of range: the cache has %d", layer,
-                        c->cfg.layers);
-    if (io->memory != LKV_MEMORY_HOST)
-        return lkv_fail(io->memory == LKV_MEMORY_DEVICE ? LKV_UNSUPPORTED : LKV_INVALID_ARGUMENT,
-                        "memory kind %d: only host arrays (LKV_MEMORY_HOST) are accepted today",
-                        (int)io->memory);
+    lkv_status st = lkv_check_call(c, io, "lkv_cache_decode", seq, layer, io ? io->memory : 0);
+    if (st != LKV_OK)
+        return st;
     if (!io->k || !io->v || (!given && (!io->q || !io->out)))
         return lkv_fail(LKV_INVALID_ARGUMENT, "decode of layer %d: %s is NULL", layer,
                         !io->k ? "k" : !io->v ? "v" : !io->q ? "q" : "out");
@@ -39,7 +30,7 @@ static lkv_status check_decode(const lkv_cache *c, int32_t seq, int32_t layer,
                         seq, layer, s->len[layer], c->rules->name);
     size_t dq = (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim;
     size_t dkv = (size_t)c->cfg.kv_heads * (size_t)c->cfg.head_dim;
-    lkv_status st = given ? LKV_OK : lkv_check_finite(io->q, dq, c->cfg.head_dim, "q", seq, layer);
+    st = given ? LKV_OK : lkv_check_finite(io->q, dq, c->cfg.head_dim, "q", seq, layer);
     if (st == LKV_OK)
         st = lkv_check_finite(io->k, dkv, c->cfg.head_dim, "k", seq, layer);
     if (st == LKV_OK)
@@ -67,8 +58,9 @@ lkv_status lkv_core_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_d
         return st;
     lkv_sequence *s = &c->seqs[seq];
     int32_t t = layer == 0 ? s->t + 1 : s->t;
-    lkv_observe_kind kind;
-    int observing = c->rules->observe && c->rules->observe(&c->cfg.policy, t, &kind);
+    lkv_observe_kind kind = c->rules->observe_kind;
+    int observing = c->rules->observe_at ? c->rules->observe_at(&c->cfg.policy, t, &kind)
+                                         : c->rules->observes;
 
     if ((st = lkv_cache_append(c, seq, layer, 1, io->k, io->v, s->next_position, t - 1)) != LKV_OK)
         return st;

@@ -37,8 +37,11 @@ typedef struct lkv_policy_rules {
     lkv_status (*check)(const lkv_policy_params *p, int32_t capacity);
     /* Fills derived defaults (h2o recent, snapkv interval). May be NULL. */
     void (*resolve)(lkv_policy_params *p);
-    /* Observation at decode step t: 1 and *kind, or 0 for none. */
-    int (*observe)(const lkv_policy_params *p, int32_t t, lkv_observe_kind *kind);
+    /* Observation at every decode step: `observes` and its kind; or, when
+     * it depends on the step, `observe_at` (1 and *kind, or 0 for none). */
+    int observes;
+    lkv_observe_kind observe_kind;
+    int (*observe_at)(const lkv_policy_params *p, int32_t t, lkv_observe_kind *kind);
     /* Eviction due after decode step t with n slots: 1 and *plan, or 0. */
     int (*decode_plan)(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan);
     /* Prefill of n tokens: votes (may be NULL) and eviction (may be NULL). */

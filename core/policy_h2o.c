@@ -22,14 +22,6 @@ static void resolve(lkv_policy_params *p)
         p->recent = p->budget / 2;
 }
 
-static int observe(const lkv_policy_params *p, int32_t t, lkv_observe_kind *kind)
-{
-    (void)p;
-    (void)t;
-    *kind = LKV_OBSERVE_ACCUMULATE;
-    return 1;
-}
-
 static int decode_plan(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan)
 {
     (void)t;
@@ -55,7 +47,8 @@ const lkv_policy_rules lkv_policy_h2o = {
     .reduce = LKV_REDUCE_MEAN,
     .check = check,
     .resolve = resolve,
-    .observe = observe,
+    .observes = 1,
+    .observe_kind = LKV_OBSERVE_ACCUMULATE,
     .decode_plan = decode_plan,
     .prefill_votes = prefill_votes,
 };

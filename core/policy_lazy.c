@@ -30,14 +30,6 @@ static lkv_status check(const lkv_policy_params *p, int32_t capacity)
     return st;
 }
 
-static int observe(const lkv_policy_params *p, int32_t t, lkv_observe_kind *kind)
-{
-    (void)p;
-    (void)t;
-    *kind = LKV_OBSERVE_LAZY;
-    return 1;
-}
-
 static int decode_plan(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan)
 {
     if (n <= p->budget || t % p->window != 0)
@@ -54,6 +46,7 @@ const lkv_policy_rules lkv_policy_lazy = {
     .reduce = LKV_REDUCE_MAX,
     .defaults = defaults,
     .check = check,
-    .observe = observe,
+    .observes = 1,
+    .observe_kind = LKV_OBSERVE_LAZY,
     .decode_plan = decode_plan,
 };

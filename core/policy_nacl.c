@@ -47,6 +47,15 @@ static lkv_status check(const lkv_policy_params *p, int32_t capacity)
     return st;
 }
 
+/* ratio * n rounded down (or up), forgiving the float error of the ratio
+ * itself: 0.12f * 100 is 11.9999997 but means 12. */
+static int32_t share_of(float ratio, int32_t n, int up)
+{
+    double x = (double)ratio * n;
+    double tol = 1e-5 * (x > 1.0 ? x : 1.0);
+    return (int32_t)(up ? ceil(x - tol) : floor(x + tol));
+}
+
 typedef struct nacl_split {
     int32_t sinks, recent, by_score, by_chance;
 } nacl_split;
@@ -54,16 +63,16 @@ typedef struct nacl_split {
 static nacl_split split_of(const lkv_policy_params *p, int32_t n)
 {
     nacl_split s;
-    int32_t protect = (int32_t)ceil((double)p->protect_ratio * n);
+    int32_t protect = share_of(p->protect_ratio, n, 1);
     if (protect > n)
         protect = n;
     s.sinks = p->sinks < protect / 2 ? p->sinks : protect / 2;
     s.recent = protect - s.sinks;
     int32_t middle = n - protect;
-    s.by_score = (int32_t)floor((double)p->proxy_keep_ratio * n);
+    s.by_score = share_of(p->proxy_keep_ratio, n, 0);
     if (s.by_score > middle)
         s.by_score = middle;
-    s.by_chance = (int32_t)floor((double)p->random_keep_ratio * n);
+    s.by_chance = share_of(p->random_keep_ratio, n, 0);
     if (s.by_chance > middle - s.by_score)
         s.by_chance = middle - s.by_score;
     return s;
@@ -73,7 +82,7 @@ static int prefill_votes(const lkv_policy_params *p, int32_t n, lkv_vote_plan *v
 {
     if (n < p->min_length)
         return 0;
-    int32_t proxies = (int32_t)ceil((double)p->proxy_ratio * n);
+    int32_t proxies = share_of(p->proxy_ratio, n, 1);
     if (proxies < 1)
         proxies = 1;
     *votes = (lkv_vote_plan){.first = n - proxies, .causal = 0, .required = 1};

@@ -42,7 +42,7 @@ static lkv_status check(const lkv_policy_params *p, int32_t capacity)
 static void resolve(lkv_policy_params *p) { p->interval = interval_of(p); }
 
 /* The last `window` steps of each interval vote; the first of them resets. */
-static int observe(const lkv_policy_params *p, int32_t t, lkv_observe_kind *kind)
+static int observe_at(const lkv_policy_params *p, int32_t t, lkv_observe_kind *kind)
 {
     if (p->interval <= 0)
         return 0;
@@ -87,7 +87,7 @@ const lkv_policy_rules lkv_policy_snapkv = {
     .defaults = defaults,
     .check = check,
     .resolve = resolve,
-    .observe = observe,
+    .observe_at = observe_at,
     .decode_plan = decode_plan,
     .prefill_votes = prefill_votes,
     .prefill_plan = prefill_plan,

@@ -11,14 +11,6 @@ static lkv_status check(const lkv_policy_params *p, int32_t capacity)
     return lkv_check_budget("tova", p->budget, capacity, p->budget + 1);
 }
 
-static int observe(const lkv_policy_params *p, int32_t t, lkv_observe_kind *kind)
-{
-    (void)p;
-    (void)t;
-    *kind = LKV_OBSERVE_ASSIGN;
-    return 1;
-}
-
 static int decode_plan(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan)
 {
     (void)t;
@@ -34,6 +26,7 @@ const lkv_policy_rules lkv_policy_tova = {
     .keys = keys,
     .reduce = LKV_REDUCE_MEAN,
     .check = check,
-    .observe = observe,
+    .observes = 1,
+    .observe_kind = LKV_OBSERVE_ASSIGN,
     .decode_plan = decode_plan,
 };

@@ -28,18 +28,9 @@ static lkv_status check_order(const lkv_cache *c, int32_t seq, int32_t layer,
 static lkv_status check_prefill(const lkv_cache *c, int32_t seq, int32_t layer,
                                 const lkv_prefill_io *io, int given)
 {
-    if (!c || !io)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_cache_prefill: %s is NULL", c ? "io" : "cache");
-    if (seq < 0 || seq >= c->cfg.sequences)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "sequence %d is out of range: the cache holds %d",
-                        seq, c->cfg.sequences);
-    if (layer < 0 || layer >= c->cfg.layers)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "layer %d is out of range: the cache has %d", layer,
-                        c->cfg.layers);
-    if (io->memory != LKV_MEMORY_HOST)
-        return lkv_fail(io->memory == LKV_MEMORY_DEVICE ? LKV_UNSUPPORTED : LKV_INVALID_ARGUMENT,
-                        "memory kind %d: only host arrays (LKV_MEMORY_HOST) are accepted today",
-                        (int)io->memory);
+    lkv_status st = lkv_check_call(c, io, "lkv_cache_prefill", seq, layer, io ? io->memory : 0);
+    if (st != LKV_OK)
+        return st;
     if (io->n_tokens < 1 || io->n_tokens > c->cfg.capacity)
         return lkv_fail(io->n_tokens < 1 ? LKV_INVALID_ARGUMENT : LKV_OUT_OF_MEMORY,
                         "prompt of %d tokens does not fit: expected 1..capacity %d", io->n_tokens,
@@ -50,8 +41,7 @@ static lkv_status check_prefill(const lkv_cache *c, int32_t seq, int32_t layer,
     if (!io->k || !io->v)
         return lkv_fail(LKV_INVALID_ARGUMENT, "prefill of layer %d: %s is NULL", layer,
                         !io->k ? "k" : "v");
-    lkv_status st = check_order(c, seq, layer, io);
-    if (st != LKV_OK)
+    if ((st = check_order(c, seq, layer, io)) != LKV_OK)
         return st;
     lkv_vote_plan votes;
     int voting = !given && c->rules->prefill_votes &&

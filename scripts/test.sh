@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds lazykv twice and runs the whole Criterion suite on each build:
+#   build-ci    warnings are errors (-Wall -Wextra -Werror)
+#   build-asan  AddressSanitizer + UndefinedBehaviorSanitizer
+# Exits non-zero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+
+run_suite() {
+  local dir=$1; shift
+  echo "== configure $dir ($*)"
+  cmake -S . -B "$dir" -DLAZYKV_WERROR=ON "$@" >/dev/null
+  echo "== build $dir"
+  cmake --build "$dir" -j "$jobs"
+  echo "== test $dir"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+}
+
+run_suite build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DLAZYKV_SANITIZE=ON
+echo "== all suites passed (warnings-as-errors build and ASan+UBSan build)"

@@ -1,0 +1,45 @@
+/* Splitting attention across threads must not change a single bit. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+static float *attend_with_threads(const char *threads, size_t *out_len)
+{
+    setenv("LAZYKV_CPU_THREADS", threads, 1);
+    lkv_runtime *rt = NULL;
+    TU_OK(lkv_runtime_open("cpu", &rt));
+    enum { N = 3000, QH = 8, KVH = 4, D = 64 };
+    lkv_cache_config cfg = tu_config(1, QH, KVH, D, N + 1);
+    lkv_cache *c = NULL;
+    TU_OK(lkv_cache_create(rt, &cfg, &c));
+    uint64_t rng = 37;
+    float *k = tu_alloc_normal((size_t)N * KVH * D, &rng, 1.0);
+    float *v = tu_alloc_normal((size_t)N * KVH * D, &rng, 1.0);
+    float *q = tu_alloc_normal(QH * D, &rng, 1.0);
+    lkv_prefill_io p = {.n_tokens = N, .k = k, .v = v};
+    TU_OK(lkv_cache_prefill(c, 0, 0, &p));
+    float *out = malloc(sizeof(float) * QH * D);
+    lkv_decode_io io = {q, k, v, out, LKV_MEMORY_HOST};
+    TU_OK(lkv_cache_decode(c, 0, 0, &io));
+    lkv_cache_destroy(c);
+    lkv_runtime_close(rt);
+    free(k);
+    free(v);
+    free(q);
+    *out_len = QH * D;
+    return out;
+}
+
+Test(cpu_threads, results_do_not_depend_on_the_thread_count)
+{
+    size_t n1, n2, n3;
+    float *one = attend_with_threads("1", &n1);
+    float *two = attend_with_threads("2", &n2);
+    float *five = attend_with_threads("5", &n3);
+    cr_assert_eq(memcmp(one, two, sizeof(float) * n1), 0, "1 vs 2 threads differ");
+    cr_assert_eq(memcmp(one, five, sizeof(float) * n1), 0, "1 vs 5 threads differ");
+    free(one);
+    free(two);
+    free(five);
+}
