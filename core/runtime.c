@@ -155,7 +155,7 @@ static lkv_status open_auto(lkv_runtime **out_rt)
     if (st != LKV_OK)
         return st;
     char why[256];
-    snprintf(why, sizeof why, "auto chose cpu:0 (%s)", notes);
+    snprintf(why, sizeof why, "auto chose cpu:0 (%.230s)", notes);
     return open_device(cpu, &rep, why, out_rt);
 }
 
