@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_error[1024];
 
@@ -11,6 +12,19 @@ lkv_status lkv_fail(lkv_status status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    return status;
+}
+
+lkv_status lkv_fail_context(lkv_status status, const char *fmt, ...)
+{
+    char inner[sizeof last_error];
+    memcpy(inner, last_error, sizeof inner); /* we are about to overwrite it */
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof last_error)
+        snprintf(last_error + n, sizeof last_error - (size_t)n, ": %s", inner);
     return status;
 }
 

@@ -13,6 +13,10 @@
 
 lkv_status lkv_fail(lkv_status status, const char *fmt, ...) LKV_PRINTF(2, 3);
 
+/* Prefixes the current message with a formatted context ("trace line 3"),
+ * joined by ": ", and returns the status. */
+lkv_status lkv_fail_context(lkv_status status, const char *fmt, ...) LKV_PRINTF(2, 3);
+
 /* Clears the message; called on entry to public calls that can fail. */
 void lkv_clear_error(void);
 

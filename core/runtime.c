@@ -98,9 +98,12 @@ static lkv_status open_named(const lkv_backend_entry *e, int index, const char *
     lkv_device_report reps[LKV_MAX_REPORTS];
     int count = 0;
     lkv_status st = probe_entry(e, reps, LKV_MAX_REPORTS, &count);
-    if (st != LKV_OK || count == 0 || (count == 1 && !reps[0].available))
+    if (st != LKV_OK || count == 0)
+        return lkv_fail_context(LKV_UNAVAILABLE, "backend '%s' (spec '%s') is unavailable",
+                                e->name, spec);
+    if (count == 1 && !reps[0].available)
         return lkv_fail(LKV_UNAVAILABLE, "backend '%s' (spec '%s') is unavailable: %s", e->name,
-                        spec, count > 0 ? reps[0].reason : lkv_last_error());
+                        spec, reps[0].reason);
     int want = index < 0 ? 0 : index;
     for (int i = 0; i < count && i < LKV_MAX_REPORTS; i++) {
         if (reps[i].device != want)

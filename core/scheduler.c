@@ -66,8 +66,8 @@ static lkv_status run_plan(lkv_cache *c, int32_t seq, const int32_t *layers, int
         .cache = &c->buf, .n_rows = rows, .rows = c->rows, .row_k = c->row_k, .kept = c->kept,
     };
     if ((st = c->ops->compact(c->dev, &a)) != LKV_OK)
-        return lkv_fail(st, "eviction failed part-way (sequence %d, step %d): %s; reset the "
-                        "sequence", seq, t, lkv_last_error());
+        return lkv_fail_context(st, "eviction failed part-way (sequence %d, step %d; reset "
+                                "the sequence)", seq, t);
     for (int32_t i = 0; i < n_layers; i++)
         c->seqs[seq].len[layers[i]] = p->keep;
     c->stats.evictions += n_layers;

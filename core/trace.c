@@ -121,7 +121,7 @@ static lkv_status read_header(trace *tr, const lkv_json *h, const char *policy_o
                         tr->line_no, pol->text, policy_override);
     lkv_policy_kind kind;
     if ((st = lkv_policy_from_name(name, &kind)) != LKV_OK)
-        return lkv_fail(st, "trace line %d: %s", tr->line_no, lkv_last_error());
+        return lkv_fail_context(st, "trace line %d", tr->line_no);
     lkv_cache_config_init(&tr->cfg);
     lkv_policy_init(&tr->cfg.policy, kind);
     for (int i = 0; i < h->count; i++) {
@@ -133,7 +133,7 @@ static lkv_status read_header(trace *tr, const lkv_json *h, const char *policy_o
             return lkv_fail(LKV_INVALID_ARGUMENT, "trace line %d: \"%s\" must be a number or string",
                             tr->line_no, key);
         if ((st = lkv_policy_set(&tr->cfg.policy, key, v->text)) != LKV_OK)
-            return lkv_fail(st, "trace line %d: %s", tr->line_no, lkv_last_error());
+            return lkv_fail_context(st, "trace line %d", tr->line_no);
     }
     return LKV_OK;
 }
@@ -148,7 +148,7 @@ static lkv_status create_cache(trace *tr, int steps)
     tr->cfg.capacity = cap > (1 << 24) ? (1 << 24) : (int32_t)cap;
     lkv_status st = lkv_cache_create(tr->rt, &tr->cfg, &tr->cache);
     if (st != LKV_OK)
-        return lkv_fail(st, "trace header (line 1): %s", lkv_last_error());
+        return lkv_fail_context(st, "trace header (line 1)");
     return LKV_OK;
 }
 
@@ -309,7 +309,7 @@ static lkv_status step(trace *tr, const lkv_json *line, int32_t expect_t, int32_
     lkv_decode_io io = {.k = zeros, .v = zeros};
     st = lkv_core_decode(c, 0, 0, &io, probs);
     if (st != LKV_OK)
-        return lkv_fail(st, "trace line %d: %s", tr->line_no, lkv_last_error());
+        return lkv_fail_context(st, "trace line %d", tr->line_no);
     return LKV_OK;
 }
 
