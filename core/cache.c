@@ -2,6 +2,7 @@
  * decode, prefill and scheduler code share. */
 #include "cache.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,15 +303,23 @@ lkv_status lkv_check_call(const lkv_cache *c, const void *io, const char *call, 
     return LKV_OK;
 }
 
-lkv_status lkv_check_finite(const float *x, size_t count, int32_t width, const char *what,
-                            int32_t seq, int32_t layer)
+lkv_status lkv_check_input(const lkv_cache *c, const float *x, size_t count, int32_t width,
+                           const char *what, int stored, int32_t seq, int32_t layer)
 {
+    /* f16 storage turns anything above its largest finite value into inf,
+     * and inf into NaN attention: refuse it here rather than corrupt a head. */
+    const float limit = stored && c->cfg.dtype == LKV_DTYPE_F16 ? 65504.0f : FLT_MAX;
     for (size_t i = 0; i < count; i++) {
         if (!isfinite(x[i]))
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "%s[%zu][%zu] is %s (sequence %d, layer %d): inputs must be finite",
                             what, i / (size_t)width, i % (size_t)width,
                             isnan(x[i]) ? "NaN" : "infinite", seq, layer);
+        if (fabsf(x[i]) > limit)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "%s[%zu][%zu] = %g (sequence %d, layer %d) overflows f16 storage "
+                            "(largest 65504): scale the input or use f32 storage",
+                            what, i / (size_t)width, i % (size_t)width, (double)x[i], seq, layer);
     }
     return LKV_OK;
 }

@@ -66,9 +66,10 @@ lkv_status lkv_cache_observe(lkv_cache *c, int32_t seq, int32_t layer, int32_t n
 lkv_status lkv_check_call(const lkv_cache *c, const void *io, const char *call, int32_t seq,
                           int32_t layer, lkv_memory memory);
 
-/* Fails naming `what` unless all `count` values are finite. */
-lkv_status lkv_check_finite(const float *x, size_t count, int32_t width, const char *what,
-                            int32_t seq, int32_t layer);
+/* Fails naming `what` and the element unless all `count` values are finite
+ * and, when `stored` as f16, within f16 range. `width`: elements per row. */
+lkv_status lkv_check_input(const lkv_cache *c, const float *x, size_t count, int32_t width,
+                           const char *what, int stored, int32_t seq, int32_t layer);
 
 /* Runs the evictions due for `seq`: after decode step t (prefill = 0), or the
  * prefill eviction (prefill = 1); all due layers batched into one pass. */

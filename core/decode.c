@@ -30,11 +30,11 @@ static lkv_status check_decode(const lkv_cache *c, int32_t seq, int32_t layer,
                         seq, layer, s->len[layer], c->rules->name);
     size_t dq = (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim;
     size_t dkv = (size_t)c->cfg.kv_heads * (size_t)c->cfg.head_dim;
-    st = given ? LKV_OK : lkv_check_finite(io->q, dq, c->cfg.head_dim, "q", seq, layer);
+    st = given ? LKV_OK : lkv_check_input(c, io->q, dq, c->cfg.head_dim, "q", 0, seq, layer);
     if (st == LKV_OK)
-        st = lkv_check_finite(io->k, dkv, c->cfg.head_dim, "k", seq, layer);
+        st = lkv_check_input(c, io->k, dkv, c->cfg.head_dim, "k", 1, seq, layer);
     if (st == LKV_OK)
-        st = lkv_check_finite(io->v, dkv, c->cfg.head_dim, "v", seq, layer);
+        st = lkv_check_input(c, io->v, dkv, c->cfg.head_dim, "v", 1, seq, layer);
     return st;
 }
 

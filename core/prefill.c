@@ -56,11 +56,11 @@ static lkv_status check_prefill(const lkv_cache *c, int32_t seq, int32_t layer,
     size_t dkv = (size_t)io->n_tokens * (size_t)c->cfg.kv_heads * (size_t)c->cfg.head_dim;
     size_t dq = (size_t)io->n_tokens * (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim;
     int32_t w = c->cfg.kv_heads * c->cfg.head_dim;
-    st = lkv_check_finite(io->k, dkv, w, "k", seq, layer);
+    st = lkv_check_input(c, io->k, dkv, w, "k", 1, seq, layer);
     if (st == LKV_OK)
-        st = lkv_check_finite(io->v, dkv, w, "v", seq, layer);
+        st = lkv_check_input(c, io->v, dkv, w, "v", 1, seq, layer);
     if (st == LKV_OK && io->q)
-        st = lkv_check_finite(io->q, dq, c->cfg.q_heads * c->cfg.head_dim, "q", seq, layer);
+        st = lkv_check_input(c, io->q, dq, c->cfg.q_heads * c->cfg.head_dim, "q", 0, seq, layer);
     return st;
 }
 

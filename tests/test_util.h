@@ -17,7 +17,7 @@
                      lkv_last_error());                                                          \
     } while (0)
 
-/* The cpu runtime (the oracle); closed by tu_teardown. */
+/* The cpu runtime (the oracle), opened once per test process and left open. */
 lkv_runtime *tu_runtime(void);
 
 /* Deterministic standard normal / uniform draws. */
