@@ -23,8 +23,13 @@ lkv_status lkv_fail_context(lkv_status status, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
-    if (n >= 0 && (size_t)n < sizeof last_error)
-        snprintf(last_error + n, sizeof last_error - (size_t)n, ": %s", inner);
+    /* Append ": inner", cut to fit (by hand: the cut is intended). */
+    size_t at = n < 0 ? 0 : (size_t)n, room = sizeof last_error - 1;
+    const char *parts[2] = {": ", inner};
+    for (int p = 0; p < 2; p++)
+        for (const char *c = parts[p]; *c && at < room; c++)
+            last_error[at++] = *c;
+    last_error[at < room ? at : room] = '\0';
     return status;
 }
 
