@@ -392,6 +392,17 @@ lkv_status lkv_cache_append(lkv_cache *c, int32_t seq, int32_t layer, int32_t co
     return LKV_OK;
 }
 
+lkv_status lkv_cache_write_rows(lkv_cache *c, int32_t seq, int32_t layer, lkv_buffer *dst,
+                                const float *src, int32_t n)
+{
+    lkv_status st = LKV_OK;
+    for (int32_t h = 0; h < c->heads && st == LKV_OK; h++) {
+        size_t off = (size_t)lkv_row_of(c, seq, layer, h) * (size_t)c->cfg.capacity * 4;
+        st = c->ops->write(c->dev, dst, off, src + (size_t)h * (size_t)n, (size_t)n * 4);
+    }
+    return st;
+}
+
 void lkv_cache_unappend(lkv_cache *c, int32_t seq, int32_t layer, int32_t count)
 {
     c->seqs[seq].len[layer] -= count;

@@ -50,6 +50,11 @@ lkv_status lkv_cache_append(lkv_cache *c, int32_t seq, int32_t layer, int32_t co
                             const float *k, const float *v, int32_t first_position,
                             int32_t last_init);
 
+/* Copies host rows src[heads][n] to the first n slots of every head of
+ * (seq, layer) in a [rows][capacity] f32 buffer (probs, state_f). */
+lkv_status lkv_cache_write_rows(lkv_cache *c, int32_t seq, int32_t layer, lkv_buffer *dst,
+                                const float *src, int32_t n);
+
 /* Undoes lkv_cache_append's length and counters (the bytes stay, unreachable). */
 void lkv_cache_unappend(lkv_cache *c, int32_t seq, int32_t layer, int32_t count);
 

@@ -38,18 +38,6 @@ static lkv_status check_decode(const lkv_cache *c, int32_t seq, int32_t layer,
     return st;
 }
 
-/* Recorded probabilities (trace replay) go where attend would put them. */
-static lkv_status write_given(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
-                              const float *probs)
-{
-    lkv_status st = LKV_OK;
-    for (int32_t h = 0; h < c->heads && st == LKV_OK; h++) {
-        size_t off = (size_t)lkv_row_of(c, seq, layer, h) * (size_t)c->cfg.capacity * 4;
-        st = c->ops->write(c->dev, c->probs, off, probs + (size_t)h * (size_t)n, (size_t)n * 4);
-    }
-    return st;
-}
-
 lkv_status lkv_core_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_decode_io *io,
                            const float *given_probs)
 {
@@ -65,10 +53,10 @@ lkv_status lkv_core_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_d
     if ((st = lkv_cache_append(c, seq, layer, 1, io->k, io->v, s->next_position, t - 1)) != LKV_OK)
         return st;
     int32_t n = s->len[layer];
-    if (given_probs)
-        st = observing ? write_given(c, seq, layer, n, given_probs) : LKV_OK;
-    else
+    if (!given_probs)
         st = lkv_cache_attend(c, seq, layer, n, io->q, io->out, observing);
+    else if (observing) /* recorded probabilities go where attend would put them */
+        st = lkv_cache_write_rows(c, seq, layer, c->probs, given_probs, n);
     if (st == LKV_OK && observing)
         st = lkv_cache_observe(c, seq, layer, n, kind, t);
     if (st != LKV_OK) {

@@ -89,18 +89,6 @@ static lkv_status attend_prompt(lkv_cache *c, int32_t seq, int32_t layer, const 
     return st;
 }
 
-static lkv_status write_votes(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
-                              const float *votes)
-{
-    lkv_status st = LKV_OK;
-    for (int32_t h = 0; h < c->heads && st == LKV_OK; h++) {
-        size_t off = (size_t)lkv_row_of(c, seq, layer, h) * (size_t)c->cfg.capacity * 4;
-        st = c->ops->write(c->dev, c->buf.state_f, off, votes + (size_t)h * (size_t)n,
-                           (size_t)n * 4);
-    }
-    return st;
-}
-
 lkv_status lkv_core_prefill(lkv_cache *c, int32_t seq, int32_t layer, const lkv_prefill_io *io,
                             const float *given_votes)
 {
@@ -111,8 +99,10 @@ lkv_status lkv_core_prefill(lkv_cache *c, int32_t seq, int32_t layer, const lkv_
     st = lkv_cache_append(c, seq, layer, io->n_tokens, io->k, io->v, io->first_position, 0);
     if (st != LKV_OK)
         return st;
-    st = given_votes ? write_votes(c, seq, layer, io->n_tokens, given_votes)
-                     : (io->q ? attend_prompt(c, seq, layer, io) : LKV_OK);
+    if (given_votes)
+        st = lkv_cache_write_rows(c, seq, layer, c->buf.state_f, given_votes, io->n_tokens);
+    else if (io->q)
+        st = attend_prompt(c, seq, layer, io);
     if (st != LKV_OK) {
         lkv_cache_unappend(c, seq, layer, io->n_tokens);
         return st;
