@@ -165,6 +165,14 @@ lkv_status lkv_cache_create(lkv_runtime *rt, const lkv_cache_config *config,
     const lkv_policy_rules *rules = lkv_policy_rules_of(config->policy.kind);
     if (!rules)
         return lkv_fail(LKV_INVALID_ARGUMENT, "policy kind %d is unknown", (int)config->policy.kind);
+    int64_t rows = (int64_t)config->sequences * config->layers *
+                   (config->gqa == LKV_GQA_GROUPED ? config->kv_heads : config->q_heads);
+    if (rows > INT32_MAX)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%d sequences x %d layers x %lld cache heads is %lld rows: at most %d",
+                        config->sequences, config->layers,
+                        (long long)(rows / config->sequences / config->layers), (long long)rows,
+                        INT32_MAX);
     lkv_cache_config cfg = *config;
     if ((st = rules->check(&cfg.policy, cfg.capacity)) != LKV_OK)
         return st;

@@ -23,6 +23,10 @@ static lkv_status check_decode(const lkv_cache *c, int32_t seq, int32_t layer,
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "layer %d decoded out of order: sequence %d expects layer %d at step %d",
                         layer, seq, s->next_layer, layer == 0 ? s->t + 1 : s->t);
+    if (s->next_position == INT32_MAX || s->t == INT32_MAX)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "sequence %d has reached position %d / step %d, the int32 limit: reset it",
+                        seq, s->next_position, s->t);
     if (s->len[layer] >= c->cfg.capacity)
         return lkv_fail(LKV_OUT_OF_MEMORY,
                         "cache full: sequence %d layer %d holds %d slots = capacity under policy "

@@ -94,10 +94,52 @@ static size_t put_utf8(char *dst, unsigned cp)
         dst[1] = (char)(0x80 | (cp & 0x3f));
         return 2;
     }
-    dst[0] = (char)(0xe0 | (cp >> 12));
-    dst[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    dst[2] = (char)(0x80 | (cp & 0x3f));
-    return 3;
+    if (cp < 0x10000) {
+        dst[0] = (char)(0xe0 | (cp >> 12));
+        dst[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        dst[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    dst[0] = (char)(0xf0 | (cp >> 18));
+    dst[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    dst[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    dst[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* Four hex digits after "\u"; -1 if malformed. */
+static long hex4(reader *r)
+{
+    if (r->len - r->at < 4)
+        return -1;
+    long cp = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = (unsigned char)r->s[r->at++];
+        if (!isxdigit(h))
+            return -1;
+        cp = cp * 16 + (isdigit(h) ? h - '0' : tolower(h) - 'a' + 10);
+    }
+    return cp;
+}
+
+/* A \u escape (the "\u" already read), surrogate pairs joined. Rejects
+ * U+0000, which would cut a C string (and could hide the rest of a key), and
+ * lone surrogates, which are not UTF-8. Returns the code point or -1. */
+static long unicode_escape(reader *r)
+{
+    long cp = hex4(r);
+    if (cp <= 0 || (cp >= 0xdc00 && cp < 0xe000))
+        return -1;
+    if (cp >= 0xd800 && cp < 0xdc00) {
+        if (r->len - r->at < 2 || r->s[r->at] != '\\' || r->s[r->at + 1] != 'u')
+            return -1;
+        r->at += 2;
+        long low = hex4(r);
+        if (low < 0xdc00 || low >= 0xe000)
+            return -1;
+        cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+    }
+    return cp;
 }
 
 static int parse_string(reader *r, char **out)
@@ -126,17 +168,14 @@ static int parse_string(reader *r, char **out)
         const char *hit = e > 0 ? strchr(from, e) : NULL;
         if (hit && e) {
             buf[n++] = to[hit - from];
-        } else if (e == 'u' && r->len - r->at >= 4) {
-            unsigned cp = 0;
-            for (int i = 0; i < 4; i++) {
-                int h = r->s[r->at++];
-                if (!isxdigit(h)) {
-                    free(buf);
-                    return fail(r, "bad \\u escape");
-                }
-                cp = cp * 16 + (unsigned)(isdigit(h) ? h - '0' : (tolower(h) - 'a' + 10));
+        } else if (e == 'u') {
+            long cp = unicode_escape(r);
+            if (cp < 0) {
+                free(buf);
+                return fail(r, "bad \\u escape (malformed, U+0000 or a lone surrogate)");
             }
-            n += put_utf8(buf + n, cp); /* 6 source bytes always cover 3 out */
+            /* 6 source bytes give at most 3 out, 12 (a pair) give 4 */
+            n += put_utf8(buf + n, (unsigned)cp);
         } else {
             free(buf);
             return fail(r, "bad escape in string");

@@ -94,11 +94,24 @@ static lkv_status parse_int(const char *key, const char *text, long long lo, lon
     return LKV_OK;
 }
 
+static lkv_status parse_seed(const char *text, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text || *end != '\0' || text[0] == '-')
+        return lkv_fail(LKV_INVALID_ARGUMENT, "seed '%s' is not an integer in [0, 2^64)", text);
+    *out = (uint64_t)v;
+    return LKV_OK;
+}
+
 static lkv_status parse_real(const char *key, const char *text, float *out)
 {
     char *end = NULL;
     errno = 0;
     double v = strtod(text, &end);
+    if (errno == ERANGE && fabs(v) < 1.0)
+        errno = 0; /* underflow to (almost) zero is a value, not an error */
     if (errno || end == text || *end != '\0' || !isfinite(v))
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s '%s' is not a finite number", key, text);
     *out = (float)v;
@@ -140,15 +153,14 @@ lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char
         p.window = (int32_t)i;
     else if (strcmp(key, "sinks") == 0 && (st = parse_int(key, value, 0, big, &i)) == LKV_OK)
         p.sinks = (int32_t)i;
-    else if (strcmp(key, "recent") == 0 && (st = parse_int(key, value, 0, big, &i)) == LKV_OK)
+    else if (strcmp(key, "recent") == 0 && (st = parse_int(key, value, -1, big, &i)) == LKV_OK)
         p.recent = (int32_t)i;
     else if (strcmp(key, "interval") == 0 && (st = parse_int(key, value, -1, big, &i)) == LKV_OK)
         p.interval = (int32_t)i;
     else if (strcmp(key, "min_length") == 0 && (st = parse_int(key, value, 0, big, &i)) == LKV_OK)
         p.min_length = (int32_t)i;
-    else if (strcmp(key, "seed") == 0 &&
-             (st = parse_int(key, value, 0, 0x7fffffffffffffffLL, &i)) == LKV_OK)
-        p.seed = (uint64_t)i;
+    else if (strcmp(key, "seed") == 0)
+        st = parse_seed(value, &p.seed);
     else if (strcmp(key, "alpha") == 0)
         st = parse_real(key, value, &p.alpha);
     else if (strcmp(key, "proxy_ratio") == 0)
@@ -166,7 +178,7 @@ lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char
     return st;
 }
 
-lkv_status lkv_check_budget(const char *policy, int32_t budget, int32_t capacity, int32_t peak)
+lkv_status lkv_check_budget(const char *policy, int32_t budget, int32_t capacity, int64_t peak)
 {
     if (budget < 1)
         return lkv_fail(LKV_INVALID_ARGUMENT, "budget %d is invalid for %s: set a budget >= 1",
@@ -177,9 +189,9 @@ lkv_status lkv_check_budget(const char *policy, int32_t budget, int32_t capacity
                         budget, capacity, policy);
     if (peak > capacity)
         return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "capacity %d is below the peak of %d slots that %s reaches with budget %d: "
-                        "raise capacity to %d",
-                        capacity, peak, policy, budget, peak);
+                        "capacity %d is below the peak of %lld slots that %s reaches with budget %d: "
+                        "raise capacity to %lld",
+                        capacity, (long long)peak, policy, budget, (long long)peak);
     return LKV_OK;
 }
 

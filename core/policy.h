@@ -60,7 +60,7 @@ extern const lkv_policy_rules lkv_policy_snapkv;
 extern const lkv_policy_rules lkv_policy_nacl;
 
 /* Shared checks, each failing with a message that names the policy. */
-lkv_status lkv_check_budget(const char *policy, int32_t budget, int32_t capacity, int32_t peak);
+lkv_status lkv_check_budget(const char *policy, int32_t budget, int32_t capacity, int64_t peak);
 lkv_status lkv_check_range(const char *policy, const char *key, double value, double lo, double hi);
 
 #endif

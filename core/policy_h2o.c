@@ -9,16 +9,17 @@ static const char *const keys[] = {"budget", "recent", NULL};
 
 static lkv_status check(const lkv_policy_params *p, int32_t capacity)
 {
-    lkv_status st = lkv_check_budget("h2o", p->budget, capacity, p->budget + 1);
-    if (st == LKV_OK && p->recent > p->budget)
-        st = lkv_fail(LKV_INVALID_ARGUMENT, "recent %d exceeds budget %d for h2o", p->recent,
-                      p->budget);
+    lkv_status st = lkv_check_budget("h2o", p->budget, capacity, (int64_t)p->budget + 1);
+    if (st == LKV_OK && p->recent != -1)
+        st = lkv_check_range("h2o", "recent", p->recent, 0, p->budget);
     return st;
 }
 
+static void defaults(lkv_policy_params *p) { p->recent = -1; }
+
 static void resolve(lkv_policy_params *p)
 {
-    if (p->recent == 0)
+    if (p->recent == -1)
         p->recent = p->budget / 2;
 }
 
@@ -45,6 +46,7 @@ const lkv_policy_rules lkv_policy_h2o = {
     .name = "h2o",
     .keys = keys,
     .reduce = LKV_REDUCE_MEAN,
+    .defaults = defaults,
     .check = check,
     .resolve = resolve,
     .observes = 1,

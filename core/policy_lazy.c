@@ -20,7 +20,7 @@ static lkv_status check(const lkv_policy_params *p, int32_t capacity)
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "window %d is invalid for lazy: the eviction period W must be >= 1",
                         p->window);
-    lkv_status st = lkv_check_budget("lazy", p->budget, capacity, p->budget + p->window);
+    lkv_status st = lkv_check_budget("lazy", p->budget, capacity, (int64_t)p->budget + p->window);
     if (st == LKV_OK && p->budget < p->window)
         st = lkv_fail(LKV_INVALID_ARGUMENT,
                       "budget %d is below window %d for lazy: the last W slots are always kept",

@@ -41,6 +41,8 @@ static lkv_status check(const lkv_policy_params *p, int32_t capacity)
     if (st == LKV_OK && p->proxy_ratio <= 0.0f)
         st = lkv_fail(LKV_INVALID_ARGUMENT, "proxy_ratio %g is invalid for nacl: at least one "
                       "proxy query must vote", p->proxy_ratio);
+    if (st == LKV_OK && p->sinks < 0)
+        st = lkv_fail(LKV_INVALID_ARGUMENT, "sinks %d is invalid for nacl: expected >= 0", p->sinks);
     if (st == LKV_OK && p->min_length < 1)
         st = lkv_fail(LKV_INVALID_ARGUMENT, "min_length %d is invalid for nacl: expected >= 1",
                       p->min_length);
@@ -95,7 +97,10 @@ static int prefill_plan(const lkv_policy_params *p, int32_t n, lkv_evict_plan *p
         return 0;
     nacl_split s = split_of(p, n);
     int32_t stage1 = s.sinks + s.recent + s.by_score;
-    *plan = (lkv_evict_plan){.keep = stage1 + s.by_chance, .score = LKV_SCORE_STATE,
+    /* With nothing kept by rank (no sinks, recent or proxy share) the whole
+     * choice is the random stage. */
+    *plan = (lkv_evict_plan){.keep = stage1 + s.by_chance,
+                             .score = stage1 > 0 ? LKV_SCORE_STATE : LKV_SCORE_NOISY,
                              .protect_head = s.sinks, .protect_tail = s.recent,
                              .stage1_keep = stage1, .stage2 = LKV_SCORE_NOISY};
     return plan->keep < n;

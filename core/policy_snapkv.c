@@ -31,7 +31,7 @@ static lkv_status check(const lkv_policy_params *p, int32_t capacity)
                         "in one interval (or -1 disables decode-time eviction)",
                         every, p->window);
     lkv_status st = lkv_check_budget("snapkv", p->budget, capacity,
-                                     p->budget + (every > 0 ? every : 1));
+                                     (int64_t)p->budget + (every > 0 ? every : 1));
     if (st == LKV_OK && p->budget < p->window)
         st = lkv_fail(LKV_INVALID_ARGUMENT,
                       "budget %d is below window %d for snapkv: the window is always kept",

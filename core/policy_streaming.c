@@ -10,10 +10,9 @@ static void defaults(lkv_policy_params *p) { p->sinks = 4; }
 
 static lkv_status check(const lkv_policy_params *p, int32_t capacity)
 {
-    lkv_status st = lkv_check_budget("streaming", p->budget, capacity, p->budget + 1);
-    if (st == LKV_OK && p->sinks > p->budget)
-        st = lkv_fail(LKV_INVALID_ARGUMENT, "sinks %d exceed budget %d for streaming", p->sinks,
-                      p->budget);
+    lkv_status st = lkv_check_budget("streaming", p->budget, capacity, (int64_t)p->budget + 1);
+    if (st == LKV_OK)
+        st = lkv_check_range("streaming", "sinks", p->sinks, 0, p->budget);
     return st;
 }
 

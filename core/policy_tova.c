@@ -8,7 +8,7 @@ static const char *const keys[] = {"budget", NULL};
 
 static lkv_status check(const lkv_policy_params *p, int32_t capacity)
 {
-    return lkv_check_budget("tova", p->budget, capacity, p->budget + 1);
+    return lkv_check_budget("tova", p->budget, capacity, (int64_t)p->budget + 1);
 }
 
 static int decode_plan(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan)

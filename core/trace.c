@@ -1,5 +1,6 @@
 /* Trace replay (spec/policies.md, section 4): recorded per-head attention fed
  * through a policy on a one-layer cache, one JSONL line out per step. */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@ typedef struct trace {
     const char *text;
     size_t at;
     int line_no;
+    int header_line;
     int32_t prompt, heads;
     lkv_cache_config cfg;
     lkv_cache *cache;
@@ -148,13 +150,14 @@ static lkv_status create_cache(trace *tr, int steps)
     tr->cfg.capacity = cap > (1 << 24) ? (1 << 24) : (int32_t)cap;
     lkv_status st = lkv_cache_create(tr->rt, &tr->cfg, &tr->cache);
     if (st != LKV_OK)
-        return lkv_fail_context(st, "trace header (line 1)");
+        return lkv_fail_context(st, "trace header (line %d)", tr->header_line);
     return LKV_OK;
 }
 
-/* Per-head rows of numbers: [[...] x heads], or a flat list when heads == 1. */
+/* Per-head rows of numbers in [0, max]: [[...] x heads], or a flat list
+ * when heads == 1. */
 static lkv_status head_rows(const trace *tr, const lkv_json *v, const char *key, int32_t width,
-                            const lkv_json **rows)
+                            double max, const lkv_json **rows)
 {
     if (v && v->type == LKV_JSON_ARRAY && tr->heads == 1 &&
         (v->count == 0 || v->items[0].type == LKV_JSON_NUMBER)) {
@@ -174,10 +177,12 @@ static lkv_status head_rows(const trace *tr, const lkv_json *v, const char *key,
                             tr->line_no, key, h, width, r->type == LKV_JSON_ARRAY ? r->count : 0);
         for (int i = 0; i < r->count; i++) {
             const lkv_json *x = &r->items[i];
-            if (x->type != LKV_JSON_NUMBER || !isfinite(x->number) || x->number < 0)
+            if (x->type != LKV_JSON_NUMBER || !(x->number >= 0 && x->number <= max))
                 return lkv_fail(LKV_INVALID_ARGUMENT,
-                                "trace line %d: \"%s\" head %d id %d is not a finite number >= 0",
-                                tr->line_no, key, h, i);
+                                "trace line %d: \"%s\" head %d id %d is %s: expected a number in "
+                                "[0, %g]",
+                                tr->line_no, key, h, i, x->type == LKV_JSON_NUMBER ? x->text : "not a number",
+                                max);
         }
     }
     return LKV_OK;
@@ -202,12 +207,12 @@ static lkv_status prefill(trace *tr, const lkv_json *line)
     int votes_needed = rules->prefill_votes && rules->prefill_votes(&tr->cfg.policy, tr->prompt, &plan) &&
                        plan.required;
     if (line) {
-        if (!rules->prefill_plan)
+        if (!rules->prefill_votes)
             return lkv_fail(LKV_INVALID_ARGUMENT,
-                            "trace line %d: a \"prefill\" line, but policy %s does not evict at prefill",
+                            "trace line %d: a \"prefill\" line, but policy %s takes no prompt votes",
                             tr->line_no, rules->name);
         if ((st = check_keys(tr, line, "prefill", NULL)) != LKV_OK ||
-            (st = head_rows(tr, lkv_json_get(line, "prefill"), "prefill", tr->prompt, rows)) != LKV_OK)
+            (st = head_rows(tr, lkv_json_get(line, "prefill"), "prefill", tr->prompt, FLT_MAX, rows)) != LKV_OK)
             return st;
         votes = calloc((size_t)tr->heads * (size_t)(tr->prompt ? tr->prompt : 1), sizeof *votes);
         if (!votes)
@@ -292,7 +297,7 @@ static lkv_status step(trace *tr, const lkv_json *line, int32_t expect_t, int32_
         st = int_field(tr, lkv_json_get(line, "t"), "t", expect_t, expect_t, &t);
     int32_t ids = tr->prompt + expect_t;
     if (st == LKV_OK)
-        st = head_rows(tr, lkv_json_get(line, "p"), "p", ids, rows);
+        st = head_rows(tr, lkv_json_get(line, "p"), "p", ids, 1.0, rows);
     if (st != LKV_OK)
         return st;
     lkv_cache *c = tr->cache;
@@ -320,6 +325,7 @@ static lkv_status run(trace *tr, const char *policy_override)
     int got = next_line(tr, &line, &st);
     if (got <= 0)
         return got < 0 ? st : lkv_fail(LKV_INVALID_ARGUMENT, "trace is empty: expected a header line");
+    tr->header_line = tr->line_no;
     st = read_header(tr, &line, policy_override);
     lkv_json_free(&line);
     if (st == LKV_OK)

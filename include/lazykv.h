@@ -146,7 +146,7 @@ typedef struct lkv_policy_params {
                                 snapkv: observation window w (queries that vote, slots kept) */
     float alpha;             /* lazy: importance threshold on the probability (default 1e-4) */
     int32_t sinks;           /* streaming: first tokens always kept (4); nacl: sink cap (256) */
-    int32_t recent;          /* h2o: protected recent slots R; 0 means budget / 2 */
+    int32_t recent;          /* h2o: protected recent slots R; -1 (default) means budget / 2 */
     int32_t interval;        /* snapkv: decode-time eviction period; 0 means `window`;
                                 -1 disables decode-time eviction */
     float proxy_ratio;       /* nacl: share of the prompt used as proxy queries (0.01) */
@@ -253,7 +253,7 @@ typedef struct lkv_prefill_io {
     const float *v;
     const float *q;
     float *out;
-    int32_t first_position; /* usually 0 */
+    int32_t first_position; /* usually 0; must leave 2^24 positions of headroom */
     lkv_memory memory;
 } lkv_prefill_io;
 
@@ -331,9 +331,11 @@ lkv_status lkv_cache_read_slots(const lkv_cache *cache, int32_t sequence, int32_
 
 /* Replays a JSONL attention trace through a policy on the runtime's backend,
  * feeding the recorded probabilities instead of computing attention, and
- * writes one JSONL line per step. `policy_override` (may be NULL) names the
- * policy when the header has no "policy" key. Returns INVALID_ARGUMENT with
- * the line number for a malformed trace; output already written stays. */
+ * writes one JSONL line per step through `write_line` (which returns 0, or
+ * non-zero to stop). `policy_override` (may be NULL) names the policy; the
+ * header's "policy" key, if present, must agree with it; with neither the
+ * policy is lazy. Probabilities must lie in [0, 1]. Returns INVALID_ARGUMENT
+ * with the line number for a malformed trace; output already written stays. */
 lkv_status lkv_trace_replay(lkv_runtime *rt, const char *trace_text,
                             const char *policy_override,
                             int (*write_line)(void *user, const char *line),

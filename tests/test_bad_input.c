@@ -738,3 +738,56 @@ Test(bad_input, trace_rejects_header_window_zero)
     EXPECT_TRACE_REJECTED("{\"prompt\": 4, \"heads\": 1, \"budget\": 6, \"window\": 0}\n"
                           BI_TOY_STEP1, NULL, "line 1", "window 0", inner);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Limits found in review: overflow and sign                                */
+/* ------------------------------------------------------------------------ */
+
+/* budget + window would overflow int32 before the capacity check. */
+Test(bad_input, create_rejects_huge_budget_and_window_without_overflow)
+{
+    lkv_cache_config cfg = lazy_config(1 << 30, 1 << 30, BI_CAPACITY);
+    EXPECT_CREATE_REJECTS(cfg, "budget", "1073741824", "capacity");
+}
+
+/* Row indices are int32: sequences x layers x cache heads must fit. */
+Test(bad_input, create_rejects_more_rows_than_int32_can_index)
+{
+    lkv_cache_config cfg = base_config(1);
+    cfg.sequences = 65536;
+    cfg.layers = 2048;
+    cfg.q_heads = cfg.kv_heads = 32;
+    cfg.head_dim = 1;
+    EXPECT_CREATE_REJECTS(cfg, "rows", "65536");
+}
+
+Test(bad_input, create_rejects_negative_streaming_sinks)
+{
+    lkv_cache_config cfg = base_config(BI_CAPACITY);
+    TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_STREAMING));
+    cfg.policy.budget = BI_BUDGET;
+    cfg.policy.sinks = -5;
+    EXPECT_CREATE_REJECTS(cfg, "sinks", "-5");
+}
+
+Test(bad_input, create_rejects_negative_h2o_recent)
+{
+    lkv_cache_config cfg = base_config(BI_CAPACITY);
+    TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_H2O));
+    cfg.policy.budget = BI_BUDGET;
+    cfg.policy.recent = -5;
+    EXPECT_CREATE_REJECTS(cfg, "recent", "-5");
+}
+
+Test(bad_input, trace_rejects_probability_above_one)
+{
+    EXPECT_TRACE_REJECTED(BI_TOY_HEADER "{\"t\": 1, \"p\": [1e39, 0.2, 0.05, 0.05, 0.2]}\n", NULL,
+                          "line 2", "1e39");
+}
+
+/* "window\u0000junk" must not pass for "window". */
+Test(bad_input, trace_rejects_nul_escape_in_a_key)
+{
+    EXPECT_TRACE_REJECTED("{\"prompt\": 4, \"heads\": 1, \"budget\": 6, \"window\\u0000junk\": 2}\n",
+                          NULL, "line 1", "escape");
+}

@@ -113,3 +113,29 @@ Test(policy_nacl, short_prompts_are_not_evicted)
     cr_assert_eq(n, 40);
     lkv_cache_destroy(c);
 }
+
+/* No sinks, no recent region, no proxy share: the whole choice is random
+ * and must still follow the seed. */
+Test(policy_nacl, random_only_choice_follows_the_seed)
+{
+    const char *fmt = "{\"prompt\": 8, \"heads\": 1, \"policy\": \"nacl\", \"min_length\": 1, "
+                      "\"proxy_keep_ratio\": 0, \"protect_ratio\": 0, \"random_keep_ratio\": 0.5, "
+                      "\"seed\": %d}\n{\"prefill\": [0.1, 0.9, 0.2, 0.8, 0.3, 0.7, 0.4, 0.6]}\n"
+                      "{\"t\": 1, \"p\": [0, 0, 0, 0, 0, 0, 0, 0, 1]}\n";
+    char first[256] = "";
+    int differs = 0;
+    for (int seed = 1; seed <= 6; seed++) {
+        char trace[512];
+        snprintf(trace, sizeof trace, fmt, seed);
+        char *got = tu_replay(trace, NULL, NULL);
+        cr_assert_not_null(got, "%s", lkv_last_error());
+        int ids[16];
+        cr_assert_eq(ids_of(got, ids), 5, "4 sampled + the decoded token: %s", got);
+        if (seed == 1)
+            snprintf(first, sizeof first, "%s", got);
+        else
+            differs |= strcmp(first, got) != 0;
+        free(got);
+    }
+    cr_assert(differs, "six seeds all kept the same 4 of 8: the random stage was skipped");
+}

@@ -40,6 +40,8 @@ int cli_real(const char *cmd, const char *flag, const char *text, double lo, dou
     char *end = NULL;
     errno = 0;
     double v = strtod(text, &end);
+    if (errno == ERANGE && fabs(v) < 1.0)
+        errno = 0; /* underflow to (almost) zero is a value */
     if (errno || end == text || *end || !isfinite(v) || v < lo || v > hi)
         return cli_error(cmd, "%s '%s' is not a number in [%g, %g]", flag, text, lo, hi);
     *out = v;

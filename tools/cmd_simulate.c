@@ -150,9 +150,12 @@ static int parse(int argc, char **argv, sim_opts *o)
     *o = (sim_opts){.policy = "lazy", .budget_pct = 50, .window = 101, .prompt = 256,
                     .steps = 3000, .layers = 2, .q_heads = 8, .kv_heads = 2, .head_dim = 64,
                     .seed = 1, .alpha = 1e-4, .dtype = LKV_DTYPE_F16, .gqa = LKV_GQA_GROUPED};
+    static const char *const valued[] = {
+        "--backend", "--policy", "--budget", "--window", "--alpha", "--prompt", "--steps",
+        "--layers", "--q-heads", "--kv-heads", "--head-dim", "--seed", "--dtype", "--gqa"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
+        int rc = 0, known = 0;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(help, stdout);
             return 1;
@@ -161,6 +164,11 @@ static int parse(int argc, char **argv, sim_opts *o)
             o->compare = 1;
             continue;
         }
+        for (size_t f = 0; f < sizeof valued / sizeof valued[0]; f++)
+            known |= !strcmp(a, valued[f]);
+        if (!known)
+            return cli_error("simulate", a[0] == '-' ? "unknown option '%s' (see --help)"
+                                                     : "unexpected argument '%s' (see --help)", a);
         if (!v)
             return cli_error("simulate", "%s needs a value (see --help)", a);
         i++;
@@ -195,8 +203,7 @@ static int parse(int argc, char **argv, sim_opts *o)
             if (strcmp(v, "grouped") && strcmp(v, "expanded"))
                 return cli_error("simulate", "--gqa '%s' is not grouped or expanded", v);
             o->gqa = strcmp(v, "grouped") ? LKV_GQA_EXPANDED : LKV_GQA_GROUPED;
-        } else
-            return cli_error("simulate", "unknown option '%s' (see --help)", a);
+        }
         if (rc)
             return rc;
     }
@@ -272,7 +279,8 @@ static int feed(run *runs, int n_runs, const sim_opts *o, int32_t token, int pre
             lkv_status st;
             if (prefill) {
                 lkv_prefill_io io = {.n_tokens = o->prompt, .k = k + (size_t)l * (size_t)o->prompt * kvs,
-                                     .v = v + (size_t)l * (size_t)o->prompt * kvs};
+                                     .v = v + (size_t)l * (size_t)o->prompt * kvs,
+                                     .q = q + (size_t)l * (size_t)o->prompt * qs};
                 st = lkv_cache_prefill(runs[r].cache, 0, l, &io);
             } else {
                 float *dst = r == 0 ? ref + (size_t)l * qs : out;
@@ -313,24 +321,28 @@ static int simulate(const sim_opts *o, lkv_runtime *rt, run *runs, int n_runs)
     w.visits = calloc((size_t)total, sizeof(int32_t));
     float *pk = malloc(sizeof(float) * (size_t)o->layers * (size_t)o->prompt * kvs);
     float *pv = malloc(sizeof(float) * (size_t)o->layers * (size_t)o->prompt * kvs);
+    float *pq = malloc(sizeof(float) * (size_t)o->layers * (size_t)o->prompt * qs);
     float *k = malloc(sizeof(float) * (size_t)o->layers * kvs);
     float *v = malloc(sizeof(float) * (size_t)o->layers * kvs);
     float *q = malloc(sizeof(float) * (size_t)o->layers * qs);
     float *out = malloc(sizeof(float) * qs);
     float *ref = malloc(sizeof(float) * (size_t)o->layers * qs);
     int rc = 0;
-    if (!w.keys || !w.next_hit || !w.gap || !w.visits || !pk || !pv || !k || !v || !q || !out || !ref)
+    if (!w.keys || !w.next_hit || !w.gap || !w.visits || !pk || !pv || !pq || !k || !v || !q || !out || !ref)
         rc = cli_error("simulate", "out of host memory for the workload");
-    /* Prompt: token-major per layer, as lkv_prefill_io wants it. */
+    /* Prompt: token-major per layer, as lkv_prefill_io wants it; its queries
+     * too, for the policies that score the prompt with them. */
     for (int32_t t = 0; rc == 0 && t < o->prompt; t++) {
         make_token(&w, t, k, v);
+        make_query(&w, t, q);
         for (int32_t l = 0; l < o->layers; l++) {
+            memcpy(pq + ((size_t)l * (size_t)o->prompt + (size_t)t) * qs, q + (size_t)l * qs, qs * 4);
             memcpy(pk + ((size_t)l * (size_t)o->prompt + (size_t)t) * kvs, k + (size_t)l * kvs, kvs * 4);
             memcpy(pv + ((size_t)l * (size_t)o->prompt + (size_t)t) * kvs, v + (size_t)l * kvs, kvs * 4);
         }
     }
     if (rc == 0)
-        rc = feed(runs, n_runs, o, 0, 1, NULL, pk, pv, out, ref);
+        rc = feed(runs, n_runs, o, 0, 1, pq, pk, pv, out, ref);
     (void)rt;
     for (int32_t t = o->prompt; rc == 0 && t < total; t++) {
         make_token(&w, t, k, v);
@@ -342,7 +354,7 @@ static int simulate(const sim_opts *o, lkv_runtime *rt, run *runs, int n_runs)
     if (isatty_stderr())
         fprintf(stderr, "\r%40s\r", "");
     free(w.keys); free(w.next_hit); free(w.gap); free(w.visits);
-    free(pk); free(pv); free(k); free(v); free(q); free(out); free(ref);
+    free(pk); free(pv); free(pq); free(k); free(v); free(q); free(out); free(ref);
     return rc;
 }
 
@@ -382,10 +394,12 @@ static void report(const sim_opts *o, run *runs, int n_runs, int32_t budget)
     if (n_runs > 1) {
         lkv_cache_stats s;
         lkv_cache_get_stats(runs[1].cache, &s);
-        printf("\n%s at budget %d: peak KV %.2f MiB vs %.2f MiB for the full cache: "
+        char mine[32], all[32];
+        fmt_bytes((double)s.kv_bytes_peak, mine, sizeof mine);
+        fmt_bytes((double)full.kv_bytes_peak, all, sizeof all);
+        printf("\n%s at budget %d: peak KV %s vs %s for the full cache: "
                "%.1f%% memory saved, mean attention error %.4f\n",
-               runs[1].policy, budget, (double)s.kv_bytes_peak / 1048576.0,
-               (double)full.kv_bytes_peak / 1048576.0,
+               runs[1].policy, budget, mine, all,
                100.0 * (1.0 - (double)s.kv_bytes_peak / (double)full.kv_bytes_peak),
                runs[1].err_sum / (double)runs[1].err_count);
     }
@@ -428,7 +442,8 @@ int cmd_simulate(int argc, char **argv)
                o.head_dim, o.dtype == LKV_DTYPE_F16 ? "f16" : "f32");
         printf("sequence  %d-token prompt + %d decode steps = %d tokens; budget %d slots (%.0f%%)\n",
                o.prompt, o.steps, total, budget, 100.0 * budget / total);
-        printf("lazy      window %d, alpha %g\n", o.window, o.alpha);
+        if (o.compare || !strcmp(o.policy, "lazy"))
+            printf("lazy      window %d, alpha %g\n", o.window, o.alpha);
         fflush(stdout);
         rc = simulate(&o, rt, runs, n_runs);
     }

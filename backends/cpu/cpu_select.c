@@ -1,50 +1,69 @@
-/* select, reference: a full sort per row by (score desc, slot asc), NaN last;
- * the simplest statement of the order, which GPU top-k kernels must match. */
+/* select, reference: per row, order the slots by (score desc, slot asc) with
+ * NaN last, keep the first k, and list them ascending. Sorted in place in the
+ * row's `kept` storage with a heapsort, so select allocates nothing and an
+ * eviction cannot fail half-way for want of memory. */
 #include <math.h>
-#include <stdlib.h>
 
 #include "cpu_internal.h"
-#include "error.h"
 
-typedef struct ranked {
-    float score;
-    int32_t slot;
-} ranked;
-
-static int by_rank(const void *pa, const void *pb)
+/* 1 when slot a ranks after slot b. */
+static int ranks_after(const float *s, int32_t a, int32_t b)
 {
-    const ranked *a = pa, *b = pb;
-    int na = isnan(a->score), nb = isnan(b->score);
+    int na = isnan(s[a]), nb = isnan(s[b]);
     if (na != nb)
-        return na - nb;
-    if (!na && a->score != b->score)
-        return a->score > b->score ? -1 : 1;
-    return (a->slot > b->slot) - (a->slot < b->slot);
+        return na;
+    if (!na && s[a] != s[b])
+        return s[a] < s[b];
+    return a > b;
 }
 
-static int by_slot(const void *pa, const void *pb)
+/* The heap order: by rank when scores are given, else by ascending slot. */
+static int after(const float *s, int32_t a, int32_t b)
 {
-    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
-    return (a > b) - (a < b);
+    return s ? ranks_after(s, a, b) : a > b;
+}
+
+static void sift_down(int32_t *x, int32_t root, int32_t n, const float *s)
+{
+    for (;;) {
+        int32_t child = 2 * root + 1;
+        if (child >= n)
+            return;
+        if (child + 1 < n && after(s, x[child + 1], x[child]))
+            child++;
+        if (!after(s, x[child], x[root]))
+            return;
+        int32_t tmp = x[root];
+        x[root] = x[child];
+        x[child] = tmp;
+        root = child;
+    }
+}
+
+/* Heapsort: first-ranked first (s != NULL) or ascending (s == NULL). */
+static void heap_sort(int32_t *x, int32_t n, const float *s)
+{
+    for (int32_t i = n / 2 - 1; i >= 0; i--)
+        sift_down(x, i, n, s);
+    for (int32_t end = n - 1; end > 0; end--) {
+        int32_t tmp = x[0];
+        x[0] = x[end];
+        x[end] = tmp;
+        sift_down(x, 0, end, s);
+    }
 }
 
 lkv_status lkv_cpu_select(lkv_device *dev, const lkv_select_args *a)
 {
     (void)dev;
-    ranked *tmp = malloc(sizeof *tmp * (size_t)(a->capacity ? a->capacity : 1));
-    if (!tmp)
-        return lkv_fail(LKV_OUT_OF_MEMORY, "cpu select: no host memory for %d slots", a->capacity);
     for (int32_t r = 0; r < a->n_rows; r++) {
-        int32_t row = a->rows[r], n = a->row_n[r], k = a->row_k[r];
+        int32_t row = a->rows[r], n = a->row_n[r];
         const float *s = lkv_cpu_row_f32(a->scores, a->capacity, row);
         int32_t *kept = lkv_cpu_row_i32(a->kept, a->capacity, row);
         for (int32_t i = 0; i < n; i++)
-            tmp[i] = (ranked){s[i], i};
-        qsort(tmp, (size_t)n, sizeof *tmp, by_rank);
-        for (int32_t j = 0; j < k; j++)
-            kept[j] = tmp[j].slot;
-        qsort(kept, (size_t)k, sizeof *kept, by_slot);
+            kept[i] = i;
+        heap_sort(kept, n, s);
+        heap_sort(kept, a->row_k[r], NULL);
     }
-    free(tmp);
     return LKV_OK;
 }
