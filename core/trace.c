@@ -126,6 +126,11 @@ static lkv_status read_header(trace *tr, const lkv_json *h, const char *policy_o
         return lkv_fail_context(st, "trace line %d", tr->line_no);
     lkv_cache_config_init(&tr->cfg);
     lkv_policy_init(&tr->cfg.policy, kind);
+    for (int i = 0; i < h->count; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(h->keys[i], h->keys[j]) == 0)
+                return lkv_fail(LKV_INVALID_ARGUMENT, "trace line %d: header key \"%s\" appears twice",
+                                tr->line_no, h->keys[i]);
     for (int i = 0; i < h->count; i++) {
         const char *key = h->keys[i];
         if (!strcmp(key, "prompt") || !strcmp(key, "heads") || !strcmp(key, "policy"))

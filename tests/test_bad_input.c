@@ -791,3 +791,10 @@ Test(bad_input, trace_rejects_nul_escape_in_a_key)
     EXPECT_TRACE_REJECTED("{\"prompt\": 4, \"heads\": 1, \"budget\": 6, \"window\\u0000junk\": 2}\n",
                           NULL, "line 1", "escape");
 }
+
+/* Which of two "budget" keys would win is a guess: refuse it. */
+Test(bad_input, trace_rejects_a_repeated_header_key)
+{
+    EXPECT_TRACE_REJECTED("{\"prompt\": 4, \"heads\": 1, \"budget\": 6, \"window\": 2, \"budget\": 9}\n",
+                          NULL, "line 1", "budget", "twice");
+}
