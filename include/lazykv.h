@@ -282,7 +282,9 @@ typedef struct lkv_decode_io {
  * counter t advances at layer 0 and, after the last layer, the evictions due
  * at step t run for all layers in one batched pass (so the smaller cache
  * applies from step t + 1). Fails with OUT_OF_MEMORY, changing nothing, when
- * the cache has no free slot. */
+ * the cache has no free slot. Bad input changes nothing; only a device
+ * failure (DEVICE_ERROR) during the batched eviction can leave the step taken
+ * and the eviction undone, and its message says to reset the sequence. */
 lkv_status lkv_cache_decode(lkv_cache *cache, int32_t sequence, int32_t layer,
                             const lkv_decode_io *io);
 
