@@ -165,14 +165,12 @@ lkv_status lkv_cache_create(lkv_runtime *rt, const lkv_cache_config *config,
     const lkv_policy_rules *rules = lkv_policy_rules_of(config->policy.kind);
     if (!rules)
         return lkv_fail(LKV_INVALID_ARGUMENT, "policy kind %d is unknown", (int)config->policy.kind);
-    int64_t rows = (int64_t)config->sequences * config->layers *
-                   (config->gqa == LKV_GQA_GROUPED ? config->kv_heads : config->q_heads);
+    int32_t heads = config->gqa == LKV_GQA_GROUPED ? config->kv_heads : config->q_heads;
+    int64_t rows = (int64_t)config->sequences * config->layers * heads;
     if (rows > INT32_MAX)
         return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "%d sequences x %d layers x %lld cache heads is %lld rows: at most %d",
-                        config->sequences, config->layers,
-                        (long long)(rows / config->sequences / config->layers), (long long)rows,
-                        INT32_MAX);
+                        "%d sequences x %d layers x %d cache heads is %lld rows: at most %d",
+                        config->sequences, config->layers, heads, (long long)rows, INT32_MAX);
     lkv_cache_config cfg = *config;
     if ((st = rules->check(&cfg.policy, cfg.capacity)) != LKV_OK)
         return st;
@@ -189,7 +187,7 @@ lkv_status lkv_cache_create(lkv_runtime *rt, const lkv_cache_config *config,
     c->dev = rt->dev;
     c->cfg = cfg;
     c->rules = rules;
-    c->heads = cfg.gqa == LKV_GQA_GROUPED ? cfg.kv_heads : cfg.q_heads;
+    c->heads = heads;
     c->group = cfg.q_heads / c->heads;
     c->scale = cfg.scale > 0.0f ? cfg.scale : (float)(1.0 / sqrt((double)cfg.head_dim));
     if ((st = alloc_host(c)) != LKV_OK || (st = alloc_buffers(c)) != LKV_OK) {

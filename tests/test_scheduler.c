@@ -45,6 +45,18 @@ static lkv_runtime *counting_runtime(void)
     return rt;
 }
 
+static lkv_cache *counting_cache(lkv_runtime *rt, const lkv_cache_config *cfg)
+{
+    lkv_cache *c = NULL;
+    TU_OK(lkv_cache_create(rt, cfg, &c));
+    return c;
+}
+
+static void counting_close(lkv_cache *c, lkv_runtime *rt)
+{
+    counting_close(c, rt);
+}
+
 Test(scheduler, one_call_per_op_for_an_eviction_over_all_layers_and_heads)
 {
     lkv_runtime *rt = counting_runtime();
@@ -52,8 +64,7 @@ Test(scheduler, one_call_per_op_for_an_eviction_over_all_layers_and_heads)
     TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY));
     cfg.policy.budget = 16;
     cfg.policy.window = 8;
-    lkv_cache *c = NULL;
-    TU_OK(lkv_cache_create(rt, &cfg, &c));
+    lkv_cache *c = counting_cache(rt, &cfg);
     uint64_t rng = 29;
     for (int32_t t = 1; t <= 23; t++)
         tu_decode_random(c, &rng);
@@ -69,9 +80,7 @@ Test(scheduler, one_call_per_op_for_an_eviction_over_all_layers_and_heads)
     TU_OK(lkv_cache_get_stats(c, &s));
     cr_assert_eq(s.evictions, 6);
     cr_assert_eq(s.tokens_evicted, (24 - 16) * 6 * 4);
-    lkv_cache_destroy(c);
-    counting.close(rt->dev);
-    free(rt);
+    counting_close(c, rt);
 }
 
 Test(scheduler, nacl_uses_two_selections_in_one_batch)
@@ -82,8 +91,7 @@ Test(scheduler, nacl_uses_two_selections_in_one_batch)
     cfg.policy.min_length = 16;
     cfg.policy.sinks = 2;
     cfg.policy.protect_ratio = 0.125f;
-    lkv_cache *c = NULL;
-    TU_OK(lkv_cache_create(rt, &cfg, &c));
+    lkv_cache *c = counting_cache(rt, &cfg);
     uint64_t rng = 31;
     float *k = tu_alloc_normal(100 * 2 * 4, &rng, 1.0), *q = tu_alloc_normal(100 * 2 * 4, &rng, 1.0);
     for (int32_t l = 0; l < 3; l++) {
@@ -102,7 +110,5 @@ Test(scheduler, nacl_uses_two_selections_in_one_batch)
     cr_assert_eq(n, 13 + 12 + 7);
     free(k);
     free(q);
-    lkv_cache_destroy(c);
-    counting.close(rt->dev);
-    free(rt);
+    counting_close(c, rt);
 }

@@ -41,7 +41,7 @@ typedef struct sim_opts {
     int compare;
     int32_t budget, budget_pct, window, prompt, steps, layers, q_heads, kv_heads, head_dim, seed;
     double alpha;
-    int have_window, have_alpha;
+    int have_window;
     lkv_dtype dtype;
     lkv_gqa_mode gqa;
 } sim_opts;
@@ -187,7 +187,7 @@ static int parse(int argc, char **argv, sim_opts *o)
             }
         }
         else if (!strcmp(a, "--window")) { rc = cli_int("simulate", a, v, 1, 1 << 20, &o->window); o->have_window = 1; }
-        else if (!strcmp(a, "--alpha")) { rc = cli_real("simulate", a, v, 0, 1, &o->alpha); o->have_alpha = 1; }
+        else if (!strcmp(a, "--alpha")) { rc = cli_real("simulate", a, v, 0, 1, &o->alpha); }
         else if (!strcmp(a, "--prompt")) rc = cli_int("simulate", a, v, 1, 1 << 20, &o->prompt);
         else if (!strcmp(a, "--steps")) rc = cli_int("simulate", a, v, 1, 1 << 20, &o->steps);
         else if (!strcmp(a, "--layers")) rc = cli_int("simulate", a, v, 1, 64, &o->layers);
@@ -309,7 +309,7 @@ static int feed(run *runs, int n_runs, const sim_opts *o, int32_t token, int pre
     return 0;
 }
 
-static int simulate(const sim_opts *o, lkv_runtime *rt, run *runs, int n_runs)
+static int simulate(const sim_opts *o, run *runs, int n_runs)
 {
     int32_t total = o->prompt + o->steps;
     workload w = {total, o->layers, o->q_heads, o->kv_heads, o->head_dim, NULL, NULL, NULL,
@@ -343,7 +343,6 @@ static int simulate(const sim_opts *o, lkv_runtime *rt, run *runs, int n_runs)
     }
     if (rc == 0)
         rc = feed(runs, n_runs, o, 0, 1, pq, pk, pv, out, ref);
-    (void)rt;
     for (int32_t t = o->prompt; rc == 0 && t < total; t++) {
         make_token(&w, t, k, v);
         make_query(&w, t, q);
@@ -445,7 +444,7 @@ int cmd_simulate(int argc, char **argv)
         if (o.compare || !strcmp(o.policy, "lazy"))
             printf("lazy      window %d, alpha %g\n", o.window, o.alpha);
         fflush(stdout);
-        rc = simulate(&o, rt, runs, n_runs);
+        rc = simulate(&o, runs, n_runs);
     }
     if (rc == 0)
         report(&o, runs, n_runs, budget);
