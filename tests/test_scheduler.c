@@ -54,7 +54,9 @@ static lkv_cache *counting_cache(lkv_runtime *rt, const lkv_cache_config *cfg)
 
 static void counting_close(lkv_cache *c, lkv_runtime *rt)
 {
-    counting_close(c, rt);
+    lkv_cache_destroy(c);
+    counting.close(rt->dev);
+    free(rt);
 }
 
 Test(scheduler, one_call_per_op_for_an_eviction_over_all_layers_and_heads)
