@@ -105,6 +105,9 @@ typedef struct lkv_device_report {
     int emulated;         /* 1 when the device is a software emulation on the CPU */
     char name[128];       /* device name, "" when unavailable */
     char reason[256];     /* why unavailable, or a short description */
+    char driver[128];     /* driver name and version, "" when unknown */
+    uint64_t memory_bytes; /* device memory (largest device-local heap), 0 when unknown */
+    char uuid[40];        /* device UUID as 8-4-4-4-12 hex, "" when the API has none */
 } lkv_device_report;
 
 /* Lists every backend lazykv knows, built in or not, with its devices. Writes

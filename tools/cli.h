@@ -29,5 +29,7 @@ int cli_read_file(const char *cmd, const char *path, char **out_text);
 int cmd_devices(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_conformance(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

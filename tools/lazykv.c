@@ -12,6 +12,8 @@ static const struct {
     {"devices", cmd_devices, "list every backend and device, PASS or FAIL with the reason"},
     {"replay", cmd_replay, "replay a JSONL attention trace through a policy"},
     {"simulate", cmd_simulate, "synthetic decode with eviction vs the full cache"},
+    {"conformance", cmd_conformance, "check every backend's ops against the cpu oracle"},
+    {"bench", cmd_bench, "time every backend's ops side by side on the same inputs"},
 };
 
 static void usage(FILE *f)
@@ -21,7 +23,7 @@ static void usage(FILE *f)
                "commands:\n",
             LKV_VERSION_MAJOR, LKV_VERSION_MINOR, LKV_VERSION_PATCH);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'lazykv <command> --help' describes a command's options.\n"
                "LAZYKV_BACKEND sets the default backend (auto, cpu, cuda, vulkan:1, ...).\n");
 }

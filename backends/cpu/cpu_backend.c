@@ -53,6 +53,11 @@ static lkv_status cpu_probe(lkv_device_report *out, int cap, int *out_count)
     out[0].available = 1;
     cpu_model_name(out[0].name, sizeof out[0].name);
     snprintf(out[0].reason, sizeof out[0].reason, "plain C reference, %d thread(s)", cpu_threads());
+    snprintf(out[0].driver, sizeof out[0].driver, "lazykv cpu %d.%d.%d", LKV_VERSION_MAJOR,
+             LKV_VERSION_MINOR, LKV_VERSION_PATCH);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0)
+        out[0].memory_bytes = (uint64_t)pages * (uint64_t)page;
     return LKV_OK;
 }
 
