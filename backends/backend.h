@@ -179,5 +179,6 @@ extern const lkv_backend_entry lkv_backend_registry[];
 extern const int lkv_backend_registry_count;
 
 extern const lkv_backend_ops lkv_backend_cpu;
+extern const lkv_backend_ops lkv_backend_vulkan; /* when built with LKV_HAVE_VULKAN */
 
 #endif /* LKV_BACKEND_H */

@@ -6,7 +6,11 @@
 const lkv_backend_entry lkv_backend_registry[] = {
     {"cuda", NULL, "not built into this lazykv: the CUDA backend has not landed yet"},
     {"hip", NULL, "not built into this lazykv: the HIP backend has not landed yet"},
-    {"vulkan", NULL, "not built into this lazykv: the Vulkan backend has not landed yet"},
+#ifdef LKV_HAVE_VULKAN
+    {"vulkan", &lkv_backend_vulkan, NULL},
+#else
+    {"vulkan", NULL, "not built into this lazykv: it was built without glslc or the Vulkan headers"},
+#endif
     {"opencl", NULL, "not built into this lazykv: the OpenCL backend has not landed yet"},
     {"cpu", &lkv_backend_cpu, NULL},
 };

@@ -11,6 +11,17 @@ static const char *const help =
     "with the reason (not built in, no driver, no device). Then says which\n"
     "device the default spec ($LAZYKV_BACKEND, else auto) selects.\n";
 
+/* Driver, memory and UUID under the device's line, where the API has them. */
+static void print_identity(const lkv_device_report *r)
+{
+    printf("%-22s driver %s", "", r->driver[0] ? r->driver : "unknown");
+    if (r->memory_bytes)
+        printf(", memory %.1f GiB", (double)r->memory_bytes / (1024.0 * 1024.0 * 1024.0));
+    if (r->uuid[0])
+        printf(", uuid %s", r->uuid);
+    putchar('\n');
+}
+
 int cmd_devices(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -37,6 +48,8 @@ int cmd_devices(int argc, char **argv)
                    reps[i].emulated ? "emulated on the CPU, " : "", reps[i].reason);
         else
             printf("%-8s %-6s %-6s %s\n", reps[i].backend, dev, "FAIL", reps[i].reason);
+        if (reps[i].device >= 0)
+            print_identity(&reps[i]);
     }
     free(reps);
     lkv_runtime *rt = NULL;

@@ -1,0 +1,119 @@
+/* attend on Vulkan: four dispatches per chunk of cache heads (see the
+ * shaders for the arithmetic and how it differs from the CPU oracle):
+ *   attend_logits   logits of every slot for every query head
+ *   attend_split    flash-decoding partials over splits of the cache
+ *   attend_combine  out and the log-sum-exp per query head
+ *   attend_probs    per-slot probabilities, combined per cache head
+ * A chunk is as many cache heads of a group as one binding window holds
+ * (all of them unless the cache is very long). */
+#include "error.h"
+#include "vk_internal.h"
+
+/* A split covers at least this many slots, and a cache is cut into at most
+ * LKV_VK_MAX_SPLITS, so the combine pass stays short. */
+#define LKV_VK_SPLIT_MIN 256
+#define LKV_VK_MAX_SPLITS 1024
+
+typedef struct attend_plan {
+    uint32_t n, per, dim, cap, split_len, n_splits, qblocks, dblocks, elem;
+    int64_t heads_fit; /* cache heads per chunk */
+} attend_plan;
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static lkv_status plan_group(lkv_device *d, const lkv_attend_args *a, int32_t n, attend_plan *p)
+{
+    const lkv_cache_buffers *c = a->cache;
+    p->n = (uint32_t)n;
+    p->per = (uint32_t)(a->q_heads / a->cache_heads);
+    p->dim = (uint32_t)c->head_dim;
+    p->cap = (uint32_t)c->capacity;
+    p->elem = c->dtype == LKV_DTYPE_F16 ? 2 : 4;
+    uint32_t len = (p->n + LKV_VK_MAX_SPLITS - 1) / LKV_VK_MAX_SPLITS;
+    len = len < LKV_VK_SPLIT_MIN ? LKV_VK_SPLIT_MIN : len;
+    p->split_len = (len + d->wg - 1) / d->wg * d->wg;
+    p->n_splits = (p->n + p->split_len - 1) / p->split_len;
+    p->qblocks = (p->per + 7) / 8;
+    p->dblocks = (p->dim + d->wg - 1) / d->wg;
+    VkDeviceSize kv_row = (VkDeviceSize)p->cap * p->dim * p->elem;
+    VkDeviceSize logit_row = (VkDeviceSize)p->per * (p->n ? p->n : 1) * 4;
+    VkDeviceSize part_row = (VkDeviceSize)p->per * (p->n_splits ? p->n_splits : 1) * (p->dim + 2) * 4;
+    p->heads_fit = min64(lkv_vk_rows_fit(d, kv_row), lkv_vk_rows_fit(d, (VkDeviceSize)p->cap * 4));
+    p->heads_fit = min64(p->heads_fit, min64(lkv_vk_rows_fit(d, logit_row), lkv_vk_rows_fit(d, part_row)));
+    p->heads_fit = min64(p->heads_fit, a->cache_heads);
+    if (p->heads_fit < 1)
+        return lkv_fail(LKV_UNSUPPORTED, "vulkan attend: one cache head (%llu bytes of K) exceeds this "
+                        "device's %llu-byte storage-buffer range; lower capacity or head_dim",
+                        (unsigned long long)kv_row, (unsigned long long)d->max_range);
+    size_t heads = (size_t)p->heads_fit;
+    lkv_status st = lkv_vk_reserve(d, &d->logits, heads * logit_row);
+    if (st == LKV_OK)
+        st = lkv_vk_reserve(d, &d->partials, heads * part_row);
+    if (st == LKV_OK)
+        st = lkv_vk_reserve(d, &d->lse, heads * p->per * 4);
+    return st;
+}
+
+static lkv_vk_binding whole(const lkv_device *d, const lkv_buffer *b)
+{
+    lkv_vk_binding w = {b, 0, b->size < d->max_range ? b->size : d->max_range};
+    return w;
+}
+
+static lkv_status chunk(lkv_device *d, const lkv_attend_args *a, const attend_plan *p, int32_t g,
+                        uint32_t ch_first, uint32_t nch)
+{
+    const lkv_cache_buffers *c = a->cache;
+    int64_t lo = a->group_row0[g] + (int64_t)ch_first, hi = lo + nch - 1;
+    VkDeviceSize kv_row = (VkDeviceSize)p->cap * p->dim * p->elem;
+    lkv_vk_window k = lkv_vk_window_of(d, c->k, lo, hi, kv_row, p->elem);
+    lkv_vk_window v = lkv_vk_window_of(d, c->v, lo, hi, kv_row, p->elem);
+    lkv_vk_binding logits = {d->logits, 0, (VkDeviceSize)nch * p->per * (p->n ? p->n : 1) * 4};
+    lkv_vk_binding parts = whole(d, d->partials), lse = whole(d, d->lse);
+    uint32_t q_base = (uint32_t)g * (uint32_t)a->q_heads * p->dim;
+
+    struct { uint32_t n, cap, dim, per, ch_first, kv_skew, q_base; float scale; } lp =
+        {p->n, p->cap, p->dim, p->per, ch_first, k.skew, q_base, a->scale};
+    lkv_vk_binding b1[3] = {k.bind, whole(d, a->q), logits};
+    lkv_status st = lkv_vk_dispatch(d, c->dtype == LKV_DTYPE_F16 ? LKV_VK_PIPE_attend_logits_f16
+                                                                 : LKV_VK_PIPE_attend_logits_f32,
+                                    b1, &lp, lkv_vk_groups(d, p->n), nch, p->qblocks);
+    struct { uint32_t n, cap, dim, per, kv_skew, split_len, n_splits, dblocks; } sp =
+        {p->n, p->cap, p->dim, p->per, v.skew, p->split_len, p->n_splits, p->dblocks};
+    lkv_vk_binding b2[3] = {v.bind, logits, parts};
+    if (st == LKV_OK && p->n > 0)
+        st = lkv_vk_dispatch(d, c->dtype == LKV_DTYPE_F16 ? LKV_VK_PIPE_attend_split_f16
+                                                          : LKV_VK_PIPE_attend_split_f32,
+                             b2, &sp, p->n_splits, nch, p->qblocks * p->dblocks);
+    struct { uint32_t n_splits, dim, qh_first, out_base, has_out; } cp =
+        {p->n_splits, p->dim, ch_first * p->per, q_base, a->out != NULL};
+    /* Without an output the binding is a stand-in the shader never writes. */
+    lkv_vk_binding b3[3] = {parts, a->out ? whole(d, a->out) : lse, lse};
+    if (st == LKV_OK)
+        st = lkv_vk_dispatch(d, LKV_VK_PIPE_attend_combine, b3, &cp, nch * p->per, 1, 1);
+    if (st != LKV_OK || !a->probs || p->n == 0)
+        return st;
+    lkv_vk_window pr = lkv_vk_window_of(d, a->probs, lo, hi, (VkDeviceSize)p->cap * 4, 4);
+    struct { uint32_t n, cap, per, probs_skew, reduce_max; } pp =
+        {p->n, p->cap, p->per, pr.skew, a->reduce == LKV_REDUCE_MAX};
+    lkv_vk_binding b4[3] = {logits, lse, pr.bind};
+    return lkv_vk_dispatch(d, LKV_VK_PIPE_attend_probs, b4, &pp, lkv_vk_groups(d, p->n), nch, 1);
+}
+
+lkv_status lkv_vk_attend(lkv_device *d, const lkv_attend_args *a)
+{
+    for (int32_t g = 0; g < a->n_groups; g++) {
+        attend_plan p;
+        lkv_status st = plan_group(d, a, a->group_n[g], &p);
+        for (uint32_t ch = 0; st == LKV_OK && ch < (uint32_t)a->cache_heads; ch += (uint32_t)p.heads_fit) {
+            uint32_t nch = (uint32_t)min64(p.heads_fit, a->cache_heads - (int64_t)ch);
+            st = chunk(d, a, &p, g, ch, nch);
+        }
+        if (st != LKV_OK)
+            return lkv_fail_context(st, "vulkan attend (group %d of %d slots)", g, a->group_n[g]);
+    }
+    return LKV_OK;
+}

@@ -1,0 +1,216 @@
+/* Buffers: device-local memory, mapped persistently when it is also
+ * host-visible (lavapipe, integrated GPUs, resizable BAR); otherwise host
+ * transfers bounce through a staging buffer. Transfers are synchronous: work
+ * already recorded is submitted and waited for first, so a write never races
+ * an op that reads the old contents. */
+#include <string.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "vk_internal.h"
+
+#define LKV_VK_STAGING_BYTES ((size_t)8 << 20)
+
+static const VkMemoryPropertyFlags host_flags =
+    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+
+/* The first allowed memory type with all of `want`; UINT32_MAX if none. */
+static uint32_t find_type(const lkv_device *d, uint32_t allowed, VkMemoryPropertyFlags want)
+{
+    for (uint32_t i = 0; i < d->mem_props.memoryTypeCount; i++)
+        if ((allowed & (1u << i)) && (d->mem_props.memoryTypes[i].propertyFlags & want) == want)
+            return i;
+    return UINT32_MAX;
+}
+
+static lkv_status alloc_kind(lkv_device *d, size_t bytes, int host, lkv_buffer **out_buf)
+{
+    const lkv_vk_fns *fn = &d->vi.fn;
+    lkv_buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "vulkan: out of host memory for a buffer handle");
+    /* Fill and binding ranges work in 4-byte words. */
+    b->size = ((VkDeviceSize)bytes + 3) & ~(VkDeviceSize)3;
+    if (b->size == 0)
+        b->size = 4;
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                              .size = b->size,
+                              .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                              .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    lkv_status st = lkv_vk_check(fn->vkCreateBuffer(d->dev, &bci, NULL, &b->buf), "vkCreateBuffer");
+    if (st != LKV_OK) {
+        free(b);
+        return lkv_fail_context(st, "allocating %zu bytes", bytes);
+    }
+    VkMemoryRequirements req;
+    fn->vkGetBufferMemoryRequirements(d->dev, b->buf, &req);
+    uint32_t type = host ? find_type(d, req.memoryTypeBits, host_flags)
+                         : find_type(d, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (type == UINT32_MAX)
+        type = find_type(d, req.memoryTypeBits, host ? host_flags : 0);
+    if (type == UINT32_MAX) {
+        fn->vkDestroyBuffer(d->dev, b->buf, NULL);
+        free(b);
+        return lkv_fail(LKV_DEVICE_ERROR, "vulkan: no memory type for a %zu-byte buffer", bytes);
+    }
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .allocationSize = req.size,
+                                .memoryTypeIndex = type};
+    st = lkv_vk_check(fn->vkAllocateMemory(d->dev, &mai, NULL, &b->mem), "vkAllocateMemory");
+    if (st == LKV_OK)
+        st = lkv_vk_check(fn->vkBindBufferMemory(d->dev, b->buf, b->mem, 0), "vkBindBufferMemory");
+    if (st == LKV_OK && (d->mem_props.memoryTypes[type].propertyFlags & host_flags) == host_flags)
+        st = lkv_vk_check(fn->vkMapMemory(d->dev, b->mem, 0, VK_WHOLE_SIZE, 0, (void **)&b->map),
+                          "vkMapMemory");
+    if (st != LKV_OK) {
+        lkv_vk_free(d, b);
+        return lkv_fail_context(st, "allocating %zu bytes", bytes);
+    }
+    *out_buf = b;
+    return LKV_OK;
+}
+
+lkv_status lkv_vk_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf)
+{
+    lkv_buffer *b = NULL;
+    lkv_status st = alloc_kind(d, bytes, 0, &b);
+    if (st != LKV_OK)
+        return st;
+    if (b->map) {
+        memset(b->map, 0, b->size);
+    } else {
+        st = lkv_vk_begin(d);
+        if (st != LKV_OK) {
+            lkv_vk_free(d, b);
+            return st;
+        }
+        d->vi.fn.vkCmdFillBuffer(d->cmd, b->buf, 0, b->size, 0);
+        lkv_vk_barrier(d);
+    }
+    *out_buf = b;
+    return LKV_OK;
+}
+
+void lkv_vk_free(lkv_device *d, lkv_buffer *b)
+{
+    if (!b)
+        return;
+    /* Recorded work may still use the buffer. */
+    if (d->recording)
+        lkv_vk_flush(d);
+    if (b->map)
+        d->vi.fn.vkUnmapMemory(d->dev, b->mem);
+    if (b->buf)
+        d->vi.fn.vkDestroyBuffer(d->dev, b->buf, NULL);
+    if (b->mem)
+        d->vi.fn.vkFreeMemory(d->dev, b->mem, NULL);
+    free(b);
+}
+
+lkv_status lkv_vk_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes)
+{
+    if (*buf && (*buf)->size >= bytes)
+        return LKV_OK;
+    size_t want = bytes + bytes / 4; /* grow with headroom: caches grow step by step */
+    lkv_buffer *fresh = NULL;
+    int host = buf == &d->arena || buf == &d->staging;
+    lkv_status st = alloc_kind(d, want, host, &fresh);
+    if (st != LKV_OK)
+        return st;
+    lkv_vk_free(d, *buf);
+    *buf = fresh;
+    return LKV_OK;
+}
+
+static lkv_status check_range(const lkv_buffer *b, size_t off, size_t bytes, const char *what)
+{
+    if (off > b->size || bytes > b->size - off)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "vulkan %s of %zu bytes at offset %zu overruns a "
+                        "%llu-byte buffer", what, bytes, off, (unsigned long long)b->size);
+    return LKV_OK;
+}
+
+/* One staged chunk: host -> staging -> dst, or src -> staging -> host. */
+static lkv_status staged(lkv_device *d, const lkv_buffer *dev_buf, size_t off, size_t bytes,
+                         int to_device)
+{
+    lkv_status st = lkv_vk_begin(d);
+    if (st != LKV_OK)
+        return st;
+    VkBufferCopy region = {.srcOffset = to_device ? 0 : off,
+                           .dstOffset = to_device ? off : 0,
+                           .size = bytes};
+    if (to_device)
+        d->vi.fn.vkCmdCopyBuffer(d->cmd, d->staging->buf, dev_buf->buf, 1, &region);
+    else
+        d->vi.fn.vkCmdCopyBuffer(d->cmd, dev_buf->buf, d->staging->buf, 1, &region);
+    lkv_vk_barrier(d);
+    return lkv_vk_flush(d);
+}
+
+lkv_status lkv_vk_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *src, size_t bytes)
+{
+    lkv_status st = check_range(dst, off, bytes, "write");
+    if (st == LKV_OK)
+        st = lkv_vk_flush(d);
+    if (st != LKV_OK || bytes == 0)
+        return st;
+    if (dst->map) {
+        memcpy(dst->map + off, src, bytes);
+        return LKV_OK;
+    }
+    st = lkv_vk_reserve(d, &d->staging, LKV_VK_STAGING_BYTES);
+    for (size_t done = 0; st == LKV_OK && done < bytes; done += LKV_VK_STAGING_BYTES) {
+        size_t n = bytes - done < LKV_VK_STAGING_BYTES ? bytes - done : LKV_VK_STAGING_BYTES;
+        memcpy(d->staging->map, (const unsigned char *)src + done, n);
+        st = staged(d, dst, off + done, n, 1);
+    }
+    return st;
+}
+
+lkv_status lkv_vk_read(lkv_device *d, const lkv_buffer *src, size_t off, void *dst, size_t bytes)
+{
+    lkv_status st = check_range(src, off, bytes, "read");
+    if (st == LKV_OK)
+        st = lkv_vk_flush(d);
+    if (st != LKV_OK || bytes == 0)
+        return st;
+    if (src->map) {
+        memcpy(dst, src->map + off, bytes);
+        return LKV_OK;
+    }
+    st = lkv_vk_reserve(d, &d->staging, LKV_VK_STAGING_BYTES);
+    for (size_t done = 0; st == LKV_OK && done < bytes; done += LKV_VK_STAGING_BYTES) {
+        size_t n = bytes - done < LKV_VK_STAGING_BYTES ? bytes - done : LKV_VK_STAGING_BYTES;
+        st = staged(d, src, off + done, n, 0);
+        if (st == LKV_OK)
+            memcpy((unsigned char *)dst + done, d->staging->map, n);
+    }
+    return st;
+}
+
+lkv_status lkv_vk_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lkv_buffer *src,
+                       size_t src_off, size_t bytes)
+{
+    lkv_status st = check_range(dst, dst_off, bytes, "copy destination");
+    if (st == LKV_OK)
+        st = check_range(src, src_off, bytes, "copy source");
+    if (st != LKV_OK || bytes == 0)
+        return st;
+    if (dst == src && dst_off < src_off + bytes && src_off < dst_off + bytes)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "vulkan copy: overlapping ranges in one buffer");
+    st = lkv_vk_begin(d);
+    if (st != LKV_OK)
+        return st;
+    VkBufferCopy region = {.srcOffset = src_off, .dstOffset = dst_off, .size = bytes};
+    d->vi.fn.vkCmdCopyBuffer(d->cmd, src->buf, dst->buf, 1, &region);
+    lkv_vk_barrier(d);
+    return LKV_OK;
+}
+
+lkv_status lkv_vk_sync(lkv_device *d)
+{
+    return lkv_vk_flush(d);
+}

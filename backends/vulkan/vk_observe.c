@@ -1,0 +1,34 @@
+/* observe on Vulkan: one dispatch per run of rows that one binding window
+ * holds (normally all of them). */
+#include "error.h"
+#include "vk_internal.h"
+
+lkv_status lkv_vk_observe(lkv_device *d, const lkv_observe_args *a)
+{
+    const lkv_cache_buffers *c = a->cache;
+    VkDeviceSize row_bytes = (VkDeviceSize)c->capacity * 4;
+    int64_t fit = lkv_vk_rows_fit(d, row_bytes);
+    const int32_t *cols[2] = {a->rows, a->row_n};
+    for (int32_t first = 0, len = 0; first < a->n_rows; first += len) {
+        int64_t lo, hi;
+        len = lkv_vk_run(d, a->rows, a->n_rows, first, fit, 1, &lo, &hi);
+        int32_t most = 0;
+        for (int32_t i = first; i < first + len; i++)
+            most = a->row_n[i] > most ? a->row_n[i] : most;
+        lkv_vk_binding list;
+        lkv_status st = lkv_vk_put_list(d, cols, 2, first, len, &list);
+        if (st != LKV_OK)
+            return st;
+        lkv_vk_window p = lkv_vk_window_of(d, a->probs, lo, hi, row_bytes, 4);
+        lkv_vk_binding b[5] = {list, p.bind,
+                               lkv_vk_window_of(d, c->state_a, lo, hi, row_bytes, 4).bind,
+                               lkv_vk_window_of(d, c->state_b, lo, hi, row_bytes, 4).bind,
+                               lkv_vk_window_of(d, c->state_f, lo, hi, row_bytes, 4).bind};
+        struct { uint32_t cap, skew, row_base, kind; int32_t t; float alpha; } push =
+            {(uint32_t)c->capacity, p.skew, (uint32_t)lo, (uint32_t)a->kind, a->t, a->alpha};
+        st = lkv_vk_dispatch(d, LKV_VK_PIPE_observe, b, &push, lkv_vk_groups(d, most), (uint32_t)len, 1);
+        if (st != LKV_OK)
+            return st;
+    }
+    return LKV_OK;
+}

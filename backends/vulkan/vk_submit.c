@@ -1,0 +1,85 @@
+/* Recording and submission. Ops record into one command buffer with a full
+ * compute/transfer barrier after each command, so recorded work runs in
+ * order; a transfer or sync submits it and waits. One submission per decode
+ * step is the common case (append, attend, observe, read the output). */
+#include <string.h>
+
+#include "error.h"
+#include "vk_internal.h"
+
+lkv_status lkv_vk_begin(lkv_device *d)
+{
+    if (d->recording)
+        return LKV_OK;
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    lkv_status st = lkv_vk_check(d->vi.fn.vkBeginCommandBuffer(d->cmd, &bi), "vkBeginCommandBuffer");
+    if (st == LKV_OK)
+        d->recording = 1;
+    return st;
+}
+
+void lkv_vk_barrier(lkv_device *d)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+    VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    d->vi.fn.vkCmdPipelineBarrier(d->cmd, stages, stages, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+lkv_status lkv_vk_flush(lkv_device *d)
+{
+    if (!d->recording)
+        return LKV_OK;
+    const lkv_vk_fns *fn = &d->vi.fn;
+    /* Device writes become visible to host reads of mapped memory. */
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                          .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+    fn->vkCmdPipelineBarrier(d->cmd,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+    d->recording = 0;
+    d->arena_used = 0;
+    lkv_status st = lkv_vk_check(fn->vkEndCommandBuffer(d->cmd), "vkEndCommandBuffer");
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                       .commandBufferCount = 1,
+                       .pCommandBuffers = &d->cmd};
+    if (st == LKV_OK)
+        st = lkv_vk_check(fn->vkQueueSubmit(d->queue, 1, &si, d->fence), "vkQueueSubmit");
+    if (st == LKV_OK) {
+        st = lkv_vk_check(fn->vkWaitForFences(d->dev, 1, &d->fence, VK_TRUE, UINT64_MAX),
+                          "vkWaitForFences");
+        fn->vkResetFences(d->dev, 1, &d->fence);
+    }
+    fn->vkResetCommandBuffer(d->cmd, 0);
+    return st;
+}
+
+lkv_status lkv_vk_put_list(lkv_device *d, const int32_t *const *cols, int ncols, int32_t first,
+                           int32_t len, lkv_vk_binding *out_bind)
+{
+    size_t bytes = (size_t)len * (size_t)ncols * sizeof(uint32_t);
+    VkDeviceSize at = (d->arena_used + d->align - 1) / d->align * d->align;
+    if (at + bytes > d->arena->size) {
+        /* Full: run what is recorded (it owns the arena's contents), then
+         * start over, larger if this list alone does not fit. */
+        lkv_status st = lkv_vk_flush(d);
+        if (st == LKV_OK)
+            st = lkv_vk_reserve(d, &d->arena, bytes);
+        if (st != LKV_OK)
+            return st;
+        at = 0;
+    }
+    uint32_t *out = (uint32_t *)(void *)(d->arena->map + at);
+    for (int32_t i = 0; i < len; i++)
+        for (int c = 0; c < ncols; c++)
+            out[(size_t)i * (size_t)ncols + (size_t)c] = (uint32_t)cols[c][first + i];
+    d->arena_used = at + bytes;
+    out_bind->buf = d->arena;
+    out_bind->offset = at;
+    out_bind->range = bytes ? bytes : 4;
+    return LKV_OK;
+}

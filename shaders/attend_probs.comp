@@ -1,0 +1,34 @@
+#version 450
+// attend, pass 4 of 4: per slot, the probability each query head gave it,
+// exp(logit - lse), combined over the query heads that share the cache head
+// (max, or mean). Launch: x = slot blocks, y = cache heads of the chunk.
+// Differs from the CPU oracle: exp(logit - lse) in f32 instead of
+// exp(logit - max) / sum in double, and the mean sums in f32.
+
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform Params {
+    uint n;
+    uint cap;
+    uint per;
+    uint probs_skew; // elements before row ch_first's slot 0 in the window
+    uint reduce_max;
+} pc;
+
+layout(std430, binding = 0) readonly buffer Logits { float logits[]; };
+layout(std430, binding = 1) readonly buffer Lse { float lse[]; };
+layout(std430, binding = 2) writeonly buffer Probs { float probs[]; };
+
+void main()
+{
+    uint chr = gl_WorkGroupID.y;
+    for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+        float acc = 0.0;
+        for (uint j = 0u; j < pc.per; j++) {
+            uint qh = chr * pc.per + j; // chunk-relative
+            float p = exp(logits[qh * pc.n + i] - lse[qh]);
+            acc = pc.reduce_max != 0u ? max(acc, p) : acc + p;
+        }
+        probs[pc.probs_skew + chr * pc.cap + i] = pc.reduce_max != 0u ? acc : acc / float(pc.per);
+    }
+}

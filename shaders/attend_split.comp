@@ -1,0 +1,110 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// attend, pass 2 of 4: flash-decoding partials. A workgroup takes one split
+// (slots [split * split_len, ...)) of one cache head, a block of up to QBLOCK
+// query heads and a block of dimensions (one per invocation), and writes per
+// query head m = max logit, l = sum exp(logit - m) and o[e] = sum exp(logit -
+// m) V[i][e]. V is read once per cache head for the whole block.
+// Launch: x = splits, y = cache heads of the chunk, z = query-head blocks *
+// dimension blocks. Logits and partials are chunk-relative; partials are
+// [query heads of the chunk][n_splits][dim + 2] (m, l, o...).
+// Differs from the CPU oracle: f32, exponentials against the split's own
+// maximum (rescaled in pass 3) instead of the global one, sums in tree order.
+#include "kv_storage.glsl"
+
+layout(local_size_x_id = 0) in;
+#define WG gl_WorkGroupSize.x
+
+layout(push_constant) uniform Params {
+    uint n;
+    uint cap;
+    uint dim;
+    uint per;
+    uint kv_skew;
+    uint split_len;
+    uint n_splits;
+    uint dblocks;
+} pc;
+
+layout(std430, binding = 0) readonly buffer Values { KV_T v[]; };
+layout(std430, binding = 1) readonly buffer Logits { float logits[]; };
+layout(std430, binding = 2) writeonly buffer Partials { float part[]; };
+
+shared float weight[QBLOCK][WG];
+shared float red[QBLOCK][WG];
+
+// Tree reduction of red[j][*] into red[j][0]; WG is a power of two.
+void reduce(bool take_max)
+{
+    uint tid = gl_LocalInvocationID.x;
+    for (uint s = WG / 2u; s > 0u; s >>= 1u) {
+        if (tid < s)
+            for (uint j = 0u; j < QBLOCK; j++)
+                red[j][tid] = take_max ? max(red[j][tid], red[j][tid + s])
+                                       : red[j][tid] + red[j][tid + s];
+        barrier();
+    }
+}
+
+void main()
+{
+    uint tid = gl_LocalInvocationID.x;
+    uint split = gl_WorkGroupID.x, chr = gl_WorkGroupID.y;
+    uint qb = gl_WorkGroupID.z / pc.dblocks, db = gl_WorkGroupID.z % pc.dblocks;
+    uint j0 = qb * QBLOCK, jn = min(QBLOCK, pc.per - j0);
+    uint qh0 = chr * pc.per + j0; // chunk-relative query head
+    uint s0 = split * pc.split_len, s1 = min(pc.n, s0 + pc.split_len);
+
+    float m[QBLOCK];
+    for (uint j = 0u; j < QBLOCK; j++)
+        m[j] = uintBitsToFloat(0xff800000u);
+    for (uint i = s0 + tid; i < s1; i += WG)
+        for (uint j = 0u; j < jn; j++)
+            m[j] = max(m[j], logits[(qh0 + j) * pc.n + i]);
+    for (uint j = 0u; j < QBLOCK; j++)
+        red[j][tid] = m[j];
+    barrier();
+    reduce(true);
+    for (uint j = 0u; j < QBLOCK; j++)
+        m[j] = red[j][0];
+    barrier();
+
+    float l[QBLOCK], acc[QBLOCK];
+    for (uint j = 0u; j < QBLOCK; j++) {
+        l[j] = 0.0;
+        acc[j] = 0.0;
+    }
+    uint e = db * WG + tid;
+    for (uint c = s0; c < s1; c += WG) {
+        uint i = c + tid;
+        for (uint j = 0u; j < QBLOCK; j++) {
+            float w = (i < s1 && j < jn) ? exp(logits[(qh0 + j) * pc.n + i] - m[j]) : 0.0;
+            weight[j][tid] = w;
+            l[j] += w;
+        }
+        barrier();
+        uint cn = min(WG, s1 - c);
+        if (e < pc.dim)
+            for (uint t = 0u; t < cn; t++) {
+                float val = LOAD_KV(v, pc.kv_skew + (chr * pc.cap + c + t) * pc.dim + e);
+                for (uint j = 0u; j < jn; j++)
+                    acc[j] += weight[j][t] * val;
+            }
+        barrier();
+    }
+    for (uint j = 0u; j < QBLOCK; j++)
+        red[j][tid] = l[j];
+    barrier();
+    reduce(false);
+
+    uint stride = pc.dim + 2u;
+    for (uint j = 0u; j < jn; j++) {
+        uint base = ((qh0 + j) * pc.n_splits + split) * stride;
+        if (e < pc.dim)
+            part[base + 2u + e] = acc[j];
+        if (db == 0u && tid == 0u) {
+            part[base] = m[j];
+            part[base + 1u] = red[j][0];
+        }
+    }
+}

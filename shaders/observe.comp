@@ -1,0 +1,50 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// observe: per listed row and valid slot, the policy state update from this
+// step's probability. Integer updates and one f32 add or assignment, as on
+// the CPU, so the results are bit-identical to the oracle.
+// Launch: x = slot blocks, y = listed rows. list: (row, n) pairs.
+#include "meta_rows.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform Params {
+    uint cap;
+    uint meta_skew;
+    uint row_base;
+    uint kind; // 0 lazy, 1 accumulate, 2 assign (lkv_observe_kind)
+    int t;
+    float alpha;
+} pc;
+
+layout(std430, binding = 0) readonly buffer List { uint list[]; };
+layout(std430, binding = 1) readonly buffer Probs { float probs[]; };
+layout(std430, binding = 2) buffer StateA { int last[]; };
+layout(std430, binding = 3) buffer StateB { int mri[]; };
+layout(std430, binding = 4) buffer StateF { float state[]; };
+
+void slot(uint r, uint row, uint n, uint i)
+{
+    uint x = META_INDEX(row, i);
+    float p = probs[x];
+    if (pc.kind == 0u) {
+        if (p >= pc.alpha) {
+            int gap = pc.t - last[x];
+            if (gap > mri[x])
+                mri[x] = gap;
+            last[x] = pc.t;
+        }
+    } else if (pc.kind == 1u) {
+        state[x] = state[x] + p;
+    } else {
+        state[x] = p;
+    }
+}
+
+void main()
+{
+    uint r = gl_WorkGroupID.y;
+    uint row = list[2u * r], n = list[2u * r + 1u];
+    for (uint i = gl_GlobalInvocationID.x; i < n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+        slot(r, row, n, i);
+}

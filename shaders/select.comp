@@ -1,0 +1,115 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// select: per listed row keep the k best of n slots, ranked by score
+// (higher first), ties to the lower slot, NaN last; write the kept slots in
+// ascending order to the first k entries of the row in `kept`.
+// One workgroup per row. Each score maps to a 32-bit key whose ascending
+// order is the ranking; a radix select (4 passes of 8 bits, histograms in
+// shared memory) finds the k-th key T and how many slots with key == T to
+// take; a last pass in slot order keeps every key < T and the first of the
+// keys == T, placing them with a workgroup prefix sum. No subgroup size is
+// assumed. The result is exactly the CPU oracle's (same keys, same tie rule).
+// Launch: x = listed rows. list: (row, n, k) triples.
+#include "meta_rows.glsl"
+
+layout(local_size_x_id = 0) in;
+#define WG gl_WorkGroupSize.x
+
+layout(push_constant) uniform Params {
+    uint cap;
+    uint meta_skew;
+    uint row_base;
+} pc;
+
+layout(std430, binding = 0) readonly buffer List { uint list[]; };
+layout(std430, binding = 1) readonly buffer Scores { uint scores[]; }; // f32 bits
+layout(std430, binding = 2) writeonly buffer Kept { uint kept[]; };
+
+shared uint hist[256];
+shared uint sh_digit, sh_need;
+shared uint scan[WG];
+
+// Ascending key = descending score; -0 ties +0; every NaN is the last key.
+uint key_of(uint b)
+{
+    if ((b & 0x7fffffffu) > 0x7f800000u)
+        return 0xffffffffu;
+    if ((b & 0x7fffffffu) == 0u)
+        b = 0u;
+    uint ord = (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
+    return ~ord;
+}
+
+void main()
+{
+    uint tid = gl_LocalInvocationID.x;
+    uint r = gl_WorkGroupID.x;
+    uint row = list[3u * r], n = list[3u * r + 1u], k = list[3u * r + 2u];
+    uint base = META_INDEX(row, 0u);
+    if (k == 0u)
+        return;
+    bool all = k >= n;
+    uint prefix = 0u, mask = 0u, need = k;
+    if (!all) {
+        for (int shift = 24; shift >= 0; shift -= 8) {
+            for (uint b = tid; b < 256u; b += WG)
+                hist[b] = 0u;
+            barrier();
+            for (uint i = tid; i < n; i += WG) {
+                uint key = key_of(scores[base + i]);
+                if ((key & mask) == prefix)
+                    atomicAdd(hist[(key >> uint(shift)) & 255u], 1u);
+            }
+            barrier();
+            if (tid == 0u) {
+                uint cum = 0u, b = 0u;
+                for (; b < 255u; b++) {
+                    if (cum + hist[b] >= need)
+                        break;
+                    cum += hist[b];
+                }
+                sh_digit = b;
+                sh_need = need - cum;
+            }
+            barrier();
+            prefix |= sh_digit << uint(shift);
+            mask |= 255u << uint(shift);
+            need = sh_need;
+            barrier();
+        }
+    }
+    // prefix is now the k-th key; keep keys < prefix and `need` of the keys
+    // == prefix, the lowest slots first.
+    uint kept_total = 0u, eq_total = 0u;
+    for (uint c = 0u; c < n; c += WG) {
+        uint i = c + tid;
+        uint less = 0u, eq = 0u;
+        if (i < n) {
+            if (all) {
+                less = 1u;
+            } else {
+                uint key = key_of(scores[base + i]);
+                less = key < prefix ? 1u : 0u;
+                eq = key == prefix ? 1u : 0u;
+            }
+        }
+        uint mine = less | (eq << 16u);
+        scan[tid] = mine;
+        barrier();
+        for (uint off = 1u; off < WG; off <<= 1u) {
+            uint add = tid >= off ? scan[tid - off] : 0u;
+            barrier();
+            scan[tid] += add;
+            barrier();
+        }
+        uint before = scan[tid] - mine;
+        uint total = scan[WG - 1u];
+        uint take_left = need > eq_total ? need - eq_total : 0u;
+        uint less_before = before & 0xffffu, eq_before = before >> 16u;
+        if (less == 1u || (eq == 1u && eq_before < take_left))
+            kept[base + kept_total + less_before + min(eq_before, take_left)] = i;
+        kept_total += (total & 0xffffu) + min(total >> 16u, take_left);
+        eq_total += total >> 16u;
+        barrier();
+    }
+}
