@@ -2,8 +2,15 @@
 # Builds lazykv twice and runs the whole Criterion suite on each build:
 #   build-ci    warnings are errors (-Wall -Wextra -Werror)
 #   build-asan  AddressSanitizer + UndefinedBehaviorSanitizer
+# Vulkan runs on whatever device is there (lavapipe without a GPU) with the
+# Khronos validation layer on; any validation message fails the test that
+# caused it. install-deps.sh installs lavapipe, so Vulkan is required here:
+# a missing driver fails instead of skipping (override LAZYKV_REQUIRE_BACKENDS
+# to run elsewhere).
 # Exits non-zero on the first failure.
 set -euo pipefail
+export LAZYKV_VULKAN_VALIDATION=1
+export LAZYKV_REQUIRE_BACKENDS=${LAZYKV_REQUIRE_BACKENDS-vulkan}
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 

@@ -1,0 +1,237 @@
+/* The Vulkan backend as a user meets it: a missing loader or driver is a
+ * clean UNAVAILABLE with the reason; on a working device (Mesa lavapipe in
+ * CI) a decode run with evictions keeps exactly the positions the cpu oracle
+ * keeps, with outputs within f32 rounding, for f32 and f16 storage, with the
+ * binding windows of long caches forced on, and at other workgroup sizes,
+ * while the Khronos validation layer stays silent.
+ *
+ * Each Criterion test runs in its own process, so the environment knobs set
+ * here (LAZYKV_VULKAN_*) never leak into another test. Where Vulkan is
+ * unavailable the device tests skip, unless LAZYKV_REQUIRE_BACKENDS names
+ * vulkan (CI), where they fail. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+extern atomic_int lkv_vk_validation_messages;
+
+static int required(void)
+{
+    const char *req = getenv("LAZYKV_REQUIRE_BACKENDS");
+    return req && strstr(req, "vulkan") != NULL;
+}
+
+/* The Vulkan runtime, or NULL after skipping (or failing, when required). */
+static lkv_runtime *vulkan_or_skip(void)
+{
+    setenv("LAZYKV_VULKAN_VALIDATION", "1", 1);
+    lkv_runtime *rt = NULL;
+    lkv_status st = lkv_runtime_open("vulkan", &rt);
+    if (st == LKV_OK)
+        return rt;
+    cr_assert(!required(), "vulkan is required here but unavailable: %s", lkv_last_error());
+    cr_skip_test("vulkan unavailable: %s", lkv_last_error());
+    return NULL;
+}
+
+static const lkv_device_report *vulkan_report(lkv_device_report *reps, int *out_n)
+{
+    TU_OK(lkv_list_devices(reps, 64, out_n));
+    for (int i = 0; i < *out_n; i++)
+        if (!strcmp(reps[i].backend, "vulkan"))
+            return &reps[i];
+    cr_assert_fail("lkv_list_devices has no vulkan entry");
+    return NULL;
+}
+
+Test(vulkan, missing_loader_library_is_unavailable_with_the_reason)
+{
+    setenv("LAZYKV_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1", 1);
+    lkv_device_report reps[64];
+    int n = 0;
+    const lkv_device_report *r = vulkan_report(reps, &n);
+    cr_assert_eq(r->available, 0);
+    cr_assert(strstr(r->reason, "no Vulkan loader") && strstr(r->reason, "/nonexistent"),
+              "reason: %s", r->reason);
+    lkv_runtime *rt = NULL;
+    cr_assert_eq(lkv_runtime_open("vulkan", &rt), LKV_UNAVAILABLE);
+    cr_assert_null(rt);
+    cr_assert(strstr(lkv_last_error(), "no Vulkan loader"), "message: %s", lkv_last_error());
+    /* auto passes over it to the cpu */
+    TU_OK(lkv_runtime_open("auto", &rt));
+    lkv_runtime_info info;
+    TU_OK(lkv_runtime_get_info(rt, &info));
+    cr_assert_str_eq(info.backend, "cpu");
+    lkv_runtime_close(rt);
+}
+
+Test(vulkan, no_driver_is_unavailable_with_the_reason)
+{
+    /* The loader finds no ICD at all. */
+    setenv("VK_ICD_FILENAMES", "/nonexistent/icd.json", 1);
+    setenv("VK_DRIVER_FILES", "/nonexistent/icd.json", 1);
+    lkv_device_report reps[64];
+    int n = 0;
+    const lkv_device_report *r = vulkan_report(reps, &n);
+    if (strstr(r->reason, "no Vulkan loader"))
+        cr_skip_test("no Vulkan loader on this machine: %s", r->reason);
+    cr_assert_eq(r->available, 0);
+    cr_assert(strstr(r->reason, "driver") || strstr(r->reason, "no device"), "reason: %s", r->reason);
+    lkv_runtime *rt = NULL;
+    cr_assert_eq(lkv_runtime_open("vulkan:0", &rt), LKV_UNAVAILABLE);
+    cr_assert_null(rt);
+}
+
+Test(vulkan, devices_are_listed_with_name_driver_memory_and_uuid)
+{
+    lkv_runtime *rt = vulkan_or_skip();
+    lkv_runtime_close(rt);
+    lkv_device_report reps[64];
+    int n = 0;
+    const lkv_device_report *r = vulkan_report(reps, &n);
+    cr_assert_eq(r->available, 1, "%s", r->reason);
+    cr_assert_neq(r->name[0], '\0');
+    cr_assert_neq(r->driver[0], '\0');
+    cr_assert_gt(r->memory_bytes, 0);
+    cr_assert_eq(strlen(r->uuid), 36, "uuid '%s'", r->uuid);
+}
+
+/* A lazy cache on `rt`: 2 layers, 8 query heads over 2 KV heads, head_dim
+ * 64, budget 96 of 200 slots, window 16, so evictions happen every 16 steps. */
+static lkv_cache *lazy_cache(lkv_runtime *rt, lkv_dtype dtype)
+{
+    lkv_cache_config cfg = tu_config(2, 8, 2, 64, 200);
+    cfg.dtype = dtype;
+    TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY));
+    cfg.policy.budget = 96;
+    cfg.policy.window = 16;
+    cfg.policy.alpha = 1e-3f;
+    lkv_cache *c = NULL;
+    TU_OK(lkv_cache_create(rt, &cfg, &c));
+    return c;
+}
+
+/* Decodes `steps` random steps on the cpu and on `rt` with the same data and
+ * requires the same kept positions in every head and outputs within f32
+ * rounding of the oracle's. */
+static void decode_matches_cpu(lkv_runtime *rt, lkv_dtype dtype, int steps)
+{
+    lkv_cache *ref = lazy_cache(tu_runtime(), dtype), *dev = lazy_cache(rt, dtype);
+    lkv_cache_config cfg;
+    TU_OK(lkv_cache_get_config(ref, &cfg));
+    size_t qn = (size_t)cfg.q_heads * 64, kvn = (size_t)cfg.kv_heads * 64;
+    float *out_ref = malloc(sizeof(float) * qn), *out_dev = malloc(sizeof(float) * qn);
+    uint64_t rng = 42;
+    double worst = 0.0;
+    for (int s = 0; s < steps; s++) {
+        float *q = tu_alloc_normal(qn, &rng, 1.5), *k = tu_alloc_normal(kvn, &rng, 1.5);
+        float *v = tu_alloc_normal(kvn, &rng, 1.0);
+        for (int32_t l = 0; l < cfg.layers; l++) {
+            lkv_decode_io a = {q, k, v, out_ref, LKV_MEMORY_HOST};
+            lkv_decode_io b = {q, k, v, out_dev, LKV_MEMORY_HOST};
+            TU_OK(lkv_cache_decode(ref, 0, l, &a));
+            TU_OK(lkv_cache_decode(dev, 0, l, &b));
+            for (size_t i = 0; i < qn; i++) {
+                double e = fabs((double)out_dev[i] - out_ref[i]) / fmax(1.0, fabs(out_ref[i]));
+                worst = e > worst ? e : worst;
+            }
+        }
+        free(q);
+        free(k);
+        free(v);
+    }
+    /* f32 accumulation over <= 200 slots against the double oracle; f16
+     * storage rounds the same stored values on both sides. */
+    cr_assert_lt(worst, 1e-5, "worst relative output error %g", worst);
+    lkv_cache_stats st;
+    TU_OK(lkv_cache_get_stats(dev, &st));
+    cr_assert_gt(st.evictions, 0, "the run must evict to test eviction");
+    for (int32_t l = 0; l < cfg.layers; l++)
+        for (int32_t h = 0; h < cfg.kv_heads; h++) {
+            int32_t na = 0, nb = 0;
+            int32_t *pa = tu_positions(ref, 0, l, h, &na), *pb = tu_positions(dev, 0, l, h, &nb);
+            cr_assert_eq(na, nb, "layer %d head %d: %d slots on cpu, %d on vulkan", l, h, na, nb);
+            for (int32_t i = 0; i < na; i++)
+                cr_assert_eq(pa[i], pb[i], "layer %d head %d slot %d: position %d on cpu, %d on vulkan",
+                             l, h, i, pa[i], pb[i]);
+            free(pa);
+            free(pb);
+        }
+    free(out_ref);
+    free(out_dev);
+    lkv_cache_destroy(ref);
+    lkv_cache_destroy(dev);
+}
+
+static void run_and_require_silence(lkv_dtype dtype)
+{
+    lkv_runtime *rt = vulkan_or_skip();
+    decode_matches_cpu(rt, dtype, 150);
+    lkv_runtime_close(rt);
+    cr_assert_eq(atomic_load(&lkv_vk_validation_messages), 0,
+                 "the validation layer sent %d message(s); see stderr",
+                 atomic_load(&lkv_vk_validation_messages));
+}
+
+Test(vulkan, f32_decode_with_evictions_matches_the_cpu_oracle)
+{
+    run_and_require_silence(LKV_DTYPE_F32);
+}
+
+Test(vulkan, f16_decode_with_evictions_matches_the_cpu_oracle)
+{
+    run_and_require_silence(LKV_DTYPE_F16);
+}
+
+Test(vulkan, binding_windows_of_long_caches_give_the_same_results)
+{
+    /* 64 KiB bindings hold one 50 KiB f32 K/V row (200 slots x 64 x 4
+     * bytes) at a time, so attend and compact run a window per cache head. */
+    setenv("LAZYKV_VULKAN_MAX_RANGE", "65536", 1);
+    run_and_require_silence(LKV_DTYPE_F32);
+}
+
+Test(vulkan, odd_f16_rows_compact_one_row_at_a_time)
+{
+    /* capacity 201 x head_dim 63 is odd: rows share a 4-byte word. */
+    lkv_runtime *rt = vulkan_or_skip();
+    lkv_cache_config cfg = tu_config(1, 4, 2, 63, 201);
+    cfg.dtype = LKV_DTYPE_F16;
+    TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_STREAMING));
+    cfg.policy.budget = 50;
+    cfg.policy.sinks = 3;
+    lkv_cache *ref = tu_cache(&cfg), *dev = NULL;
+    TU_OK(lkv_cache_create(rt, &cfg, &dev));
+    uint64_t a = 7, b = 7;
+    for (int s = 0; s < 120; s++) {
+        tu_decode_random(ref, &a);
+        tu_decode_random(dev, &b);
+    }
+    for (int32_t h = 0; h < 2; h++) {
+        int32_t na = 0, nb = 0;
+        int32_t *pa = tu_positions(ref, 0, 0, h, &na), *pb = tu_positions(dev, 0, 0, h, &nb);
+        cr_assert_eq(na, nb);
+        cr_assert_arr_eq(pa, pb, sizeof(int32_t) * (size_t)na);
+        free(pa);
+        free(pb);
+    }
+    lkv_cache_destroy(ref);
+    lkv_cache_destroy(dev);
+    lkv_runtime_close(rt);
+    cr_assert_eq(atomic_load(&lkv_vk_validation_messages), 0);
+}
+
+Test(vulkan, workgroup_size_32_gives_the_same_decisions)
+{
+    setenv("LAZYKV_VULKAN_WG", "32", 1);
+    run_and_require_silence(LKV_DTYPE_F16);
+}
+
+Test(vulkan, workgroup_size_256_gives_the_same_decisions)
+{
+    setenv("LAZYKV_VULKAN_WG", "256", 1);
+    run_and_require_silence(LKV_DTYPE_F32);
+}
