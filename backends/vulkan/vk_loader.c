@@ -82,11 +82,14 @@ static lkv_status load_library(lkv_vk_instance *vi)
     if (!vi->lib)
         return lkv_fail(LKV_UNAVAILABLE, "no Vulkan loader: cannot load %s (install libvulkan1)",
                         name);
-    *(void **)&vi->fn.vkGetInstanceProcAddr = dlsym(vi->lib, "vkGetInstanceProcAddr");
+    /* dlsym returns an object pointer; POSIX guarantees it converts to a
+     * function pointer, which memcpy does without an aliasing cast. */
+    void *entry = dlsym(vi->lib, "vkGetInstanceProcAddr");
+    memcpy(&vi->fn.vkGetInstanceProcAddr, &entry, sizeof entry);
     if (!vi->fn.vkGetInstanceProcAddr)
         return lkv_fail(LKV_UNAVAILABLE, "%s has no vkGetInstanceProcAddr", name);
 #define LKV_VK_GLOBAL(sym)                                                                   \
-    *(PFN_vkVoidFunction *)&vi->fn.sym = vi->fn.vkGetInstanceProcAddr(NULL, #sym);           \
+    vi->fn.sym = (PFN_##sym)vi->fn.vkGetInstanceProcAddr(NULL, #sym);                        \
     if (!vi->fn.sym)                                                                         \
         return lkv_fail(LKV_UNAVAILABLE, "the Vulkan loader %s lacks %s", name, #sym);
 #define LKV_VK_INSTANCE(sym)
@@ -104,11 +107,11 @@ static lkv_status load_instance_fns(lkv_vk_instance *vi)
 {
 #define LKV_VK_GLOBAL(sym)
 #define LKV_VK_INSTANCE(sym)                                                                 \
-    *(PFN_vkVoidFunction *)&vi->fn.sym = vi->fn.vkGetInstanceProcAddr(vi->instance, #sym);   \
+    vi->fn.sym = (PFN_##sym)vi->fn.vkGetInstanceProcAddr(vi->instance, #sym);                \
     if (!vi->fn.sym)                                                                         \
         return lkv_fail(LKV_UNAVAILABLE, "the Vulkan instance lacks %s", #sym);
 #define LKV_VK_INSTANCE_OPT(sym)                                                             \
-    *(PFN_vkVoidFunction *)&vi->fn.sym = vi->fn.vkGetInstanceProcAddr(vi->instance, #sym);
+    vi->fn.sym = (PFN_##sym)vi->fn.vkGetInstanceProcAddr(vi->instance, #sym);
 #define LKV_VK_DEVICE(sym)
 #include "vk_symbols.h"
 #undef LKV_VK_GLOBAL
@@ -124,7 +127,7 @@ lkv_status lkv_vk_load_device_fns(lkv_vk_instance *vi, VkDevice dev)
 #define LKV_VK_INSTANCE(sym)
 #define LKV_VK_INSTANCE_OPT(sym)
 #define LKV_VK_DEVICE(sym)                                                                   \
-    *(PFN_vkVoidFunction *)&vi->fn.sym = vi->fn.vkGetDeviceProcAddr(dev, #sym);              \
+    vi->fn.sym = (PFN_##sym)vi->fn.vkGetDeviceProcAddr(dev, #sym);                           \
     if (!vi->fn.sym)                                                                         \
         return lkv_fail(LKV_UNAVAILABLE, "the Vulkan device lacks %s", #sym);
 #include "vk_symbols.h"

@@ -61,9 +61,11 @@ static lkv_status alloc_kind(lkv_device *d, size_t bytes, int host, lkv_buffer *
     st = lkv_vk_check(fn->vkAllocateMemory(d->dev, &mai, NULL, &b->mem), "vkAllocateMemory");
     if (st == LKV_OK)
         st = lkv_vk_check(fn->vkBindBufferMemory(d->dev, b->buf, b->mem, 0), "vkBindBufferMemory");
-    if (st == LKV_OK && (d->mem_props.memoryTypes[type].propertyFlags & host_flags) == host_flags)
-        st = lkv_vk_check(fn->vkMapMemory(d->dev, b->mem, 0, VK_WHOLE_SIZE, 0, (void **)&b->map),
-                          "vkMapMemory");
+    if (st == LKV_OK && (d->mem_props.memoryTypes[type].propertyFlags & host_flags) == host_flags) {
+        void *map = NULL;
+        st = lkv_vk_check(fn->vkMapMemory(d->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &map), "vkMapMemory");
+        b->map = map;
+    }
     if (st != LKV_OK) {
         lkv_vk_free(d, b);
         return lkv_fail_context(st, "allocating %zu bytes", bytes);
