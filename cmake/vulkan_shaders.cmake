@@ -8,8 +8,12 @@
 set(LKV_SPIRV_PIPELINES
   "attend_logits_f32|attend_logits|"
   "attend_logits_f16|attend_logits|LKV_F16"
+  "attend_logits_f32_vec|attend_logits|LKV_VEC"
+  "attend_logits_f16_vec|attend_logits|LKV_F16,LKV_VEC"
   "attend_split_f32|attend_split|"
   "attend_split_f16|attend_split|LKV_F16"
+  "attend_split_f32_vec|attend_split_vec|"
+  "attend_split_f16_vec|attend_split_vec|LKV_F16"
   "attend_combine|attend_combine|"
   "attend_probs|attend_probs|"
   "observe|observe|"
@@ -17,8 +21,8 @@ set(LKV_SPIRV_PIPELINES
   "score_f64|score|LKV_F64"
   "score_prior|score_prior|"
   "select|select|"
-  "compact_kv_f32|compact_kv|"
-  "compact_kv_f16|compact_kv|LKV_F16"
+  "compact_kv|compact_kv|"
+  "compact_kv_halves|compact_kv|LKV_HALVES"
   "compact_meta|compact_meta|")
 
 file(GLOB LKV_SHADER_INCLUDES ${PROJECT_SOURCE_DIR}/shaders/*.glsl)
@@ -38,9 +42,10 @@ function(lkv_spirv_sources out_c tag fault)
     set(defs "")
     if(nparts GREATER 2)
       list(GET parts 2 def)
-      if(def)
-        set(defs -D${def})
-      endif()
+      string(REPLACE "," ";" deflist "${def}")
+      foreach(one ${deflist})
+        list(APPEND defs -D${one})
+      endforeach()
     endif()
     if(fault MATCHES "^${pipe}=(.*)$")
       list(APPEND defs -D${CMAKE_MATCH_1})

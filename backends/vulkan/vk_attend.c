@@ -63,6 +63,17 @@ static lkv_vk_binding whole(const lkv_device *d, const lkv_buffer *b)
     return w;
 }
 
+/* The 16-byte-load variant needs every K row and q vector to start on a
+ * 16-byte boundary of the window. */
+static lkv_vk_pipe_id logits_pipe(lkv_dtype dtype, uint32_t dim, uint32_t skew)
+{
+    uint32_t vec = dtype == LKV_DTYPE_F16 ? 8 : 4;
+    int aligned = dim % vec == 0 && skew % vec == 0;
+    if (dtype == LKV_DTYPE_F16)
+        return aligned ? LKV_VK_PIPE_attend_logits_f16_vec : LKV_VK_PIPE_attend_logits_f16;
+    return aligned ? LKV_VK_PIPE_attend_logits_f32_vec : LKV_VK_PIPE_attend_logits_f32;
+}
+
 static lkv_status chunk(lkv_device *d, const lkv_attend_args *a, const attend_plan *p, int32_t g,
                         uint32_t ch_first, uint32_t nch)
 {
@@ -78,16 +89,17 @@ static lkv_status chunk(lkv_device *d, const lkv_attend_args *a, const attend_pl
     struct { uint32_t n, cap, dim, per, ch_first, kv_skew, q_base; float scale; } lp =
         {p->n, p->cap, p->dim, p->per, ch_first, k.skew, q_base, a->scale};
     lkv_vk_binding b1[3] = {k.bind, whole(d, a->q), logits};
-    lkv_status st = lkv_vk_dispatch(d, c->dtype == LKV_DTYPE_F16 ? LKV_VK_PIPE_attend_logits_f16
-                                                                 : LKV_VK_PIPE_attend_logits_f32,
-                                    b1, &lp, lkv_vk_groups(d, p->n), nch, p->qblocks);
+    lkv_status st = lkv_vk_dispatch(d, logits_pipe(c->dtype, p->dim, k.skew), b1, &lp,
+                                    lkv_vk_groups(d, p->n), nch, p->qblocks);
     struct { uint32_t n, cap, dim, per, kv_skew, split_len, n_splits, dblocks; } sp =
         {p->n, p->cap, p->dim, p->per, v.skew, p->split_len, p->n_splits, p->dblocks};
     lkv_vk_binding b2[3] = {v.bind, logits, parts};
+    int vec = p->dim % 4 == 0 && p->dim <= 4 * d->wg && v.skew % 4 == 0;
+    lkv_vk_pipe_id split = c->dtype == LKV_DTYPE_F16
+                               ? (vec ? LKV_VK_PIPE_attend_split_f16_vec : LKV_VK_PIPE_attend_split_f16)
+                               : (vec ? LKV_VK_PIPE_attend_split_f32_vec : LKV_VK_PIPE_attend_split_f32);
     if (st == LKV_OK && p->n > 0)
-        st = lkv_vk_dispatch(d, c->dtype == LKV_DTYPE_F16 ? LKV_VK_PIPE_attend_split_f16
-                                                          : LKV_VK_PIPE_attend_split_f32,
-                             b2, &sp, p->n_splits, nch, p->qblocks * p->dblocks);
+        st = lkv_vk_dispatch(d, split, b2, &sp, p->n_splits, nch, p->qblocks * (vec ? 1 : p->dblocks));
     struct { uint32_t n_splits, dim, qh_first, out_base, has_out; } cp =
         {p->n_splits, p->dim, ch_first * p->per, q_base, a->out != NULL};
     /* Without an output the binding is a stand-in the shader never writes. */

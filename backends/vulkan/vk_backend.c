@@ -194,6 +194,7 @@ static void vk_close(lkv_device *d)
         lkv_vk_free(d, d->logits);
         lkv_vk_free(d, d->partials);
         lkv_vk_free(d, d->lse);
+        lkv_vk_free(d, d->compact_scratch);
         lkv_vk_pipelines_destroy(d);
         if (d->fence)
             d->vi.fn.vkDestroyFence(d->dev, d->fence, NULL);

@@ -68,6 +68,7 @@ struct lkv_device {
     VkDeviceSize arena_used;
     lkv_buffer *staging; /* host-visible bounce buffer when buffers are not */
     lkv_buffer *logits, *partials, *lse; /* attend scratch, grown on demand */
+    lkv_buffer *compact_scratch;         /* compact's gather rounds */
     lkv_vk_pipeline pipes[LKV_VK_PIPE_COUNT];
 };
 
