@@ -6,6 +6,8 @@
 #define VK_NO_PROTOTYPES /* every entry point comes from vk_symbols.h */
 #include <vulkan/vulkan.h>
 
+#include <stdatomic.h>
+
 #include "backend.h"
 
 typedef struct lkv_vk_fns {
@@ -87,6 +89,8 @@ typedef struct lkv_vk_window {
 } lkv_vk_window;
 
 /* vk_loader.c */
+/* Messages the validation layer has sent in this process. */
+extern atomic_int lkv_vk_validation_messages;
 lkv_status lkv_vk_instance_create(lkv_vk_instance *out_vi);
 void lkv_vk_instance_destroy(lkv_vk_instance *vi);
 lkv_status lkv_vk_load_device_fns(lkv_vk_instance *vi, VkDevice dev);

@@ -12,7 +12,6 @@
 
 #define LKV_VK_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
 
-/* Messages the validation layer sent, for tests that require silence. */
 atomic_int lkv_vk_validation_messages;
 
 lkv_status lkv_vk_check(VkResult r, const char *what)
