@@ -232,6 +232,12 @@ static lkv_status vk_open(int device, lkv_device **out_dev)
     d->vi.fn.vkGetPhysicalDeviceProperties(d->phys, &d->props);
     d->vi.fn.vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem_props);
     d->wg = workgroup_size(&d->props);
+    VkPhysicalDeviceMaintenance3Properties m3 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &m3};
+    d->vi.fn.vkGetPhysicalDeviceProperties2(d->phys, &p2);
+    d->max_alloc = m3.maxMemoryAllocationSize;
     d->max_range = binding_range(&d->props);
     d->align = d->props.limits.minStorageBufferOffsetAlignment;
     if (d->align < 4)

@@ -62,6 +62,7 @@ struct lkv_device {
     int has_f64;       /* shaderFloat64: scores in double, as the oracle */
     uint32_t wg;       /* workgroup size: a power of two, a specialization constant */
     VkDeviceSize max_range, align; /* storage-buffer binding limits */
+    VkDeviceSize max_alloc;        /* largest single allocation */
     VkCommandPool pool;
     VkCommandBuffer cmd;
     VkFence fence;

@@ -26,6 +26,10 @@ static uint32_t find_type(const lkv_device *d, uint32_t allowed, VkMemoryPropert
 static lkv_status alloc_kind(lkv_device *d, size_t bytes, int host, lkv_buffer **out_buf)
 {
     const lkv_vk_fns *fn = &d->vi.fn;
+    if (d->max_alloc && (VkDeviceSize)bytes > d->max_alloc)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "vulkan: a %zu-byte buffer exceeds %s's largest "
+                        "allocation (%llu bytes)", bytes, d->props.deviceName,
+                        (unsigned long long)d->max_alloc);
     lkv_buffer *b = calloc(1, sizeof *b);
     if (!b)
         return lkv_fail(LKV_OUT_OF_MEMORY, "vulkan: out of host memory for a buffer handle");
