@@ -183,7 +183,7 @@ Test(cli, devices_passes_cpu_and_fails_unbuilt_gpu_backends_with_reason)
 {
     cli_result r = run_cli(NULL, "devices");
     cr_assert_eq(r.status, 0, "lazykv devices exited %d; stderr: %s", r.status, r.err);
-    static const char *const gpus[] = {"cuda", "hip", "vulkan", "opencl"};
+    static const char *const gpus[] = {"cuda", "hip", "opencl"};
     char status[32];
     const char *reason;
     device_line(r.out, "cpu", status, sizeof status, &reason);
@@ -193,6 +193,24 @@ Test(cli, devices_passes_cpu_and_fails_unbuilt_gpu_backends_with_reason)
         cr_assert_str_eq(status, "FAIL", "%s is not FAIL: %s", gpus[i], r.out);
         cr_assert(*reason && *reason != '\n', "%s FAIL line gives no reason: %s", gpus[i], r.out);
     }
+}
+
+/* Vulkan is built in but its loader may be missing: then its line says so
+ * and everything else is as before, auto on the cpu included. */
+Test(cli, devices_without_a_vulkan_loader_fail_vulkan_with_the_reason)
+{
+    cli_result r = run_cli("LAZYKV_VULKAN_LIBRARY=/nonexistent/libvulkan.so.1", "devices");
+    cr_assert_eq(r.status, 0, "lazykv devices exited %d; stderr: %s", r.status, r.err);
+    char status[32];
+    const char *reason;
+    device_line(r.out, "vulkan", status, sizeof status, &reason);
+    if (strstr(reason, "not built into this lazykv"))
+        cr_skip_test("this lazykv was built without Vulkan");
+    cr_assert_str_eq(status, "FAIL", "vulkan without a loader is not FAIL: %s", r.out);
+    cr_assert(strstr(reason, "no Vulkan loader"), "no reason on the vulkan line: %s", r.out);
+    device_line(r.out, "cpu", status, sizeof status, &reason);
+    cr_assert_str_eq(status, "PASS");
+    cr_assert(strstr(r.out, "default: auto chose cpu:0"), "%s", r.out);
 }
 
 /* Naming a backend that is not there is an error, never a quiet cpu run. */
