@@ -22,6 +22,7 @@ set(LKV_SPIRV_PIPELINES
   "score_prior|score_prior|"
   "select|select|"
   "compact_kv|compact_kv|"
+  "compact_kv_vec|compact_kv|LKV_VEC"
   "compact_kv_halves|compact_kv|LKV_HALVES"
   "compact_meta|compact_meta|")
 

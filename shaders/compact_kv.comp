@@ -32,11 +32,19 @@ layout(push_constant) uniform Params {
     uint scratch_half; // where V's words start in scratch
 } pc;
 
+// LKV_VEC moves 16-byte units (4 words) where slots and rows allow; the
+// host then counts `words` and `skew` in those units.
+#ifdef LKV_VEC
+#define WORD uvec4
+#else
+#define WORD uint
+#endif
+
 layout(std430, binding = 0) readonly buffer List { uint list[]; };
 layout(std430, binding = 1) readonly buffer Kept { uint kept[]; };
-layout(std430, binding = 2) buffer Keys { uint k[]; };
-layout(std430, binding = 3) buffer Values { uint v[]; };
-layout(std430, binding = 4) buffer Scratch { uint scratch[]; };
+layout(std430, binding = 2) buffer Keys { WORD k[]; };
+layout(std430, binding = 3) buffer Values { WORD v[]; };
+layout(std430, binding = 4) buffer Scratch { WORD scratch[]; };
 
 shared uint first_moved;
 

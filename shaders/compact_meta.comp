@@ -40,7 +40,8 @@ void main()
             hi = mid;
     }
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    for (uint i = gl_GlobalInvocationID.x; i < pc.round_words; i += stride) {
+    uint end = count > pc.round_first ? min(pc.round_words, count - pc.round_first) : 0u;
+    for (uint i = gl_GlobalInvocationID.x; i < end; i += stride) {
         uint j = pc.round_first + i;
         if (j < lo || j >= count)
             continue;

@@ -32,7 +32,11 @@ static lkv_status plan_group(lkv_device *d, const lkv_attend_args *a, int32_t n,
     p->dim = (uint32_t)c->head_dim;
     p->cap = (uint32_t)c->capacity;
     p->elem = c->dtype == LKV_DTYPE_F16 ? 2 : 4;
-    uint32_t len = (p->n + LKV_VK_MAX_SPLITS - 1) / LKV_VK_MAX_SPLITS;
+    /* Splits: enough workgroups to fill the device, at most LKV_VK_MAX_SPLITS. */
+    uint32_t blocks = (uint32_t)a->cache_heads * ((p->per + 7) / 8);
+    uint32_t want = d->max_groups / (blocks ? blocks : 1);
+    want = want < 1 ? 1 : want > LKV_VK_MAX_SPLITS ? LKV_VK_MAX_SPLITS : want;
+    uint32_t len = (p->n + want - 1) / want;
     len = len < LKV_VK_SPLIT_MIN ? LKV_VK_SPLIT_MIN : len;
     p->split_len = (len + d->wg - 1) / d->wg * d->wg;
     p->n_splits = (p->n + p->split_len - 1) / p->split_len;
@@ -90,7 +94,7 @@ static lkv_status chunk(lkv_device *d, const lkv_attend_args *a, const attend_pl
         {p->n, p->cap, p->dim, p->per, ch_first, k.skew, q_base, a->scale};
     lkv_vk_binding b1[3] = {k.bind, whole(d, a->q), logits};
     lkv_status st = lkv_vk_dispatch(d, logits_pipe(c->dtype, p->dim, k.skew), b1, &lp,
-                                    lkv_vk_groups(d, p->n), nch, p->qblocks);
+                                    lkv_vk_groups(d, p->n, (int64_t)nch * p->qblocks), nch, p->qblocks);
     struct { uint32_t n, cap, dim, per, kv_skew, split_len, n_splits, dblocks; } sp =
         {p->n, p->cap, p->dim, p->per, v.skew, p->split_len, p->n_splits, p->dblocks};
     lkv_vk_binding b2[3] = {v.bind, logits, parts};
@@ -112,7 +116,7 @@ static lkv_status chunk(lkv_device *d, const lkv_attend_args *a, const attend_pl
     struct { uint32_t n, cap, per, probs_skew, reduce_max; } pp =
         {p->n, p->cap, p->per, pr.skew, a->reduce == LKV_REDUCE_MAX};
     lkv_vk_binding b4[3] = {logits, lse, pr.bind};
-    return lkv_vk_dispatch(d, LKV_VK_PIPE_attend_probs, b4, &pp, lkv_vk_groups(d, p->n), nch, 1);
+    return lkv_vk_dispatch(d, LKV_VK_PIPE_attend_probs, b4, &pp, lkv_vk_groups(d, p->n, nch), nch, 1);
 }
 
 lkv_status lkv_vk_attend(lkv_device *d, const lkv_attend_args *a)

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "vk_internal.h"
@@ -137,6 +138,18 @@ static VkDeviceSize binding_range(const VkPhysicalDeviceProperties *p)
     return range;
 }
 
+/* How many workgroups are worth launching at once. Every shader loops
+ * grid-stride, so fewer groups only means more work each. A GPU wants
+ * thousands in flight; a software device (lavapipe) pays a fixed cost per
+ * workgroup and runs one per CPU thread at a time, so a few per thread. */
+static uint32_t workgroup_budget(const VkPhysicalDeviceProperties *p)
+{
+    if (p->deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU)
+        return 16384;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return (uint32_t)(8 * (cpus > 0 ? cpus : 1));
+}
+
 static lkv_status create_device(lkv_device *d)
 {
     VkPhysicalDeviceFeatures have, want;
@@ -232,6 +245,7 @@ static lkv_status vk_open(int device, lkv_device **out_dev)
     d->vi.fn.vkGetPhysicalDeviceProperties(d->phys, &d->props);
     d->vi.fn.vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem_props);
     d->wg = workgroup_size(&d->props);
+    d->max_groups = workgroup_budget(&d->props);
     VkPhysicalDeviceMaintenance3Properties m3 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,

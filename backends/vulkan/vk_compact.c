@@ -17,16 +17,13 @@ typedef struct compact_run {
     lkv_vk_window kept;
 } compact_run;
 
-/* Workgroups per row and dispatch (at most `most`): about
- * LKV_VK_COMPACT_GROUPS in all, each looping over its share, since a software device (lavapipe) pays per
- * workgroup and a GPU is saturated by far fewer than one per word. */
-#define LKV_VK_COMPACT_GROUPS 1024
-
-static uint32_t groups_per_row(int32_t rows, uint32_t most)
+/* compact_kv takes a slot per workgroup: one per slot of the round, within
+ * the device's budget (the workgroups loop over the rest). */
+static uint32_t slot_groups(const lkv_device *d, int32_t rows, uint32_t slots)
 {
-    uint32_t g = LKV_VK_COMPACT_GROUPS / (uint32_t)rows;
+    uint32_t g = d->max_groups / (uint32_t)rows;
     g = g < 1 ? 1 : g;
-    return g < most ? g : most;
+    return g < slots ? g : slots;
 }
 
 /* Slots per round per row, when each slot takes `bytes` of scratch. */
@@ -49,6 +46,9 @@ static lkv_status move_kv(lkv_device *d, const lkv_compact_args *a, const compac
     int halves = f16 && (c->head_dim % 2 != 0 || k.skew % 2 != 0);
     uint32_t words = f16 && !halves ? (uint32_t)c->head_dim / 2 : (uint32_t)c->head_dim;
     uint32_t skew = f16 && !halves ? k.skew / 2 : k.skew;
+    /* 16-byte units where every slot and the window skew allow. */
+    int vec = !halves && words % 4 == 0 && skew % 4 == 0;
+    uint32_t unit = vec ? 4 : 1;
     uint32_t slot_words = halves ? (words + 3) / 2 : words;
     int64_t most = 0;
     for (int32_t i = run->first; i < run->first + run->len; i++)
@@ -64,10 +64,12 @@ static lkv_status move_kv(lkv_device *d, const lkv_compact_args *a, const compac
     for (int64_t first = 0; st == LKV_OK && first < most; first += per_round)
         for (uint32_t phase = 0; st == LKV_OK && phase < 2; phase++) {
             struct { uint32_t cap, words, skew, row_base, meta_skew, phase, first, slots, half; } p =
-                {(uint32_t)c->capacity, words, skew, (uint32_t)run->lo, run->kept.skew, phase,
-                 (uint32_t)first, per_round, (uint32_t)(scratch / 8)};
-            st = lkv_vk_dispatch(d, halves ? LKV_VK_PIPE_compact_kv_halves : LKV_VK_PIPE_compact_kv,
-                                 b, &p, groups_per_row(run->len, per_round), (uint32_t)run->len, 1);
+                {(uint32_t)c->capacity, words / unit, skew / unit, (uint32_t)run->lo, run->kept.skew,
+                 phase, (uint32_t)first, per_round, (uint32_t)(scratch / 8 / unit)};
+            lkv_vk_pipe_id pipe = halves ? LKV_VK_PIPE_compact_kv_halves
+                                         : vec ? LKV_VK_PIPE_compact_kv_vec : LKV_VK_PIPE_compact_kv;
+            st = lkv_vk_dispatch(d, pipe, b, &p, slot_groups(d, run->len, per_round),
+                                 (uint32_t)run->len, 1);
         }
     return st;
 }
@@ -95,8 +97,7 @@ static lkv_status move_meta(lkv_device *d, const lkv_compact_args *a, const comp
                 {(uint32_t)c->capacity, run->kept.skew, (uint32_t)run->lo, phase, (uint32_t)first,
                  per_round};
             st = lkv_vk_dispatch(d, LKV_VK_PIPE_compact_meta, b, &p,
-                                 groups_per_row(run->len, lkv_vk_groups(d, per_round)),
-                                 (uint32_t)run->len, 1);
+                                 lkv_vk_groups(d, per_round, run->len), (uint32_t)run->len, 1);
         }
     return st;
 }

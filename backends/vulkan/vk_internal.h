@@ -61,6 +61,7 @@ struct lkv_device {
     uint32_t family;
     int has_f64;       /* shaderFloat64: scores in double, as the oracle */
     uint32_t wg;       /* workgroup size: a power of two, a specialization constant */
+    uint32_t max_groups; /* workgroups worth launching at once (see workgroup_budget) */
     VkDeviceSize max_range, align; /* storage-buffer binding limits */
     VkDeviceSize max_alloc;        /* largest single allocation */
     VkCommandPool pool;
@@ -134,7 +135,9 @@ int32_t lkv_vk_run(const lkv_device *d, const int32_t *rows, int32_t count, int3
                    int64_t rows_fit, int32_t unit, int64_t *out_lo, int64_t *out_hi);
 /* How many consecutive rows of `row_bytes` one binding can span. */
 int64_t lkv_vk_rows_fit(const lkv_device *d, VkDeviceSize row_bytes);
-uint32_t lkv_vk_groups(const lkv_device *d, int64_t items);
+/* Workgroups along x for `items` invocations in each of `rows` rows of a
+ * grid-stride dispatch: one per item, within the device's budget. */
+uint32_t lkv_vk_groups(const lkv_device *d, int64_t items, int64_t rows);
 
 /* The ops (one file each). */
 lkv_status lkv_vk_attend(lkv_device *d, const lkv_attend_args *a);

@@ -26,7 +26,7 @@ lkv_status lkv_vk_observe(lkv_device *d, const lkv_observe_args *a)
                                lkv_vk_window_of(d, c->state_f, lo, hi, row_bytes, 4).bind};
         struct { uint32_t cap, skew, row_base, kind; int32_t t; float alpha; } push =
             {(uint32_t)c->capacity, p.skew, (uint32_t)lo, (uint32_t)a->kind, a->t, a->alpha};
-        st = lkv_vk_dispatch(d, LKV_VK_PIPE_observe, b, &push, lkv_vk_groups(d, most), (uint32_t)len, 1);
+        st = lkv_vk_dispatch(d, LKV_VK_PIPE_observe, b, &push, lkv_vk_groups(d, most, len), (uint32_t)len, 1);
         if (st != LKV_OK)
             return st;
     }

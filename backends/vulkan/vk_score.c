@@ -13,7 +13,7 @@ static lkv_status prior(lkv_device *d, const lkv_score_args *a, lkv_vk_binding l
                            s.bind};
     struct { uint32_t cap, skew, row_base, prior_k; } push =
         {(uint32_t)a->cache->capacity, s.skew, (uint32_t)lo, (uint32_t)a->prior_k};
-    return lkv_vk_dispatch(d, LKV_VK_PIPE_score_prior, b, &push, lkv_vk_groups(d, a->prior_k),
+    return lkv_vk_dispatch(d, LKV_VK_PIPE_score_prior, b, &push, lkv_vk_groups(d, a->prior_k, len),
                            (uint32_t)len, 1);
 }
 
@@ -51,7 +51,7 @@ lkv_status lkv_vk_score(lkv_device *d, const lkv_score_args *a)
                   (uint32_t)(a->rows_per_group > 0 ? a->rows_per_group : 1),
                   (uint32_t)a->seed, (uint32_t)(a->seed >> 32)};
         st = lkv_vk_dispatch(d, d->has_f64 ? LKV_VK_PIPE_score_f64 : LKV_VK_PIPE_score_f32, b, &push,
-                             lkv_vk_groups(d, most), (uint32_t)len, 1);
+                             lkv_vk_groups(d, most, len), (uint32_t)len, 1);
         if (st == LKV_OK && a->prior_kept && a->prior_k > 0)
             st = prior(d, a, list, lo, hi, len);
         if (st != LKV_OK)

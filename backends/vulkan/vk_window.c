@@ -25,12 +25,14 @@ int64_t lkv_vk_rows_fit(const lkv_device *d, VkDeviceSize row_bytes)
     return (int64_t)((d->max_range - d->align) / row_bytes);
 }
 
-uint32_t lkv_vk_groups(const lkv_device *d, int64_t items)
+uint32_t lkv_vk_groups(const lkv_device *d, int64_t items, int64_t rows)
 {
     int64_t g = (items + d->wg - 1) / d->wg;
+    int64_t budget = d->max_groups / (rows > 0 ? rows : 1);
     int64_t cap = d->props.limits.maxComputeWorkGroupCount[0];
-    if (g > cap)
-        g = cap; /* the shaders loop grid-stride over the rest */
+    budget = budget < 1 ? 1 : budget;
+    g = g > budget ? budget : g; /* the shaders loop grid-stride over the rest */
+    g = g > cap ? cap : g;
     return g < 1 ? 1 : (uint32_t)g;
 }
 
