@@ -1,9 +1,206 @@
-/* `lazykv bench`: placeholder until the benchmark lands. */
+/* `lazykv bench`: every backend's ops timed side by side on the same inputs,
+ * against each backend's own copy bandwidth, plus the decode step with
+ * eviction against the full cache; a table, and optionally JSON and an SVG
+ * plot. The measuring lives in bench/; this file is the command line. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <unistd.h>
+
+#include "bench.h"
 #include "cli.h"
+
+static const char *const help =
+    "usage: lazykv bench [options]\n\n"
+    "Times every backend's ops (attend with and without probabilities, observe,\n"
+    "score, select, compact) side by side on the same inputs, at several cache\n"
+    "lengths and head shapes; reports bytes moved, effective bandwidth and its\n"
+    "share of the backend's own device copy bandwidth; the cost of observation\n"
+    "(attend + probs vs plain); and a whole decode step through the public API,\n"
+    "LazyEviction at a 50% budget vs the full cache, with peak KV memory.\n"
+    "Times are host-observed (issue, then sync): median and min of timed runs.\n\n"
+    "  --backends LIST   comma-separated specs (cpu,vulkan:0,...); default every\n"
+    "                    available device, emulated ones included, cpu first\n"
+    "  --lengths LIST    cache lengths in slots, e.g. 1024,4096 or 1K,128K\n"
+    "                    (default 1K,4K,16K,64K,128K; with --quick 1K,4K)\n"
+    "  --quick           short lengths and timing, for a smoke test\n"
+    "  --json FILE       write every measurement as JSON\n"
+    "  --plot FILE       write an SVG plot: time per op vs cache length per\n"
+    "                    backend, the decode step lazy vs full, observation cost\n\n"
+    "Exit status 0; 1 when some measurement failed (see the notes); 2 on bad\n"
+    "options or a backend that cannot be opened. bench/README.md explains the\n"
+    "bytes model and how to read the output.\n";
+
+typedef struct bench_opts {
+    const char *backends, *lengths, *json, *plot;
+    int quick;
+} bench_opts;
+
+static int parse(int argc, char **argv, bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(help, stdout);
+            return 1;
+        }
+        if (!strcmp(a, "--quick")) {
+            o->quick = 1;
+            continue;
+        }
+        const char **slot = !strcmp(a, "--backends") ? &o->backends
+                          : !strcmp(a, "--lengths")  ? &o->lengths
+                          : !strcmp(a, "--json")     ? &o->json
+                          : !strcmp(a, "--plot")     ? &o->plot
+                                                     : NULL;
+        if (!slot)
+            return cli_error("bench", a[0] == '-' ? "unknown option '%s' (see --help)"
+                                                  : "unexpected argument '%s' (see --help)", a);
+        if (!v)
+            return cli_error("bench", "%s needs a value (see --help)", a);
+        *slot = v;
+        i++;
+    }
+    return 0;
+}
+
+static int parse_backends(const char *list, lkv_bench_settings *s)
+{
+    const char *p = list;
+    s->n_specs = 0;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        if (n == 0 || n >= LKV_BENCH_SPEC_LEN)
+            return cli_error("bench", "--backends '%s': empty or overlong entry", list);
+        if (s->n_specs == LKV_BENCH_MAX_DEVICES)
+            return cli_error("bench", "--backends '%s': at most %d backends", list,
+                             LKV_BENCH_MAX_DEVICES);
+        snprintf(s->specs[s->n_specs++], LKV_BENCH_SPEC_LEN, "%.*s", (int)n, p);
+        p += n + (p[n] == ',');
+    }
+    if (s->n_specs == 0)
+        return cli_error("bench", "--backends is empty: name at least one (cpu, vulkan:0, ...)");
+    return 0;
+}
+
+#define MIN_LENGTH 16
+#define MAX_LENGTH (1 << 22)
+
+/* One entry: digits with an optional K (x1024). */
+static int parse_length(const char *list, const char *entry, size_t n, int32_t *out)
+{
+    char text[32];
+    if (n == 0 || n >= sizeof text)
+        return cli_error("bench", "--lengths '%s': empty or overlong entry", list);
+    snprintf(text, sizeof text, "%.*s", (int)n, entry);
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (end != text && (*end == 'K' || *end == 'k') && end[1] == '\0') {
+        v *= 1024;
+        end++;
+    }
+    if (errno || end == text || *end || v < MIN_LENGTH || v > MAX_LENGTH)
+        return cli_error("bench", "--lengths entry '%s' is not a length in %d..%d (a number, "
+                         "optionally with K)", text, MIN_LENGTH, MAX_LENGTH);
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Ascending and distinct, as the plot's axis wants them. */
+static int parse_lengths(const char *list, lkv_bench_settings *s)
+{
+    int32_t v[LKV_BENCH_MAX_LENGTHS];
+    int n = 0;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (n == LKV_BENCH_MAX_LENGTHS)
+            return cli_error("bench", "--lengths '%s': at most %d lengths", list,
+                             LKV_BENCH_MAX_LENGTHS);
+        if (parse_length(list, p, len, &v[n]))
+            return 2;
+        n++;
+        p += len + (p[len] == ',');
+    }
+    if (n == 0)
+        return cli_error("bench", "--lengths is empty: give at least one, e.g. 1024");
+    qsort(v, (size_t)n, sizeof v[0], cmp_i32);
+    s->n_lengths = 0;
+    for (int i = 0; i < n; i++)
+        if (i == 0 || v[i] != v[i - 1])
+            s->lengths[s->n_lengths++] = v[i];
+    return 0;
+}
+
+static int open_output(const char *path, FILE **out)
+{
+    *out = NULL;
+    if (!path)
+        return 0;
+    *out = fopen(path, "w");
+    if (!*out)
+        return cli_error("bench", "cannot write '%s': %s", path, strerror(errno));
+    return 0;
+}
+
+/* Writes one output file; its stream is closed either way. */
+static int write_output(FILE *f, const char *path, const lkv_bench_results *r,
+                        int (*writer)(FILE *, const lkv_bench_results *))
+{
+    if (!f)
+        return 0;
+    int bad = writer(f, r) != 0;
+    bad |= fclose(f) != 0;
+    if (bad)
+        return cli_error("bench", "writing '%s' failed", path);
+    fprintf(stderr, "lazykv bench: wrote %s\n", path);
+    return 0;
+}
 
 int cmd_bench(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return cli_error("bench", "not implemented yet");
+    bench_opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    lkv_bench_settings s;
+    lkv_bench_settings_init(&s, o.quick);
+    s.progress = isatty(2);
+    if ((o.backends && (rc = parse_backends(o.backends, &s))) ||
+        (o.lengths && (rc = parse_lengths(o.lengths, &s))))
+        return rc;
+    FILE *json = NULL, *plot = NULL;
+    if ((rc = open_output(o.json, &json)) || (rc = open_output(o.plot, &plot))) {
+        if (json)
+            fclose(json);
+        return rc;
+    }
+    lkv_bench_results r;
+    lkv_status st = lkv_bench_run(&s, &r);
+    if (st != LKV_OK) {
+        if (json)
+            fclose(json);
+        if (plot)
+            fclose(plot);
+        return cli_lib_error("bench", st);
+    }
+    lkv_bench_print_table(stdout, &r);
+    fflush(stdout);
+    rc = write_output(json, o.json, &r, lkv_bench_write_json);
+    int rc_plot = write_output(plot, o.plot, &r, lkv_bench_write_svg);
+    if (rc == 0)
+        rc = rc_plot;
+    if (rc == 0 && lkv_bench_any_failure(&r))
+        rc = 1;
+    lkv_bench_results_free(&r);
+    return rc;
 }

@@ -1,0 +1,189 @@
+/* The backend benchmark behind `lazykv bench`.
+ *
+ * Every selected backend runs the same measurements on the same inputs (made
+ * once on the host, uploaded to each): the five backend ops timed one at a
+ * time at several cache lengths and head shapes, each backend's own device
+ * copy bandwidth (the roofline of these memory-bound ops), and a whole decode
+ * step through the public API with LazyEviction against the full cache.
+ * Results are plain data; the table, JSON and SVG writers only read them.
+ *
+ * Times are host-observed: a monotonic clock around (issue the op, sync), so
+ * they include submission and launch cost, which is what a decode step pays.
+ */
+#ifndef LKV_BENCH_H
+#define LKV_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lazykv.h"
+
+#define LKV_BENCH_MAX_DEVICES 8
+#define LKV_BENCH_MAX_LENGTHS 16
+#define LKV_BENCH_MAX_SHAPES 4
+#define LKV_BENCH_MAX_SAMPLES 64
+#define LKV_BENCH_SPEC_LEN 64
+
+/* ---- what is timed ---- */
+
+typedef enum lkv_bench_op {
+    LKV_BENCH_ATTEND_PROBS = 0, /* attend writing out and the probabilities */
+    LKV_BENCH_ATTEND_PLAIN,     /* attend writing out only (probs NULL) */
+    LKV_BENCH_OBSERVE,          /* observe, lazy kind */
+    LKV_BENCH_SCORE,            /* score, lazy kind */
+    LKV_BENCH_SELECT,
+    LKV_BENCH_COMPACT,
+    LKV_BENCH_OP_COUNT
+} lkv_bench_op;
+
+/* Stable identifier ("attend_probs") for JSON, and a label ("attend + probs")
+ * for the table and plot. */
+const char *lkv_bench_op_id(lkv_bench_op op);
+const char *lkv_bench_op_label(lkv_bench_op op);
+/* The bytes model of the op as a formula ("20 R n"); the letters are
+ * explained by LKV_BENCH_BYTES_LEGEND. */
+const char *lkv_bench_op_formula(lkv_bench_op op);
+#define LKV_BENCH_BYTES_LEGEND                                                                   \
+    "R = cache rows (kv_heads), n = slots, k = slots kept, d = head_dim, "                      \
+    "e = bytes per K/V element, H = q_heads"
+
+typedef struct lkv_bench_shape {
+    const char *like; /* the model whose attention has this shape */
+    int32_t q_heads;
+    int32_t kv_heads;
+    int32_t head_dim;
+    lkv_dtype dtype;
+} lkv_bench_shape;
+
+/* "hq32/hkv8/d128 f16" */
+void lkv_bench_shape_label(const lkv_bench_shape *s, char *buf, size_t len);
+
+/* Bytes one op moves between the device's memory and its cores, for one layer
+ * of one sequence (cache rows = kv_heads) holding `length` slots of which
+ * `keep` survive an eviction. The model is written out in bench/README.md and
+ * bench_bytes.c; effective bandwidth is these bytes over the measured time. */
+double lkv_bench_op_bytes(lkv_bench_op op, const lkv_bench_shape *s, int32_t length, int32_t keep);
+
+/* ---- settings ---- */
+
+typedef struct lkv_bench_settings {
+    int n_specs;                  /* 0: every available device */
+    char specs[LKV_BENCH_MAX_DEVICES][LKV_BENCH_SPEC_LEN];
+    int n_lengths;                /* ascending, distinct */
+    int32_t lengths[LKV_BENCH_MAX_LENGTHS];
+    int n_shapes;
+    lkv_bench_shape shapes[LKV_BENCH_MAX_SHAPES];
+    lkv_bench_shape decode_shape; /* the public-API decode step */
+    int quick;
+    int max_warmup;               /* warm-up runs before timing (fewer for slow ops) */
+    int min_reps;                 /* timed runs at least ... */
+    int max_reps;                 /* ... and at most (<= LKV_BENCH_MAX_SAMPLES) */
+    double target_s;              /* timed runs stop once they add up to this */
+    size_t copy_bytes;            /* buffer size of the copy-bandwidth roofline */
+    int32_t keep_percent;         /* select/compact keep and the decode budget, % of length */
+    int32_t window;               /* lazy eviction period W of the decode step */
+    int32_t full_steps;           /* timed decode steps of the full cache */
+    int progress;                 /* draw a progress line on stderr (a terminal) */
+    uint64_t seed;
+} lkv_bench_settings;
+
+/* The default run, or the quick one (two short lengths, shorter timing). */
+void lkv_bench_settings_init(lkv_bench_settings *s, int quick);
+
+/* Slots kept by select/compact and the decode budget at `length`. */
+int32_t lkv_bench_keep(const lkv_bench_settings *s, int32_t length);
+
+/* ---- results ---- */
+
+typedef struct lkv_bench_timing {
+    lkv_status status; /* LKV_OK, or why there is no time (UNSUPPORTED: op missing) */
+    int reps;          /* timed runs behind median and min */
+    double median_s;
+    double min_s;
+    char error[160];
+} lkv_bench_timing;
+
+typedef struct lkv_bench_device {
+    char label[40];       /* "vulkan:0" */
+    char backend[16];
+    int device;
+    char name[128];
+    char driver[128];
+    int emulated;         /* a software device on the CPU (lavapipe, PoCL) */
+    lkv_bench_timing copy;
+    double copy_bytes_per_s; /* 2 x buffer / median: read + write, 0 when unmeasured */
+} lkv_bench_device;
+
+typedef struct lkv_bench_decode {
+    lkv_status status;
+    char error[160];
+    int32_t length;       /* sequence length both caches stand at */
+    int32_t budget;
+    int32_t window;
+    int lazy_steps;       /* timed steps: one whole eviction period */
+    int full_steps;
+    double lazy_ms;       /* mean per step, evictions included */
+    double lazy_max_ms;   /* slowest step: the one that evicts */
+    double full_ms;
+    double full_max_ms;
+    int64_t lazy_kv_peak, lazy_kv_reserved; /* lkv_cache_get_stats */
+    int64_t full_kv_peak, full_kv_reserved;
+} lkv_bench_decode;
+
+typedef struct lkv_bench_machine {
+    char cpu[128];
+    int cores;
+    uint64_t memory_bytes;
+    char os[160];
+    char date[32];        /* UTC, ISO 8601 */
+} lkv_bench_machine;
+
+typedef struct lkv_bench_results {
+    lkv_bench_settings settings;
+    lkv_bench_machine machine;
+    int n_devices;
+    lkv_bench_device devices[LKV_BENCH_MAX_DEVICES];
+    lkv_bench_timing *ops;     /* [device][shape][length][op] */
+    lkv_bench_decode *decode;  /* [device][length] */
+    int64_t peak_rss_bytes;    /* getrusage of the whole run, host side */
+    double wall_s;
+} lkv_bench_results;
+
+/* Allocates the result arrays for the settings' devices, shapes and lengths,
+ * every measurement marked not run. `n_devices` and `devices` are filled by
+ * the caller (lkv_bench_run does it). */
+lkv_status lkv_bench_results_init(lkv_bench_results *r, const lkv_bench_settings *s,
+                                  int n_devices);
+void lkv_bench_results_free(lkv_bench_results *r);
+
+lkv_bench_timing *lkv_bench_op_at(const lkv_bench_results *r, int device, int shape, int length,
+                                  lkv_bench_op op);
+lkv_bench_decode *lkv_bench_decode_at(const lkv_bench_results *r, int device, int length);
+
+/* Index of the cpu backend among the devices, -1 if it was not run. */
+int lkv_bench_cpu_index(const lkv_bench_results *r);
+
+/* Runs the whole benchmark. Fails only when a named backend cannot be opened
+ * or memory runs out; an op that fails is recorded in its timing. */
+lkv_status lkv_bench_run(const lkv_bench_settings *s, lkv_bench_results *out);
+
+/* 1 when some measurement failed for a reason other than a missing op. */
+int lkv_bench_any_failure(const lkv_bench_results *r);
+
+/* ---- output ---- */
+
+void lkv_bench_print_table(FILE *f, const lkv_bench_results *r);
+
+/* Return 0, or -1 when writing failed. */
+int lkv_bench_write_json(FILE *f, const lkv_bench_results *r);
+int lkv_bench_write_svg(FILE *f, const lkv_bench_results *r);
+
+/* "812 ns", "12.3 us", "1.23 ms", "2.05 s": three significant digits. */
+void lkv_bench_format_time(double seconds, char *buf, size_t len);
+/* "512 KiB", "1.25 MiB", "3.00 GiB" */
+void lkv_bench_format_bytes(double bytes, char *buf, size_t len);
+/* "1K", "128K" for multiples of 1024, else the number */
+void lkv_bench_format_length(int32_t length, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,123 @@
+/* Streaming JSON: two-space indentation, one member per line except inside
+ * one-line containers. */
+#include "bench_json_writer.h"
+
+#include <math.h>
+#include <string.h>
+
+void lkv_jw_init(lkv_jw *w, FILE *f)
+{
+    memset(w, 0, sizeof *w);
+    w->f = f;
+}
+
+static int inline_level(const lkv_jw *w)
+{
+    return w->depth > 0 && w->one_line[w->depth - 1];
+}
+
+static void escaped(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* The separator, indentation and key that come before every value. */
+static void before_value(lkv_jw *w, const char *key)
+{
+    if (w->depth > 0) {
+        int n = w->count[w->depth - 1]++;
+        if (inline_level(w)) {
+            fputs(n ? ", " : "", w->f);
+        } else {
+            fputs(n ? ",\n" : "\n", w->f);
+            fprintf(w->f, "%*s", 2 * w->depth, "");
+        }
+    }
+    if (key) {
+        escaped(w->f, key);
+        fputs(": ", w->f);
+    }
+}
+
+static void begin(lkv_jw *w, const char *key, int one_line, char open)
+{
+    before_value(w, key);
+    fputc(open, w->f);
+    if (w->depth >= LKV_JW_MAX_DEPTH) {
+        w->overflow = 1;
+        return;
+    }
+    w->one_line[w->depth] = one_line || inline_level(w);
+    w->count[w->depth] = 0;
+    w->depth++;
+}
+
+static void end(lkv_jw *w, char close)
+{
+    if (w->depth == 0) {
+        w->overflow = 1;
+        return;
+    }
+    w->depth--;
+    if (w->count[w->depth] > 0 && !w->one_line[w->depth])
+        fprintf(w->f, "\n%*s", 2 * w->depth, "");
+    fputc(close, w->f);
+}
+
+void lkv_jw_begin_object(lkv_jw *w, const char *key, int one_line) { begin(w, key, one_line, '{'); }
+void lkv_jw_end_object(lkv_jw *w) { end(w, '}'); }
+void lkv_jw_begin_array(lkv_jw *w, const char *key, int one_line) { begin(w, key, one_line, '['); }
+void lkv_jw_end_array(lkv_jw *w) { end(w, ']'); }
+
+void lkv_jw_string(lkv_jw *w, const char *key, const char *value)
+{
+    before_value(w, key);
+    escaped(w->f, value ? value : "");
+}
+
+void lkv_jw_number(lkv_jw *w, const char *key, double value)
+{
+    before_value(w, key);
+    if (isfinite(value))
+        fprintf(w->f, "%.6g", value);
+    else
+        fputs("null", w->f);
+}
+
+void lkv_jw_int(lkv_jw *w, const char *key, int64_t value)
+{
+    before_value(w, key);
+    fprintf(w->f, "%lld", (long long)value);
+}
+
+void lkv_jw_bool(lkv_jw *w, const char *key, int value)
+{
+    before_value(w, key);
+    fputs(value ? "true" : "false", w->f);
+}
+
+void lkv_jw_null(lkv_jw *w, const char *key)
+{
+    before_value(w, key);
+    fputs("null", w->f);
+}
+
+int lkv_jw_finish(lkv_jw *w)
+{
+    fputc('\n', w->f);
+    fflush(w->f);
+    return ferror(w->f) || w->overflow || w->depth != 0 ? -1 : 0;
+}

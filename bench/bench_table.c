@@ -1,0 +1,235 @@
+/* The terminal report: machine and rooflines, one ops table per shape with a
+ * column group per backend, the observation cost, the decode step, notes on
+ * anything that failed. Plain ASCII, fixed widths, so it reads in a log. */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+#define CELL_WIDTH 33 /* "   median       min   GB/s %copy" */
+
+static void gbps(double bytes_per_s, char *buf, size_t len)
+{
+    double g = bytes_per_s / 1e9;
+    snprintf(buf, len, g < 10.0 ? "%.2f" : g < 100.0 ? "%.1f" : "%.0f", g);
+}
+
+static void print_devices(FILE *f, const lkv_bench_results *r)
+{
+    const lkv_bench_machine *m = &r->machine;
+    char mem[32], copy[32];
+    lkv_bench_format_bytes((double)m->memory_bytes, mem, sizeof mem);
+    lkv_bench_format_bytes((double)r->settings.copy_bytes, copy, sizeof copy);
+    fprintf(f, "machine   %s, %d cores, %s, %s, %s\n", m->cpu, m->cores, mem, m->os, m->date);
+    for (int d = 0; d < r->n_devices; d++) {
+        const lkv_bench_device *dv = &r->devices[d];
+        char bw[32] = "not measured";
+        if (dv->copy_bytes_per_s > 0.0) {
+            gbps(dv->copy_bytes_per_s, bw, sizeof bw);
+            strcat(bw, " GB/s");
+        }
+        fprintf(f, "%-9s %-10s %s%s\n          %10s copy roofline %s (%s buffer, read + write)\n",
+                d == 0 ? "backends" : "", dv->label, dv->name, dv->emulated ? " (emulated on the CPU)" : "",
+                "", bw, copy);
+    }
+}
+
+static void print_cell(FILE *f, const lkv_bench_timing *t, double bytes, double roof)
+{
+    if (t->status != LKV_OK) {
+        fprintf(f, " %9s %*s|", t->status == LKV_UNSUPPORTED ? "n/a" : "FAIL", CELL_WIDTH - 11, "");
+        return;
+    }
+    char med[16], min[16], bw[16], pct[16] = "-";
+    lkv_bench_format_time(t->median_s, med, sizeof med);
+    lkv_bench_format_time(t->min_s, min, sizeof min);
+    gbps(bytes / t->median_s, bw, sizeof bw);
+    if (roof > 0.0)
+        snprintf(pct, sizeof pct, "%.0f%%", 100.0 * bytes / t->median_s / roof);
+    fprintf(f, " %9s %9s %6s %5s |", med, min, bw, pct);
+}
+
+static void print_speedups(FILE *f, const lkv_bench_results *r, int sh, int l, lkv_bench_op op)
+{
+    int cpu = lkv_bench_cpu_index(r);
+    if (cpu < 0)
+        return;
+    const lkv_bench_timing *base = lkv_bench_op_at(r, cpu, sh, l, op);
+    for (int d = 0; d < r->n_devices; d++) {
+        if (d == cpu)
+            continue;
+        const lkv_bench_timing *t = lkv_bench_op_at(r, d, sh, l, op);
+        if (base->status == LKV_OK && t->status == LKV_OK && t->median_s > 0.0)
+            fprintf(f, " %8.2fx", base->median_s / t->median_s);
+        else
+            fprintf(f, " %9s", "-");
+    }
+}
+
+static void print_ops_header(FILE *f, const lkv_bench_results *r, int sh)
+{
+    const lkv_bench_shape *s = &r->settings.shapes[sh];
+    char label[48];
+    lkv_bench_shape_label(s, label, sizeof label);
+    fprintf(f, "\nops on %s (%s attention), one layer of one sequence: %d cache rows; "
+               "select/compact keep %d%%\n",
+            label, s->like, s->kv_heads, r->settings.keep_percent);
+    int cpu = lkv_bench_cpu_index(r);
+    fprintf(f, "%-23s|", "");
+    for (int d = 0; d < r->n_devices; d++)
+        fprintf(f, " %-*s|", CELL_WIDTH - 1, r->devices[d].label);
+    for (int d = 0; d < r->n_devices && cpu >= 0; d++)
+        if (d != cpu)
+            fprintf(f, " %9s", r->devices[d].label);
+    fprintf(f, "\n%-15s %6s |", "op", "slots");
+    for (int d = 0; d < r->n_devices; d++)
+        fprintf(f, " %9s %9s %6s %5s |", "median", "min", "GB/s", "%copy");
+    for (int d = 0; d < r->n_devices && cpu >= 0; d++)
+        if (d != cpu)
+            fprintf(f, " %9s", "vs cpu");
+    fputc('\n', f);
+}
+
+static void print_ops(FILE *f, const lkv_bench_results *r, int sh)
+{
+    const lkv_bench_settings *s = &r->settings;
+    print_ops_header(f, r, sh);
+    for (int op = 0; op < LKV_BENCH_OP_COUNT; op++) {
+        for (int l = 0; l < s->n_lengths; l++) {
+            char len[16];
+            lkv_bench_format_length(s->lengths[l], len, sizeof len);
+            fprintf(f, "%-15s %6s |", l == 0 ? lkv_bench_op_label((lkv_bench_op)op) : "", len);
+            double bytes = lkv_bench_op_bytes((lkv_bench_op)op, &s->shapes[sh], s->lengths[l],
+                                              lkv_bench_keep(s, s->lengths[l]));
+            for (int d = 0; d < r->n_devices; d++)
+                print_cell(f, lkv_bench_op_at(r, d, sh, l, (lkv_bench_op)op), bytes,
+                           r->devices[d].copy_bytes_per_s);
+            print_speedups(f, r, sh, l, (lkv_bench_op)op);
+            fputc('\n', f);
+        }
+    }
+}
+
+static void print_observation(FILE *f, const lkv_bench_results *r)
+{
+    const lkv_bench_settings *s = &r->settings;
+    fprintf(f, "\nobservation cost: attend + probs time / plain attend time (medians)\n");
+    fprintf(f, "%-20s %6s", "shape", "slots");
+    for (int d = 0; d < r->n_devices; d++)
+        fprintf(f, " %10s", r->devices[d].label);
+    fputc('\n', f);
+    for (int sh = 0; sh < s->n_shapes; sh++) {
+        char label[48];
+        lkv_bench_shape_label(&s->shapes[sh], label, sizeof label);
+        for (int l = 0; l < s->n_lengths; l++) {
+            char len[16];
+            lkv_bench_format_length(s->lengths[l], len, sizeof len);
+            fprintf(f, "%-20s %6s", l == 0 ? label : "", len);
+            for (int d = 0; d < r->n_devices; d++) {
+                const lkv_bench_timing *p = lkv_bench_op_at(r, d, sh, l, LKV_BENCH_ATTEND_PROBS);
+                const lkv_bench_timing *q = lkv_bench_op_at(r, d, sh, l, LKV_BENCH_ATTEND_PLAIN);
+                if (p->status == LKV_OK && q->status == LKV_OK && q->median_s > 0.0)
+                    fprintf(f, " %9.2fx", p->median_s / q->median_s);
+                else
+                    fprintf(f, " %10s", "-");
+            }
+            fputc('\n', f);
+        }
+    }
+}
+
+static void print_decode_row(FILE *f, const char *label, const char *len,
+                             const lkv_bench_decode *dc)
+{
+    fprintf(f, "%-10s %7s |", label, len);
+    if (dc->status != LKV_OK) {
+        fprintf(f, " %s\n", dc->status == LKV_UNSUPPORTED ? "skipped (see notes)" : "FAIL (see notes)");
+        return;
+    }
+    char lp[16], lr[16], fp[16], fr[16];
+    lkv_bench_format_bytes((double)dc->lazy_kv_peak, lp, sizeof lp);
+    lkv_bench_format_bytes((double)dc->lazy_kv_reserved, lr, sizeof lr);
+    lkv_bench_format_bytes((double)dc->full_kv_peak, fp, sizeof fp);
+    lkv_bench_format_bytes((double)dc->full_kv_reserved, fr, sizeof fr);
+    fprintf(f, " %8.3f %8.3f | %8.3f %8.3f | %8.2fx | %10s %10s | %10s %10s\n", dc->lazy_ms,
+            dc->lazy_max_ms, dc->full_ms, dc->full_max_ms, dc->lazy_ms / dc->full_ms, lp, lr, fp,
+            fr);
+}
+
+static void print_decode(FILE *f, const lkv_bench_results *r)
+{
+    const lkv_bench_settings *s = &r->settings;
+    char shape[48];
+    lkv_bench_shape_label(&s->decode_shape, shape, sizeof shape);
+    fprintf(f, "\ndecode step through the public API (lkv_cache_decode + sync), %s, 1 layer:\n"
+               "lazy at budget %d%% of the sequence, window %d (mean over one eviction period) "
+               "vs the full cache\n",
+            shape, s->keep_percent, s->window);
+    fprintf(f, "%-18s | %-17s | %-17s | %9s | %-21s | %s\n", "", "lazy ms/step",
+            "full ms/step", "", "lazy KV bytes", "full KV bytes");
+    fprintf(f, "%-10s %7s | %8s %8s | %8s %8s | %9s | %10s %10s | %10s %10s\n", "backend",
+            "seq len", "mean", "max", "mean", "max", "lazy/full", "peak", "reserved", "peak",
+            "reserved");
+    for (int d = 0; d < r->n_devices; d++)
+        for (int l = 0; l < s->n_lengths; l++) {
+            char len[16];
+            lkv_bench_format_length(s->lengths[l], len, sizeof len);
+            print_decode_row(f, r->devices[d].label, len, lkv_bench_decode_at(r, d, l));
+        }
+}
+
+/* One line per measurement that has no figure; "notes" heads the first. */
+static void note(FILE *f, int *count, const char *what, lkv_status st, const char *error)
+{
+    fprintf(f, "%s%s: %s: %s\n", (*count)++ ? "" : "\nnotes\n", what, lkv_status_name(st), error);
+}
+
+static void print_notes(FILE *f, const lkv_bench_results *r)
+{
+    const lkv_bench_settings *s = &r->settings;
+    int count = 0;
+    char what[160];
+    for (int d = 0; d < r->n_devices; d++) {
+        const lkv_bench_device *dv = &r->devices[d];
+        snprintf(what, sizeof what, "%s copy", dv->label);
+        if (dv->copy.status != LKV_OK)
+            note(f, &count, what, dv->copy.status, dv->copy.error);
+        for (int sh = 0; sh < s->n_shapes; sh++) {
+            char shape[48];
+            lkv_bench_shape_label(&s->shapes[sh], shape, sizeof shape);
+            for (int l = 0; l < s->n_lengths; l++)
+                for (int op = 0; op < LKV_BENCH_OP_COUNT; op++) {
+                    const lkv_bench_timing *t = lkv_bench_op_at(r, d, sh, l, (lkv_bench_op)op);
+                    snprintf(what, sizeof what, "%s %s %d slots %s", dv->label, shape,
+                             s->lengths[l], lkv_bench_op_label((lkv_bench_op)op));
+                    if (t->status != LKV_OK)
+                        note(f, &count, what, t->status, t->error);
+                }
+        }
+        for (int l = 0; l < s->n_lengths; l++) {
+            const lkv_bench_decode *dc = lkv_bench_decode_at(r, d, l);
+            snprintf(what, sizeof what, "%s decode step at %d", dv->label, s->lengths[l]);
+            if (dc->status != LKV_OK)
+                note(f, &count, what, dc->status, dc->error);
+        }
+    }
+}
+
+void lkv_bench_print_table(FILE *f, const lkv_bench_results *r)
+{
+    fprintf(f, "lazykv bench: %d backend(s) on the same inputs. Times are host-observed "
+               "(issue the op, then sync),\nmedian and min of the timed runs after warm-up; "
+               "GB/s = modelled bytes / median (bench/README.md);\n%%copy = that as a share "
+               "of the backend's own device copy bandwidth.\n\n",
+            r->n_devices);
+    print_devices(f, r);
+    for (int sh = 0; sh < r->settings.n_shapes; sh++)
+        print_ops(f, r, sh);
+    print_observation(f, r);
+    print_decode(f, r);
+    print_notes(f, r);
+    char rss[32];
+    lkv_bench_format_bytes((double)r->peak_rss_bytes, rss, sizeof rss);
+    fprintf(f, "\nprocess peak RSS %s (host memory; an emulated device's buffers count here); "
+               "run took %.1f s\n", rss, r->wall_s);
+}

@@ -1,0 +1,239 @@
+/* attend cases: out = softmax(scale q.K) V per query head, and the
+ * per-slot probabilities combined over each cache head's query heads.
+ *
+ * Inputs are shaped to make the classic kernel bugs loud, not subtle:
+ *  - the last valid slot holds a key aligned with the group's first query
+ *    head (logit +8 above the crowd), so dropping it (an off-by-one at the end)
+ *    moves that head's output by 1% (128K slots) to 45% (1K slots);
+ *  - every slot past a row's n holds a "poison" key (logit +40) with values of
+ *    64, so reading one slot too many swamps the output;
+ *  - groups in one dispatch have different lengths and are listed out of
+ *    buffer order, with one group of the buffer not listed at all.
+ *
+ * Thresholds. The oracle works in double with two passes; a correct kernel
+ * accumulates in f32 with an online softmax. Emulating that (one sequential
+ * pass, the worst order) on these inputs gives an output NMSE of 1e-13 at 1K
+ * slots, 2e-12 at 4K and 6e-11 at 128K, and probabilities within 1e-5
+ * relative. Hence:
+ *  - out: NMSE <= 1e-8, over 100x above a correct f32 kernel at 128K, while a
+ *    sign flip measures 4 and a dropped or extra slot 1e-3 or more;
+ *  - probs: |d| <= 1e-9 + 5e-4 |p| element-wise: 50x the f32 error; the
+ *    absolute floor is far below a slot's fair share (1/131072 = 7.6e-6) and
+ *    only absorbs denormals a GPU may flush. A missing spike changes every
+ *    probability of its row by >= 0.7%, and its own by 100%. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conf_internal.h"
+#include "fp16.h"
+
+#define ATTEND_OUT_NMSE 1e-8
+#define ATTEND_PROBS_ATOL 1e-9
+#define ATTEND_PROBS_RTOL 5e-4
+#define ATTEND_Q_SCALE 1.5      /* logit spread: q.k / sqrt(d) ~ N(0, 1.5^2) */
+#define ATTEND_SPIKE_LOGIT 8.0  /* the last valid slot */
+#define ATTEND_POISON_LOGIT 40.0 /* every slot past n */
+#define ATTEND_POISON_VALUE 64.0f
+#define ATTEND_MAX_GROUPS 8
+/* a group of the buffer left unlisted, while the K/V stay this small */
+#define ATTEND_SPARE_GROUP_BYTES (64u << 20)
+
+typedef struct attend_shape {
+    int32_t d, n, hq, hkv, groups;
+} attend_shape;
+
+static const attend_shape quick_grid[] = {
+    {64, 1, 4, 4, 2},       /* 1:1, a single slot (its probability is exactly 1) */
+    {128, 4097, 32, 8, 1},  /* 4:1 as in Llama-3-8B, one past a power of two */
+    {64, 1000, 8, 1, 3},    /* 8:1, three groups of different lengths */
+    {128, 257, 16, 2, 4},   /* 8:1, four groups */
+};
+
+static const attend_shape full_grid[] = {
+    {64, 1, 4, 4, 2},
+    {128, 4097, 32, 8, 1},
+    {64, 1000, 8, 1, 3},
+    {128, 257, 16, 2, 4},
+    {64, 4097, 32, 32, 1},    /* 1:1 at full width */
+    {128, 16385, 8, 2, 2},    /* 4:1 over 16K slots, two groups */
+    {64, 131072, 4, 1, 1},    /* 4:1 over 128K slots */
+    {128, 131072, 8, 1, 1},   /* 8:1 over 128K slots */
+};
+
+typedef struct attend_mode {
+    const char *name;
+    int out, probs;
+    lkv_group_reduce reduce;
+} attend_mode;
+
+static const attend_mode modes[] = {
+    {"probs=none", 1, 0, LKV_REDUCE_MAX},
+    {"probs=max", 1, 1, LKV_REDUCE_MAX},
+    {"probs=mean", 1, 1, LKV_REDUCE_MEAN},
+    {"out=none,probs=mean", 0, 1, LKV_REDUCE_MEAN},
+};
+
+typedef struct attend_case {
+    const conf_family *family;
+    attend_shape s;
+    lkv_dtype dtype;
+    const attend_mode *mode;
+    int32_t capacity;
+    int32_t group_row0[ATTEND_MAX_GROUPS], group_n[ATTEND_MAX_GROUPS];
+    int cache, q, out, probs; /* image indices; -1 when not passed */
+} attend_case;
+
+static void put(void *slot, int32_t i, lkv_dtype dtype, float x)
+{
+    if (dtype == LKV_DTYPE_F16)
+        ((uint16_t *)slot)[i] = lkv_float_to_half(x);
+    else
+        ((float *)slot)[i] = x;
+}
+
+/* A key whose logit against q is `logit`, and a value row. */
+static void plant(conf_case *c, const attend_case *a, int32_t row, int32_t slot, const float *q,
+                  double logit, float value)
+{
+    int32_t d = a->s.d;
+    double qq = 0.0;
+    for (int32_t i = 0; i < d; i++)
+        qq += (double)q[i] * q[i];
+    double f = logit * sqrt((double)d) / (qq > 0.0 ? qq : 1.0);
+    void *k = conf_slot(c, a->cache + CONF_K, row, slot);
+    void *v = conf_slot(c, a->cache + CONF_V, row, slot);
+    for (int32_t i = 0; i < d; i++) {
+        put(k, i, a->dtype, (float)(f * q[i]));
+        put(v, i, a->dtype, value);
+    }
+}
+
+static void fill_row(conf_case *c, const attend_case *a, conf_rng *rng, int32_t row, int32_t n,
+                     const float *q_first)
+{
+    for (int32_t slot = 0; slot < n; slot++) {
+        void *k = conf_slot(c, a->cache + CONF_K, row, slot);
+        void *v = conf_slot(c, a->cache + CONF_V, row, slot);
+        for (int32_t i = 0; i < a->s.d; i++) {
+            put(k, i, a->dtype, (float)conf_rng_normal(rng));
+            put(v, i, a->dtype, (float)conf_rng_normal(rng));
+        }
+    }
+    plant(c, a, row, n - 1, q_first, ATTEND_SPIKE_LOGIT, (float)conf_rng_normal(rng) * 4.0f);
+    for (int32_t slot = n; slot < a->capacity; slot++)
+        plant(c, a, row, slot, q_first, ATTEND_POISON_LOGIT, ATTEND_POISON_VALUE);
+}
+
+static void lay_out(attend_case *a, conf_rng *rng, int32_t *out_groups_in_buffer)
+{
+    const attend_shape *s = &a->s;
+    size_t kv_bytes = (size_t)(s->groups + 1) * (size_t)s->hkv * (size_t)s->n * (size_t)s->d *
+                      (a->dtype == LKV_DTYPE_F16 ? 4 : 8);
+    int32_t total = s->groups + (kv_bytes <= ATTEND_SPARE_GROUP_BYTES);
+    int32_t order[ATTEND_MAX_GROUPS + 1];
+    for (int32_t g = 0; g < total; g++)
+        order[g] = g;
+    conf_rng_shuffle(rng, order, total);
+    for (int32_t g = 0; g < s->groups; g++) {
+        a->group_row0[g] = order[g] * s->hkv;
+        a->group_n[g] = g == 0 ? s->n : 1 + conf_rng_below(rng, s->n);
+    }
+    a->capacity = s->n + 1 + conf_rng_below(rng, 3);
+    *out_groups_in_buffer = total;
+}
+
+static int build(conf_case *c, void *params, conf_rng *rng)
+{
+    attend_case *a = params;
+    const attend_shape *s = &a->s;
+    int32_t total;
+    lay_out(a, rng, &total);
+    int32_t rows = total * s->hkv, per = s->hq / s->hkv;
+    a->cache = conf_add_cache(c, rows, a->capacity, s->d, a->dtype);
+    a->q = conf_add_image(c, "q", CONF_ELEM_F32, s->groups, s->hq, (size_t)s->d * 4);
+    a->out = a->mode->out ? conf_add_image(c, "out", CONF_ELEM_F32, s->groups, s->hq,
+                                           (size_t)s->d * 4)
+                          : -1;
+    a->probs = a->mode->probs ? conf_add_image(c, "probs", CONF_ELEM_F32, rows, a->capacity, 4)
+                              : -1;
+    if (c->failed_alloc)
+        return 0;
+    float *q = conf_host(c, a->q);
+    for (size_t i = 0; i < (size_t)s->groups * (size_t)s->hq * (size_t)s->d; i++)
+        q[i] = (float)(ATTEND_Q_SCALE * conf_rng_normal(rng));
+    for (int32_t g = 0; g < s->groups; g++) {
+        for (int32_t h = 0; h < s->hkv; h++) {
+            int32_t row = a->group_row0[g] + h;
+            size_t head = (size_t)g * (size_t)s->hq + (size_t)(h * per);
+            const float *q_first = q + head * (size_t)s->d;
+            fill_row(c, a, rng, row, a->group_n[g], q_first);
+            conf_allow(c, a->probs, row, a->group_n[g]);
+        }
+        conf_allow(c, a->out, g, s->hq);
+    }
+    /* attend reads these and must write none of them (K/V only where small) */
+    for (int i = CONF_POS; i < CONF_CACHE_IMAGES; i++)
+        conf_watch(c, a->cache + i);
+    conf_watch(c, a->q);
+    if (c->img[a->cache + CONF_K].bytes <= (16u << 20)) {
+        conf_watch(c, a->cache + CONF_K);
+        conf_watch(c, a->cache + CONF_V);
+    }
+    return 1;
+}
+
+static lkv_status invoke(const conf_case *c, int side, const void *params)
+{
+    const attend_case *a = params;
+    lkv_cache_buffers cache = conf_cache_view(c, side, a->cache, a->capacity, a->s.d, a->dtype);
+    lkv_attend_args args = {
+        .cache = &cache,
+        .n_groups = a->s.groups,
+        .group_row0 = a->group_row0,
+        .group_n = a->group_n,
+        .cache_heads = a->s.hkv,
+        .q_heads = a->s.hq,
+        .scale = (float)(1.0 / sqrt((double)a->s.d)),
+        .reduce = a->mode->reduce,
+        .q = conf_dev(c, side, a->q),
+        .out = conf_dev(c, side, a->out),
+        .probs = conf_dev(c, side, a->probs),
+    };
+    const lkv_runtime *rt = c->rt[side];
+    return rt->ops->attend(rt->dev, &args);
+}
+
+static void check(const conf_case *c, const void *params, conf_verdict *v)
+{
+    const attend_case *a = params;
+    if (a->out >= 0)
+        conf_check_nmse(c, a->out, ATTEND_OUT_NMSE, v);
+    if (a->probs >= 0)
+        conf_check_close(c, a->probs, ATTEND_PROBS_ATOL, ATTEND_PROBS_RTOL, v);
+    conf_check_guards(c, v);
+}
+
+static const conf_family family = {sizeof(attend_case), build, invoke, check};
+
+void conf_run_attend(conf_run *r)
+{
+    const attend_shape *grid = r->opt->quick ? quick_grid : full_grid;
+    size_t shapes = r->opt->quick ? sizeof quick_grid / sizeof quick_grid[0]
+                                  : sizeof full_grid / sizeof full_grid[0];
+    size_t n_modes = sizeof modes / sizeof modes[0];
+    int total = (int)(shapes * 2 * n_modes), index = 0;
+    for (size_t i = 0; i < shapes; i++)
+        for (int dt = 0; dt < 2; dt++)
+            for (size_t m = 0; m < n_modes; m++, index++) {
+                attend_case a = {.family = &family, .s = grid[i], .dtype = (lkv_dtype)dt,
+                                 .mode = &modes[m]};
+                char name[192];
+                snprintf(name, sizeof name, "attend(d=%d,n=%d,hq=%d,hkv=%d,groups=%d,%s,%s)",
+                         a.s.d, a.s.n, a.s.hq, a.s.hkv, a.s.groups, a.mode->name,
+                         conf_dtype_name(a.dtype));
+                conf_progress(r, "attend", index, total);
+                conf_group_run(r, name, "attend", conf_dtype_name(a.dtype),
+                               r->rt[CONF_TESTED]->ops->attend != NULL, conf_case_seed, &a);
+            }
+}

@@ -1,0 +1,81 @@
+/* lkv_conformance_run: one backend through every case family, in the order
+ * a kernel author wants to hear about them (attend first: it is the one with
+ * the hard numerics), replays last (they need every eviction op). */
+#include <stdio.h>
+#include <string.h>
+
+#include "conf_internal.h"
+#include "error.h"
+
+void lkv_conformance_options_init(lkv_conformance_options *opt)
+{
+    if (opt)
+        memset(opt, 0, sizeof *opt);
+}
+
+static const struct {
+    unsigned bit;
+    void (*run)(conf_run *r);
+} families[] = {
+    {LKV_CONF_ATTEND, conf_run_attend},   {LKV_CONF_OBSERVE, conf_run_observe},
+    {LKV_CONF_SCORE, conf_run_score},     {LKV_CONF_SELECT, conf_run_select},
+    {LKV_CONF_COMPACT, conf_run_compact}, {LKV_CONF_REPLAY, conf_run_replay},
+};
+
+static void print_header(const conf_run *r)
+{
+    FILE *t = r->opt->table;
+    if (!t)
+        return;
+    fprintf(t, "\n%s: %s against the cpu oracle; %s grid, %d seed(s) per case\n", r->label,
+            r->device, r->opt->quick ? "quick" : "full", r->seeds);
+    fprintf(t, "%-5s %-66s %-5s %s\n", "", "CASE", "SEEDS", "WORST SEED: MEASURE / THRESHOLD");
+    fflush(t);
+}
+
+lkv_status lkv_conformance_run(const lkv_conformance_options *opt, lkv_runtime *under_test,
+                               const char *label, lkv_conformance_summary *out_summary)
+{
+    lkv_clear_error();
+    if (!opt || !under_test || !out_summary)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_conformance_run: %s is NULL",
+                        !opt ? "opt" : !under_test ? "under_test" : "out_summary");
+    lkv_runtime *oracle = opt->oracle;
+    if (!oracle) {
+        lkv_status st = lkv_runtime_open("cpu", &oracle);
+        if (st != LKV_OK)
+            return lkv_fail_context(st, "conformance: cannot open the cpu oracle");
+    }
+    char own_label[64];
+    snprintf(own_label, sizeof own_label, "%s:%d", under_test->info.backend,
+             under_test->info.device);
+    lkv_conformance_summary sum = {0};
+    conf_run r = {
+        .opt = opt,
+        .rt = {oracle, under_test},
+        .label = label ? label : own_label,
+        .backend = under_test->info.backend,
+        .device = under_test->info.device_name,
+        .sum = &sum,
+        .seeds = opt->seeds > 0 ? opt->seeds : opt->quick ? 2 : 3,
+        .started = conf_now(),
+    };
+    print_header(&r);
+    unsigned ops = opt->ops ? opt->ops : LKV_CONF_ALL;
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+        if (ops & families[i].bit)
+            families[i].run(&r);
+    sum.seconds = conf_now() - r.started;
+    if (opt->progress)
+        conf_progress_done(&r);
+    if (opt->table)
+        lkv_conformance_print_summary(opt->table, r.label, &sum);
+    out_summary->pass += sum.pass;
+    out_summary->fail += sum.fail;
+    out_summary->skip += sum.skip;
+    out_summary->xfail += sum.xfail;
+    out_summary->seconds += sum.seconds;
+    if (!opt->oracle)
+        lkv_runtime_close(oracle);
+    return LKV_OK;
+}

@@ -1,0 +1,335 @@
+/* The benchmark's arithmetic and writers, checked against numbers worked out
+ * by hand: the bytes model, the unit formatting, the median, the plot's axis
+ * mapping, and that the JSON and SVG say what the results hold. Nothing here
+ * times anything: speed is shown by `lazykv bench`, never asserted. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sys/wait.h>
+
+#include "bench.h"
+#include "bench_json_writer.h"
+#include "bench_svg_scale.h"
+#include "bench_timer.h"
+#include "json.h"
+#include "test_util.h"
+
+static const lkv_bench_shape llama = {"Llama-3-8B", 32, 8, 128, LKV_DTYPE_F16};
+
+/* ---- bytes model (bench/README.md) ---- */
+
+Test(bench_bytes, attend_with_probs_reads_kv_once_and_writes_probs)
+{
+    /* K+V 2*8*1024*128*2 = 4194304, q+out 2*32*128*4 = 32768, probs 8*1024*4 = 32768 */
+    cr_assert_float_eq(lkv_bench_op_bytes(LKV_BENCH_ATTEND_PROBS, &llama, 1024, 512), 4259840.0,
+                       0.5);
+}
+
+Test(bench_bytes, plain_attend_has_no_probs)
+{
+    cr_assert_float_eq(lkv_bench_op_bytes(LKV_BENCH_ATTEND_PLAIN, &llama, 1024, 512), 4227072.0,
+                       0.5);
+}
+
+Test(bench_bytes, f32_storage_doubles_the_kv_bytes)
+{
+    lkv_bench_shape s = {"toy", 9, 3, 64, LKV_DTYPE_F32};
+    /* 2*3*100*64*4 = 153600, q+out 2*9*64*4 = 4608 */
+    cr_assert_float_eq(lkv_bench_op_bytes(LKV_BENCH_ATTEND_PLAIN, &s, 100, 50), 158208.0, 0.5);
+}
+
+Test(bench_bytes, state_ops_count_their_int32_rows)
+{
+    cr_assert_float_eq(lkv_bench_op_bytes(LKV_BENCH_OBSERVE, &llama, 1024, 512), 163840.0, 0.5);
+    cr_assert_float_eq(lkv_bench_op_bytes(LKV_BENCH_SCORE, &llama, 1024, 512), 98304.0, 0.5);
+    /* scores 8*1024*4 + kept 8*512*4 */
+    cr_assert_float_eq(lkv_bench_op_bytes(LKV_BENCH_SELECT, &llama, 1024, 512), 49152.0, 0.5);
+}
+
+Test(bench_bytes, compact_moves_every_kept_slot_once)
+{
+    /* 8 rows * 512 kept * (index 4 + K,V read+write 4*128*2 + 4 states read+write 32) */
+    cr_assert_float_eq(lkv_bench_op_bytes(LKV_BENCH_COMPACT, &llama, 1024, 512), 4341760.0, 0.5);
+}
+
+Test(bench_bytes, keep_is_the_percentage_of_the_length)
+{
+    lkv_bench_settings s;
+    lkv_bench_settings_init(&s, 0);
+    cr_assert_eq(lkv_bench_keep(&s, 131072), 65536);
+    cr_assert_eq(lkv_bench_keep(&s, 1), 1, "at least one slot is kept");
+}
+
+/* ---- formatting and statistics ---- */
+
+static void expect_time(double s, const char *want)
+{
+    char buf[32];
+    lkv_bench_format_time(s, buf, sizeof buf);
+    cr_assert_str_eq(buf, want, "format_time(%g)", s);
+}
+
+Test(bench_format, times_have_three_significant_digits_and_a_unit)
+{
+    expect_time(812e-9, "812 ns");
+    expect_time(12.34e-6, "12.3 us");
+    expect_time(0.0012345, "1.23 ms");
+    expect_time(999.7e-6, "1.00 ms");
+    expect_time(1.5, "1.50 s");
+    expect_time(0.0, "-");
+}
+
+Test(bench_format, bytes_and_lengths)
+{
+    char buf[32];
+    lkv_bench_format_bytes(1536.0, buf, sizeof buf);
+    cr_assert_str_eq(buf, "1.50 KiB");
+    lkv_bench_format_bytes(256.0 * 1048576.0, buf, sizeof buf);
+    cr_assert_str_eq(buf, "256 MiB");
+    lkv_bench_format_length(131072, buf, sizeof buf);
+    cr_assert_str_eq(buf, "128K");
+    lkv_bench_format_length(1000, buf, sizeof buf);
+    cr_assert_str_eq(buf, "1000");
+}
+
+Test(bench_stats, median_of_odd_and_even_counts)
+{
+    double odd[] = {3.0, 1.0, 2.0}, even[] = {4.0, 1.0, 3.0, 2.0};
+    cr_assert_float_eq(lkv_bench_median(odd, 3), 2.0, 1e-12);
+    cr_assert_float_eq(lkv_bench_median(even, 4), 2.5, 1e-12);
+    cr_assert_float_eq(even[0], 1.0, 1e-12, "the samples are left sorted: [0] is the min");
+}
+
+/* ---- plot axes ---- */
+
+Test(bench_svg_scale, log_axis_puts_each_decade_a_third_of_the_way)
+{
+    lkv_svg_axis a = {.lo = 1e-6, .hi = 1e-3, .log = 1, .px0 = 300.0, .px1 = 0.0};
+    cr_assert_float_eq(lkv_svg_map(&a, 1e-5), 200.0, 1e-9);
+    cr_assert_float_eq(lkv_svg_map(&a, 1e-4), 100.0, 1e-9);
+    cr_assert_float_eq(lkv_svg_map(&a, 1.0), 0.0, 1e-9, "values beyond the range are clamped");
+}
+
+Test(bench_svg_scale, linear_axis_and_ranges)
+{
+    lkv_svg_axis a = {.lo = 0.0, .hi = 10.0, .log = 0, .px0 = 0.0, .px1 = 100.0};
+    cr_assert_float_eq(lkv_svg_map(&a, 2.5), 25.0, 1e-9);
+    double lo, hi, step;
+    lkv_svg_log_range(3e-6, 2e-4, &lo, &hi);
+    cr_assert_float_eq(lo, 1e-6, 1e-18);
+    cr_assert_float_eq(hi, 1e-3, 1e-15);
+    cr_assert_float_eq(lkv_svg_nice_step(1.0, 5), 0.2, 1e-12);
+    cr_assert_float_eq(lkv_svg_nice_step(7.0, 5), 2.0, 1e-12);
+    lkv_svg_linear_range(0.93, 1.07, 5, &lo, &hi, &step);
+    cr_assert_float_eq(step, 0.05, 1e-12);
+    cr_assert_float_eq(lo, 0.90, 1e-9);
+    cr_assert_float_eq(hi, 1.10, 1e-9);
+}
+
+/* ---- JSON ---- */
+
+/* Captures what `write` puts on a stream. Caller frees. */
+static char *capture(int (*write)(FILE *, const void *), const void *arg)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    cr_assert_eq(write(f, arg), 0, "the writer reported a failure");
+    fclose(f);
+    return buf;
+}
+
+static int write_small_document(FILE *f, const void *arg)
+{
+    (void)arg;
+    lkv_jw w;
+    lkv_jw_init(&w, f);
+    lkv_jw_begin_object(&w, NULL, 0);
+    lkv_jw_string(&w, "a", "x\"y\\z\n");
+    lkv_jw_begin_array(&w, "b", 1);
+    lkv_jw_int(&w, NULL, 1);
+    lkv_jw_number(&w, NULL, 0.5);
+    lkv_jw_null(&w, NULL);
+    lkv_jw_end_array(&w);
+    lkv_jw_number(&w, "c", NAN);
+    lkv_jw_bool(&w, "d", 1);
+    lkv_jw_end_object(&w);
+    return lkv_jw_finish(&w);
+}
+
+Test(bench_json, writer_escapes_nests_and_writes_nan_as_null)
+{
+    char *text = capture(write_small_document, NULL);
+    cr_assert_str_eq(text, "{\n  \"a\": \"x\\\"y\\\\z\\n\",\n  \"b\": [1, 0.5, null],\n"
+                           "  \"c\": null,\n  \"d\": true\n}\n");
+    free(text);
+}
+
+static int write_unbalanced(FILE *f, const void *arg)
+{
+    (void)arg;
+    lkv_jw w;
+    lkv_jw_init(&w, f);
+    lkv_jw_begin_object(&w, NULL, 0);
+    return lkv_jw_finish(&w) == -1 ? 0 : 1;
+}
+
+Test(bench_json, writer_reports_an_unclosed_container)
+{
+    free(capture(write_unbalanced, NULL));
+}
+
+/* Results of a made-up run: 2 devices (cpu, a fake gpu), 1 shape, 2 lengths,
+ * every op 1 ms except the gpu's plain attend at the first length, failed. */
+static void fake_results(lkv_bench_results *r)
+{
+    lkv_bench_settings s;
+    lkv_bench_settings_init(&s, 1);
+    s.n_shapes = 1;
+    s.shapes[0] = llama;
+    s.n_lengths = 2;
+    s.lengths[0] = 1024;
+    s.lengths[1] = 4096;
+    TU_OK(lkv_bench_results_init(r, &s, 2));
+    strcpy(r->devices[0].label, "cpu:0");
+    strcpy(r->devices[0].backend, "cpu");
+    strcpy(r->devices[0].name, "a<b & c");
+    strcpy(r->devices[1].label, "gpu:0");
+    strcpy(r->devices[1].backend, "gpu");
+    for (int d = 0; d < 2; d++) {
+        r->devices[d].copy = (lkv_bench_timing){.status = LKV_OK, .reps = 3, .median_s = 0.01,
+                                                .min_s = 0.01};
+        r->devices[d].copy_bytes_per_s = 1e10;
+        for (int l = 0; l < 2; l++) {
+            for (int op = 0; op < LKV_BENCH_OP_COUNT; op++)
+                *lkv_bench_op_at(r, d, 0, l, (lkv_bench_op)op) = (lkv_bench_timing){
+                    .status = LKV_OK, .reps = 5, .median_s = 1e-3, .min_s = 0.9e-3};
+            *lkv_bench_decode_at(r, d, l) = (lkv_bench_decode){
+                .status = LKV_OK, .length = s.lengths[l], .budget = s.lengths[l] / 2,
+                .window = 101, .lazy_steps = 101, .full_steps = 8, .lazy_ms = 1.0,
+                .lazy_max_ms = 2.0, .full_ms = 2.0, .full_max_ms = 2.5};
+        }
+    }
+    lkv_bench_timing *failed = lkv_bench_op_at(r, 1, 0, 0, LKV_BENCH_ATTEND_PLAIN);
+    *failed = (lkv_bench_timing){.status = LKV_DEVICE_ERROR};
+    strcpy(failed->error, "device lost");
+}
+
+static int write_json(FILE *f, const void *r) { return lkv_bench_write_json(f, r); }
+static int write_svg(FILE *f, const void *r) { return lkv_bench_write_svg(f, r); }
+
+static const lkv_json *member(const lkv_json *obj, const char *key)
+{
+    const lkv_json *v = lkv_json_get(obj, key);
+    cr_assert_not_null(v, "JSON has no member '%s'", key);
+    return v;
+}
+
+Test(bench_json, results_parse_back_with_bytes_bandwidth_and_roofline_share)
+{
+    lkv_bench_results r;
+    fake_results(&r);
+    char *text = capture(write_json, &r);
+    lkv_json doc;
+    char err[256];
+    cr_assert_eq(lkv_json_parse(text, strlen(text), &doc, err, sizeof err), 0,
+                 "not JSON: %s", err);
+    const lkv_json *ops = member(&doc, "ops");
+    cr_assert_eq(ops->count, 2 * 2 * LKV_BENCH_OP_COUNT, "one entry per device, length and op");
+    const lkv_json *first = &ops->items[0]; /* cpu, 1K, attend + probs */
+    cr_assert_str_eq(member(first, "op")->text, "attend_probs");
+    cr_assert_float_eq(member(first, "bytes")->number, 4259840.0, 0.5);
+    /* 4259840 B / 1 ms = 4.25984e9 B/s; of a 1e10 B/s roofline, 0.425984 */
+    cr_assert_float_eq(member(first, "bandwidth_bytes_per_s")->number, 4.25984e9, 1e4);
+    cr_assert_float_eq(member(first, "fraction_of_copy")->number, 0.425984, 1e-6);
+    const lkv_json *bad = &ops->items[LKV_BENCH_OP_COUNT * 2 + LKV_BENCH_ATTEND_PLAIN];
+    cr_assert_str_eq(member(bad, "status")->text, "DEVICE_ERROR");
+    cr_assert_str_eq(member(bad, "error")->text, "device lost");
+    const lkv_json *backends = member(&doc, "backends");
+    cr_assert_str_eq(member(&backends->items[0], "name")->text, "a<b & c");
+    cr_assert_float_eq(member(&backends->items[0], "copy_bandwidth_bytes_per_s")->number, 1e10,
+                       1.0);
+    const lkv_json *dec = &member(member(&doc, "decode"), "results")->items[0];
+    cr_assert_float_eq(member(dec, "lazy_over_full")->number, 0.5, 1e-9);
+    lkv_json_free(&doc);
+    free(text);
+    lkv_bench_results_free(&r);
+}
+
+/* ---- SVG ---- */
+
+static int count(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+Test(bench_svg, one_marker_per_measured_point_and_a_gap_for_the_failure)
+{
+    lkv_bench_results r;
+    fake_results(&r);
+    char *svg = capture(write_svg, &r);
+    cr_assert(strncmp(svg, "<?xml", 5) == 0 && strstr(svg, "</svg>\n"), "not a whole SVG file");
+    /* Circles: op panels 6 x 2 devices x 2 lengths - 1 failed = 23; decode
+     * lazy 2 x 2 = 4; observation ratio 4 - 1 (its plain attend failed) = 3;
+     * roofline panel 4; legends: 2 backends, 1 shape, 1 decode "lazy" = 4. */
+    cr_assert_eq(count(svg, "<circle"), 23 + 4 + 3 + 4 + 4);
+    /* Squares: decode full 2 x 2 and its legend entry. */
+    cr_assert_eq(count(svg, "<rect x"), 2 * 2 + 1 + 9, "squares plus the 9 panel frames");
+    free(svg);
+    lkv_bench_results_free(&r);
+}
+
+Test(bench_svg, device_names_are_escaped)
+{
+    lkv_bench_results r;
+    fake_results(&r);
+    char *svg = capture(write_svg, &r);
+    cr_assert_not_null(strstr(svg, "a&lt;b &amp; c"));
+    cr_assert_null(strstr(svg, "a<b"));
+    free(svg);
+    lkv_bench_results_free(&r);
+}
+
+/* ---- the command line ---- */
+
+static int run(const char *args, char *out, size_t len)
+{
+    const char *cli = getenv("LKV_CLI");
+    cr_assert(cli && *cli, "LKV_CLI is not set (run through ctest)");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1 </dev/null", cli, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int rc = pclose(p);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+Test(bench_cli, help_prints_usage)
+{
+    char out[8192];
+    cr_assert_eq(run("bench --help", out, sizeof out), 0);
+    cr_assert_not_null(strstr(out, "usage: lazykv bench"));
+}
+
+Test(bench_cli, a_bad_length_is_one_line_naming_it)
+{
+    char out[8192];
+    cr_assert_eq(run("bench --lengths 1024,7", out, sizeof out), 2);
+    cr_assert_not_null(strstr(out, "'7'"), "%s", out);
+    cr_assert_eq(count(out, "\n"), 1, "%s", out);
+}
+
+Test(bench_cli, an_unknown_backend_is_an_error_not_a_fallback)
+{
+    char out[8192];
+    cr_assert_eq(run("bench --backends nosuch --quick", out, sizeof out), 2);
+    cr_assert_not_null(strstr(out, "nosuch"), "%s", out);
+}
