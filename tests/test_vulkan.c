@@ -100,37 +100,53 @@ Test(vulkan, devices_are_listed_with_name_driver_memory_and_uuid)
     cr_assert_eq(strlen(r->uuid), 36, "uuid '%s'", r->uuid);
 }
 
-/* A lazy cache on `rt`: 2 layers, 8 query heads over 2 KV heads, head_dim
- * 64, budget 96 of 200 slots, window 16, so evictions happen every 16 steps. */
-static lkv_cache *lazy_cache(lkv_runtime *rt, lkv_dtype dtype)
+/* LazyEviction on 2 layers, 8 query heads over 2 KV heads, budget 96,
+ * window 16 (an eviction every 16 steps); its decisions depend on the
+ * attention, so they check the data the kernels compute and move. */
+static lkv_cache_config lazy_config(lkv_dtype dtype, int32_t head_dim, int32_t capacity)
 {
-    lkv_cache_config cfg = tu_config(2, 8, 2, 64, 200);
+    lkv_cache_config cfg = tu_config(2, 8, 2, head_dim, capacity);
     cfg.dtype = dtype;
     TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY));
     cfg.policy.budget = 96;
     cfg.policy.window = 16;
     cfg.policy.alpha = 1e-3f;
-    lkv_cache *c = NULL;
-    TU_OK(lkv_cache_create(rt, &cfg, &c));
-    return c;
+    return cfg;
 }
 
-/* Decodes `steps` random steps on the cpu and on `rt` with the same data and
- * requires the same kept positions in every head and outputs within f32
- * rounding of the oracle's. */
-static void decode_matches_cpu(lkv_runtime *rt, lkv_dtype dtype, int steps)
+static void expect_same_positions(const lkv_cache *ref, const lkv_cache *dev,
+                                  const lkv_cache_config *cfg)
 {
-    lkv_cache *ref = lazy_cache(tu_runtime(), dtype), *dev = lazy_cache(rt, dtype);
-    lkv_cache_config cfg;
-    TU_OK(lkv_cache_get_config(ref, &cfg));
-    size_t qn = (size_t)cfg.q_heads * 64, kvn = (size_t)cfg.kv_heads * 64;
+    for (int32_t l = 0; l < cfg->layers; l++)
+        for (int32_t h = 0; h < cfg->kv_heads; h++) {
+            int32_t na = 0, nb = 0;
+            int32_t *pa = tu_positions(ref, 0, l, h, &na), *pb = tu_positions(dev, 0, l, h, &nb);
+            cr_assert_eq(na, nb, "layer %d head %d: %d slots on cpu, %d on vulkan", l, h, na, nb);
+            for (int32_t i = 0; i < na; i++)
+                cr_assert_eq(pa[i], pb[i], "layer %d head %d slot %d: position %d on cpu, %d on vulkan",
+                             l, h, i, pa[i], pb[i]);
+            free(pa);
+            free(pb);
+        }
+}
+
+/* Decodes `steps` random steps with `cfg` on the cpu and on `rt` with the
+ * same data and requires outputs within f32 rounding of the oracle's at
+ * every step, evictions, and the same kept positions in every head. */
+static void decode_matches_cpu(lkv_runtime *rt, const lkv_cache_config *cfg, int steps)
+{
+    lkv_cache *ref = NULL, *dev = NULL;
+    TU_OK(lkv_cache_create(tu_runtime(), cfg, &ref));
+    TU_OK(lkv_cache_create(rt, cfg, &dev));
+    size_t qn = (size_t)cfg->q_heads * (size_t)cfg->head_dim;
+    size_t kvn = (size_t)cfg->kv_heads * (size_t)cfg->head_dim;
     float *out_ref = malloc(sizeof(float) * qn), *out_dev = malloc(sizeof(float) * qn);
     uint64_t rng = 42;
     double worst = 0.0;
     for (int s = 0; s < steps; s++) {
         float *q = tu_alloc_normal(qn, &rng, 1.5), *k = tu_alloc_normal(kvn, &rng, 1.5);
         float *v = tu_alloc_normal(kvn, &rng, 1.0);
-        for (int32_t l = 0; l < cfg.layers; l++) {
+        for (int32_t l = 0; l < cfg->layers; l++) {
             lkv_decode_io a = {q, k, v, out_ref, LKV_MEMORY_HOST};
             lkv_decode_io b = {q, k, v, out_dev, LKV_MEMORY_HOST};
             TU_OK(lkv_cache_decode(ref, 0, l, &a));
@@ -150,27 +166,18 @@ static void decode_matches_cpu(lkv_runtime *rt, lkv_dtype dtype, int steps)
     lkv_cache_stats st;
     TU_OK(lkv_cache_get_stats(dev, &st));
     cr_assert_gt(st.evictions, 0, "the run must evict to test eviction");
-    for (int32_t l = 0; l < cfg.layers; l++)
-        for (int32_t h = 0; h < cfg.kv_heads; h++) {
-            int32_t na = 0, nb = 0;
-            int32_t *pa = tu_positions(ref, 0, l, h, &na), *pb = tu_positions(dev, 0, l, h, &nb);
-            cr_assert_eq(na, nb, "layer %d head %d: %d slots on cpu, %d on vulkan", l, h, na, nb);
-            for (int32_t i = 0; i < na; i++)
-                cr_assert_eq(pa[i], pb[i], "layer %d head %d slot %d: position %d on cpu, %d on vulkan",
-                             l, h, i, pa[i], pb[i]);
-            free(pa);
-            free(pb);
-        }
+    expect_same_positions(ref, dev, cfg);
     free(out_ref);
     free(out_dev);
     lkv_cache_destroy(ref);
     lkv_cache_destroy(dev);
 }
 
-static void run_and_require_silence(lkv_dtype dtype)
+static void run_and_require_silence(lkv_dtype dtype, int32_t head_dim, int32_t capacity)
 {
     lkv_runtime *rt = vulkan_or_skip();
-    decode_matches_cpu(rt, dtype, 150);
+    lkv_cache_config cfg = lazy_config(dtype, head_dim, capacity);
+    decode_matches_cpu(rt, &cfg, 150);
     lkv_runtime_close(rt);
     cr_assert_eq(atomic_load(&lkv_vk_validation_messages), 0,
                  "the validation layer sent %d message(s); see stderr",
@@ -179,12 +186,12 @@ static void run_and_require_silence(lkv_dtype dtype)
 
 Test(vulkan, f32_decode_with_evictions_matches_the_cpu_oracle)
 {
-    run_and_require_silence(LKV_DTYPE_F32);
+    run_and_require_silence(LKV_DTYPE_F32, 64, 200);
 }
 
 Test(vulkan, f16_decode_with_evictions_matches_the_cpu_oracle)
 {
-    run_and_require_silence(LKV_DTYPE_F16);
+    run_and_require_silence(LKV_DTYPE_F16, 64, 200);
 }
 
 Test(vulkan, binding_windows_of_long_caches_give_the_same_results)
@@ -192,49 +199,26 @@ Test(vulkan, binding_windows_of_long_caches_give_the_same_results)
     /* 64 KiB bindings hold one 50 KiB f32 K/V row (200 slots x 64 x 4
      * bytes) at a time, so attend and compact run a window per cache head. */
     setenv("LAZYKV_VULKAN_MAX_RANGE", "65536", 1);
-    run_and_require_silence(LKV_DTYPE_F32);
+    run_and_require_silence(LKV_DTYPE_F32, 64, 200);
 }
 
 Test(vulkan, odd_f16_rows_compact_one_row_at_a_time)
 {
-    /* capacity 201 x head_dim 63 is odd: rows share a 4-byte word. */
-    lkv_runtime *rt = vulkan_or_skip();
-    lkv_cache_config cfg = tu_config(1, 4, 2, 63, 201);
-    cfg.dtype = LKV_DTYPE_F16;
-    TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_STREAMING));
-    cfg.policy.budget = 50;
-    cfg.policy.sinks = 3;
-    lkv_cache *ref = tu_cache(&cfg), *dev = NULL;
-    TU_OK(lkv_cache_create(rt, &cfg, &dev));
-    uint64_t a = 7, b = 7;
-    for (int s = 0; s < 120; s++) {
-        tu_decode_random(ref, &a);
-        tu_decode_random(dev, &b);
-    }
-    for (int32_t h = 0; h < 2; h++) {
-        int32_t na = 0, nb = 0;
-        int32_t *pa = tu_positions(ref, 0, 0, h, &na), *pb = tu_positions(dev, 0, 0, h, &nb);
-        cr_assert_eq(na, nb);
-        cr_assert_arr_eq(pa, pb, sizeof(int32_t) * (size_t)na);
-        free(pa);
-        free(pb);
-    }
-    lkv_cache_destroy(ref);
-    lkv_cache_destroy(dev);
-    lkv_runtime_close(rt);
-    cr_assert_eq(atomic_load(&lkv_vk_validation_messages), 0);
+    /* capacity 201 x head_dim 63 is odd: rows share a 4-byte word, and
+     * slots straddle words, so compaction assembles words from halves. */
+    run_and_require_silence(LKV_DTYPE_F16, 63, 201);
 }
 
 Test(vulkan, workgroup_size_32_gives_the_same_decisions)
 {
     setenv("LAZYKV_VULKAN_WG", "32", 1);
-    run_and_require_silence(LKV_DTYPE_F16);
+    run_and_require_silence(LKV_DTYPE_F16, 64, 200);
 }
 
 Test(vulkan, workgroup_size_256_gives_the_same_decisions)
 {
     setenv("LAZYKV_VULKAN_WG", "256", 1);
-    run_and_require_silence(LKV_DTYPE_F32);
+    run_and_require_silence(LKV_DTYPE_F32, 128, 200);
 }
 
 /* The silence above means something only if messages are caught: a fill

@@ -50,9 +50,7 @@ static lkv_status move_kv(lkv_device *d, const lkv_compact_args *a, const compac
     int vec = !halves && words % 4 == 0 && skew % 4 == 0;
     uint32_t unit = vec ? 4 : 1;
     uint32_t slot_words = halves ? (words + 3) / 2 : words;
-    int64_t most = 0;
-    for (int32_t i = run->first; i < run->first + run->len; i++)
-        most = a->row_k[i] > most ? a->row_k[i] : most;
+    int64_t most = lkv_vk_longest(a->row_k, run->first, run->len);
     uint32_t per_round = round_slots(d, run->len, slot_words * 8);
     VkDeviceSize scratch = (VkDeviceSize)run->len * per_round * slot_words * 8;
     lkv_status st = lkv_vk_reserve(d, &d->compact_scratch, (size_t)scratch);
@@ -78,9 +76,7 @@ static lkv_status move_meta(lkv_device *d, const lkv_compact_args *a, const comp
 {
     const lkv_cache_buffers *c = a->cache;
     VkDeviceSize row = (VkDeviceSize)c->capacity * 4;
-    int64_t most = 0;
-    for (int32_t i = run->first; i < run->first + run->len; i++)
-        most = a->row_k[i] > most ? a->row_k[i] : most;
+    int64_t most = lkv_vk_longest(a->row_k, run->first, run->len);
     uint32_t per_round = round_slots(d, run->len, 16);
     lkv_status st = lkv_vk_reserve(d, &d->compact_scratch, (size_t)run->len * per_round * 16);
     if (st != LKV_OK)

@@ -133,6 +133,9 @@ lkv_vk_window lkv_vk_window_of(const lkv_device *d, const lkv_buffer *b, int64_t
  * multiples of `unit` entries. Returns the run length starting at `first`. */
 int32_t lkv_vk_run(const lkv_device *d, const int32_t *rows, int32_t count, int32_t first,
                    int64_t rows_fit, int32_t unit, int64_t *out_lo, int64_t *out_hi);
+/* The largest of v[first .. first+len): a run's longest row, which sizes
+ * its grid. */
+int32_t lkv_vk_longest(const int32_t *v, int32_t first, int32_t len);
 /* How many consecutive rows of `row_bytes` one binding can span. */
 int64_t lkv_vk_rows_fit(const lkv_device *d, VkDeviceSize row_bytes);
 /* Workgroups along x for `items` invocations in each of `rows` rows of a

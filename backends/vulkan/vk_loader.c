@@ -190,7 +190,7 @@ lkv_status lkv_vk_instance_create(lkv_vk_instance *out_vi)
     if (r != VK_SUCCESS) {
         dlclose(vi.lib);
         if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
-            return lkv_fail(LKV_UNAVAILABLE, "no Vulkan 1.2 driver (ICD) is installed "
+            return lkv_fail(LKV_UNAVAILABLE, "no Vulkan driver (ICD) is installed "
                                              "(vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER)");
         return lkv_fail(LKV_UNAVAILABLE, "vkCreateInstance failed (VkResult %d)", (int)r);
     }

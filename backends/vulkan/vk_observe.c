@@ -12,9 +12,7 @@ lkv_status lkv_vk_observe(lkv_device *d, const lkv_observe_args *a)
     for (int32_t first = 0, len = 0; first < a->n_rows; first += len) {
         int64_t lo, hi;
         len = lkv_vk_run(d, a->rows, a->n_rows, first, fit, 1, &lo, &hi);
-        int32_t most = 0;
-        for (int32_t i = first; i < first + len; i++)
-            most = a->row_n[i] > most ? a->row_n[i] : most;
+        int32_t most = lkv_vk_longest(a->row_n, first, len);
         lkv_vk_binding list;
         lkv_status st = lkv_vk_put_list(d, cols, 2, first, len, &list);
         if (st != LKV_OK)

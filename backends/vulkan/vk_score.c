@@ -30,9 +30,7 @@ lkv_status lkv_vk_score(lkv_device *d, const lkv_score_args *a)
         if (hi - lo + 1 > fit)
             return lkv_fail(LKV_UNSUPPORTED, "vulkan score: the rows of one group (%lld .. %lld) "
                             "span more than one storage-buffer binding", (long long)lo, (long long)hi);
-        int32_t most = 0;
-        for (int32_t i = first; i < first + len; i++)
-            most = a->row_n[i] > most ? a->row_n[i] : most;
+        int32_t most = lkv_vk_longest(a->row_n, first, len);
         lkv_vk_binding list;
         lkv_status st = lkv_vk_put_list(d, cols, 2, first, len, &list);
         if (st != LKV_OK)

@@ -36,6 +36,14 @@ uint32_t lkv_vk_groups(const lkv_device *d, int64_t items, int64_t rows)
     return g < 1 ? 1 : (uint32_t)g;
 }
 
+int32_t lkv_vk_longest(const int32_t *v, int32_t first, int32_t len)
+{
+    int32_t most = 0;
+    for (int32_t i = first; i < first + len; i++)
+        most = v[i] > most ? v[i] : most;
+    return most;
+}
+
 int32_t lkv_vk_run(const lkv_device *d, const int32_t *rows, int32_t count, int32_t first,
                    int64_t rows_fit, int32_t unit, int64_t *out_lo, int64_t *out_hi)
 {
