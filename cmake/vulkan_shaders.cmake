@@ -26,7 +26,7 @@ set(LKV_SPIRV_PIPELINES
   "compact_kv_halves|compact_kv|LKV_HALVES"
   "compact_meta|compact_meta|")
 
-file(GLOB LKV_SHADER_INCLUDES ${PROJECT_SOURCE_DIR}/shaders/*.glsl)
+file(GLOB LKV_SHADER_INCLUDES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/shaders/*.glsl)
 
 # fault: "" for the real kernels, or "pipeline=DEFINE" to build one pipeline
 # with a deliberate fault (the conformance suite's self-test).

@@ -169,6 +169,9 @@ typedef struct conf_run {
     const lkv_conformance_options *opt;
     lkv_runtime *rt[2];
     const char *label, *backend, *device;
+    /* What lkv_list_devices says of the device ("Vulkan 1.3, f32 scores"):
+     * known deviations can hinge on a capability named there. */
+    char traits[256];
     lkv_conformance_summary *sum;
     int seeds;
     double started;
@@ -209,7 +212,7 @@ const char *conf_dtype_name(lkv_dtype dtype);
 int conf_glob_match(const char *patterns, const char *name);
 
 /* Why `backend` is expected to fail `case_name`, or NULL (conf_xfail.c). */
-const char *conf_xfail_reason(const char *backend, const char *case_name);
+const char *conf_xfail_reason(const char *backend, const char *traits, const char *case_name);
 
 /* ---- the case families (one file each) --------------------------------- */
 

@@ -133,7 +133,7 @@ void conf_group_begin(conf_run *r, const char *name, const char *op, const char 
 
 static void apply_xfail(const conf_run *r, conf_verdict *v)
 {
-    const char *why = conf_xfail_reason(r->backend, r->name);
+    const char *why = conf_xfail_reason(r->backend, r->traits, r->name);
     if (!why)
         return;
     if (v->outcome == LKV_CONF_FAIL) {
@@ -191,7 +191,7 @@ void conf_group_end(conf_run *r)
     char measure[96] = "";
     if (!isnan(v->metric))
         snprintf(measure, sizeof measure, "%s %.3g %s %.3g", v->metric_name, v->metric,
-                 v->outcome == LKV_CONF_FAIL ? ">" : "<=", v->threshold);
+                 v->metric > v->threshold ? ">" : "<=", v->threshold);
     /* a passing line stays short; anything else says why */
     int why = r->worst != LKV_CONF_PASS || strstr(v->detail, "near tie") ||
               strstr(v->detail, "known deviation");

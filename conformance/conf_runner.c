@@ -33,6 +33,20 @@ static void print_header(const conf_run *r)
     fflush(t);
 }
 
+/* The device's line in lkv_list_devices (its reason text names
+ * capabilities, e.g. "f32 scores"); empty when it is not listed. */
+static void device_traits(const lkv_runtime *rt, char *out, size_t len)
+{
+    out[0] = '\0';
+    lkv_device_report reps[64];
+    int n = 0;
+    if (lkv_list_devices(reps, 64, &n) != LKV_OK)
+        return;
+    for (int i = 0; i < n && i < 64; i++)
+        if (!strcmp(reps[i].backend, rt->info.backend) && reps[i].device == rt->info.device)
+            snprintf(out, len, "%s", reps[i].reason);
+}
+
 lkv_status lkv_conformance_run(const lkv_conformance_options *opt, lkv_runtime *under_test,
                                const char *label, lkv_conformance_summary *out_summary)
 {
@@ -60,6 +74,7 @@ lkv_status lkv_conformance_run(const lkv_conformance_options *opt, lkv_runtime *
         .seeds = opt->seeds > 0 ? opt->seeds : opt->quick ? 2 : 3,
         .started = conf_now(),
     };
+    device_traits(under_test, r.traits, sizeof r.traits);
     print_header(&r);
     unsigned ops = opt->ops ? opt->ops : LKV_CONF_ALL;
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)

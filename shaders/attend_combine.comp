@@ -3,7 +3,8 @@
 // out = sum_s o_s exp(m_s - M) / L and the log-sum-exp M + log L, where
 // M = max_s m_s and L = sum_s l_s exp(m_s - M).
 // Launch: x = query heads of the chunk (a workgroup each), invocations over
-// dimensions. Partials and lse are chunk-relative, out is the group's. With no valid slot, out is 0 and lse is -inf, as on the CPU.
+// dimensions. Partials and lse are chunk-relative, out is the group's.
+// With no valid slot, out is 0 and lse is -inf, as on the CPU.
 
 layout(local_size_x_id = 0) in;
 #define WG gl_WorkGroupSize.x
@@ -30,12 +31,13 @@ void main()
     for (uint s = 0u; s < pc.n_splits; s++)
         big = max(big, part[base + s * stride]);
     float total = 0.0;
-    for (uint s = 0u; s < pc.n_splits; s++)
+    bool none = big == uintBitsToFloat(0xff800000u); // no split saw a finite logit
+    for (uint s = 0u; s < pc.n_splits && !none; s++)
         total += part[base + s * stride + 1u] * exp(part[base + s * stride] - big);
     if (pc.has_out != 0u)
         for (uint e = tid; e < pc.dim; e += WG) {
             float o = 0.0;
-            for (uint s = 0u; s < pc.n_splits; s++)
+            for (uint s = 0u; s < pc.n_splits && !none; s++)
                 o += part[base + s * stride + 2u + e] * exp(part[base + s * stride] - big);
 #ifdef LKV_FAULT_FLIP_SIGN
             o = -o; // fault injection for the conformance self-test; never shipped

@@ -78,7 +78,10 @@ void main()
     for (uint c = s0; c < s1; c += WG) {
         uint i = c + tid;
         for (uint j = 0u; j < QBLOCK; j++) {
-            float w = (i < s1 && j < jn) ? exp(logits[(qh0 + j) * pc.n + i] - m[j]) : 0.0;
+            // A split whose logits are all -inf contributes nothing (the CPU's
+            // 0), not exp(-inf - -inf) = NaN.
+            bool live = i < s1 && j < jn && m[j] != uintBitsToFloat(0xff800000u);
+            float w = live ? exp(logits[(qh0 + j) * pc.n + i] - m[j]) : 0.0;
             weight[j][tid] = w;
             l[j] += w;
         }

@@ -4,7 +4,7 @@
 // slots move to the front in place, in the same gather-then-write rounds as
 // compact_kv.comp (see there why this is safe), from the first slot that
 // moves. Launch: x = blocks of the round's slots, y = listed rows.
-// list: (row, k) pairs; scratch: [listed row][round_words][4].
+// list: (row, k) pairs; scratch: [listed row][round slot][4].
 #include "meta_rows.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -15,7 +15,7 @@ layout(push_constant) uniform Params {
     uint row_base;
     uint phase; // 0 gather, 1 write
     uint round_first;
-    uint round_words;
+    uint round_slots;
 } pc;
 
 layout(std430, binding = 0) readonly buffer List { uint list[]; };
@@ -40,12 +40,12 @@ void main()
             hi = mid;
     }
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    uint end = count > pc.round_first ? min(pc.round_words, count - pc.round_first) : 0u;
+    uint end = count > pc.round_first ? min(pc.round_slots, count - pc.round_first) : 0u;
     for (uint i = gl_GlobalInvocationID.x; i < end; i += stride) {
         uint j = pc.round_first + i;
         if (j < lo || j >= count)
             continue;
-        uint s = r * pc.round_words + i;
+        uint s = r * pc.round_slots + i;
         if (pc.phase == 0u) {
             uint src = base + kept[base + j];
             scratch[s] = uvec4(pos[src], sa[src], sb[src], sf[src]);

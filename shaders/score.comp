@@ -74,7 +74,8 @@ float pooled(uint row, int lo, int hi, int i, bool avg)
             continue; // padding: 0 for the average (counted), absent for the max
         float f = state[META_INDEX(row, uint(j))];
         sum += REAL(f);
-        best = max(best, f);
+        if (f > best) // a NaN never wins, as on the CPU (GLSL max leaves NaN undefined)
+            best = f;
     }
     return avg ? float(sum / REAL(pc.pool_kernel)) : best;
 }

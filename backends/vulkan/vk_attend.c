@@ -119,8 +119,25 @@ static lkv_status chunk(lkv_device *d, const lkv_attend_args *a, const attend_pl
     return lkv_vk_dispatch(d, LKV_VK_PIPE_attend_probs, b4, &pp, lkv_vk_groups(d, p->n, nch), nch, 1);
 }
 
+/* q and out are bound whole: they hold a few vectors per group, but a caller
+ * could pass more groups than one binding spans. */
+static lkv_status check_io(const lkv_device *d, const lkv_attend_args *a)
+{
+    const lkv_buffer *io[2] = {a->q, a->out};
+    for (int i = 0; i < 2; i++)
+        if (io[i] && io[i]->size > d->max_range)
+            return lkv_fail(LKV_UNSUPPORTED, "vulkan attend: a %s buffer of %llu bytes exceeds this "
+                            "device's %llu-byte storage-buffer range; attend fewer groups at once",
+                            i ? "out" : "q", (unsigned long long)io[i]->size,
+                            (unsigned long long)d->max_range);
+    return LKV_OK;
+}
+
 lkv_status lkv_vk_attend(lkv_device *d, const lkv_attend_args *a)
 {
+    lkv_status st0 = check_io(d, a);
+    if (st0 != LKV_OK)
+        return st0;
     for (int32_t g = 0; g < a->n_groups; g++) {
         attend_plan p;
         lkv_status st = plan_group(d, a, a->group_n[g], &p);

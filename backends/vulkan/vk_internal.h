@@ -6,6 +6,7 @@
 #define VK_NO_PROTOTYPES /* every entry point comes from vk_symbols.h */
 #include <vulkan/vulkan.h>
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "backend.h"
@@ -51,7 +52,11 @@ struct lkv_buffer {
     unsigned char *map; /* persistent mapping when the memory is host-visible */
 };
 
+#define LKV_VK_MAX_DEVICES 16
+
 struct lkv_device {
+    pthread_mutex_t lock; /* held by every op entry (vk_backend.c) */
+    int locked;           /* lock initialised */
     lkv_vk_instance vi;
     VkPhysicalDevice phys;
     VkPhysicalDeviceProperties props;
@@ -100,6 +105,13 @@ lkv_status lkv_vk_check(VkResult r, const char *what);
 /* Whether the physical device has what the backend needs; `why` if not. */
 int lkv_vk_device_usable(lkv_vk_instance *vi, VkPhysicalDevice phys, char *why, size_t why_len);
 
+/* vk_probe.c, vk_device.c, vk_settings.c */
+lkv_status lkv_vk_probe(lkv_device_report *out, int cap, int *out_count);
+lkv_status lkv_vk_open(int device, lkv_device **out_dev);
+void lkv_vk_close(lkv_device *d);
+/* Limits and knobs of the chosen physical device (d->phys) into d. */
+lkv_status lkv_vk_settings(lkv_device *d);
+
 /* vk_memory.c */
 lkv_status lkv_vk_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf);
 void lkv_vk_free(lkv_device *d, lkv_buffer *b);
@@ -115,6 +127,14 @@ lkv_status lkv_vk_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes);
 lkv_status lkv_vk_begin(lkv_device *d);
 lkv_status lkv_vk_flush(lkv_device *d); /* submit what is recorded and wait */
 void lkv_vk_barrier(lkv_device *d);
+/* Makes room for `bytes` of lists (one op's, all runs, alignment included)
+ * before the op records anything, so putting them cannot fail half-way. */
+lkv_status lkv_vk_arena_room(lkv_device *d, size_t bytes);
+/* Room for an op's lists of `n_rows` entries of `ncols` columns. */
+static inline size_t lkv_vk_list_bytes(const lkv_device *d, int32_t n_rows, int ncols)
+{
+    return (size_t)n_rows * ((size_t)ncols * 4 + (size_t)d->align) + (size_t)d->align;
+}
 /* Writes entries first .. first+len of `ncols` host int32 columns (rows,
  * row_n, ...) interleaved into the arena, for the shader's `list`. */
 lkv_status lkv_vk_put_list(lkv_device *d, const int32_t *const *cols, int ncols, int32_t first,
@@ -123,6 +143,8 @@ lkv_status lkv_vk_put_list(lkv_device *d, const int32_t *const *cols, int ncols,
 /* vk_pipeline.c */
 lkv_status lkv_vk_dispatch(lkv_device *d, lkv_vk_pipe_id pipe, const lkv_vk_binding *binds,
                            const void *push, uint32_t gx, uint32_t gy, uint32_t gz);
+/* Builds a pipeline now, so an op can acquire everything before recording. */
+lkv_status lkv_vk_pipe_ready(lkv_device *d, lkv_vk_pipe_id id);
 void lkv_vk_pipelines_destroy(lkv_device *d);
 
 /* vk_window.c */

@@ -242,6 +242,12 @@ int lkv_vk_device_usable(lkv_vk_instance *vi, VkPhysicalDevice phys, char *why, 
         snprintf(why, why_len, "device supports Vulkan 1.0 only; lazykv needs 1.1");
         return 0;
     }
+    /* compact_meta binds 7 storage buffers; the spec only promises 4. */
+    if (props.limits.maxPerStageDescriptorStorageBuffers < 7) {
+        snprintf(why, why_len, "device binds %u storage buffers per stage; lazykv needs 7",
+                 props.limits.maxPerStageDescriptorStorageBuffers);
+        return 0;
+    }
     if (!has_device_ext(vi, phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {
         snprintf(why, why_len, "device lacks %s", VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
         return 0;

@@ -1,6 +1,7 @@
-/* Buffers: device-local memory, mapped persistently when it is also
- * host-visible (lavapipe, integrated GPUs, resizable BAR); otherwise host
- * transfers bounce through a staging buffer. Transfers are synchronous: work
+/* Buffers: the first device-local memory type, mapped persistently when it
+ * is also host-visible (lavapipe, integrated GPUs); otherwise host transfers
+ * bounce through a staging buffer in host-cached memory where there is some
+ * (reads from write-combined memory crawl). Transfers are synchronous: work
  * already recorded is submitted and waited for first, so a write never races
  * an op that reads the old contents. */
 #include <string.h>
@@ -50,8 +51,10 @@ static lkv_status alloc_kind(lkv_device *d, size_t bytes, int host, lkv_buffer *
     }
     VkMemoryRequirements req;
     fn->vkGetBufferMemoryRequirements(d->dev, b->buf, &req);
-    uint32_t type = host ? find_type(d, req.memoryTypeBits, host_flags)
+    uint32_t type = host ? find_type(d, req.memoryTypeBits, host_flags | VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
                          : find_type(d, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (type == UINT32_MAX && host)
+        type = find_type(d, req.memoryTypeBits, host_flags);
     if (type == UINT32_MAX)
         type = find_type(d, req.memoryTypeBits, host ? host_flags : 0);
     if (type == UINT32_MAX) {

@@ -1,22 +1,33 @@
 /* observe on Vulkan: one dispatch per run of rows that one binding window
- * holds (normally all of them). */
+ * holds (normally all of them). Everything it needs is acquired before it
+ * records, so a failure leaves the policy state untouched. */
 #include "error.h"
 #include "vk_internal.h"
+
+static lkv_status prepare(lkv_device *d, const lkv_observe_args *a, int64_t fit)
+{
+    if (fit < 1)
+        return lkv_fail(LKV_UNSUPPORTED, "vulkan observe: one row of %d slots exceeds this "
+                        "device's storage-buffer range", a->cache->capacity);
+    lkv_status st = lkv_vk_pipe_ready(d, LKV_VK_PIPE_observe);
+    return st == LKV_OK ? lkv_vk_arena_room(d, lkv_vk_list_bytes(d, a->n_rows, 2)) : st;
+}
 
 lkv_status lkv_vk_observe(lkv_device *d, const lkv_observe_args *a)
 {
     const lkv_cache_buffers *c = a->cache;
     VkDeviceSize row_bytes = (VkDeviceSize)c->capacity * 4;
     int64_t fit = lkv_vk_rows_fit(d, row_bytes);
+    lkv_status st = prepare(d, a, fit);
     const int32_t *cols[2] = {a->rows, a->row_n};
-    for (int32_t first = 0, len = 0; first < a->n_rows; first += len) {
+    for (int32_t first = 0, len = 0; st == LKV_OK && first < a->n_rows; first += len) {
         int64_t lo, hi;
         len = lkv_vk_run(d, a->rows, a->n_rows, first, fit, 1, &lo, &hi);
         int32_t most = lkv_vk_longest(a->row_n, first, len);
         lkv_vk_binding list;
-        lkv_status st = lkv_vk_put_list(d, cols, 2, first, len, &list);
+        st = lkv_vk_put_list(d, cols, 2, first, len, &list);
         if (st != LKV_OK)
-            return st;
+            break;
         lkv_vk_window p = lkv_vk_window_of(d, a->probs, lo, hi, row_bytes, 4);
         lkv_vk_binding b[5] = {list, p.bind,
                                lkv_vk_window_of(d, c->state_a, lo, hi, row_bytes, 4).bind,
@@ -24,9 +35,8 @@ lkv_status lkv_vk_observe(lkv_device *d, const lkv_observe_args *a)
                                lkv_vk_window_of(d, c->state_f, lo, hi, row_bytes, 4).bind};
         struct { uint32_t cap, skew, row_base, kind; int32_t t; float alpha; } push =
             {(uint32_t)c->capacity, p.skew, (uint32_t)lo, (uint32_t)a->kind, a->t, a->alpha};
-        st = lkv_vk_dispatch(d, LKV_VK_PIPE_observe, b, &push, lkv_vk_groups(d, most, len), (uint32_t)len, 1);
-        if (st != LKV_OK)
-            return st;
+        st = lkv_vk_dispatch(d, LKV_VK_PIPE_observe, b, &push, lkv_vk_groups(d, most, len),
+                             (uint32_t)len, 1);
     }
-    return LKV_OK;
+    return st;
 }

@@ -3,6 +3,7 @@
  * storage buffers, push constants for the scalars, the workgroup size as
  * specialization constant 0. */
 #include <stdint.h>
+#include <string.h>
 
 #include "error.h"
 #include "vk_internal.h"
@@ -28,6 +29,18 @@ static const pipe_info pipes[LKV_VK_PIPE_COUNT] = {
 };
 
 #define LKV_VK_MAX_BINDINGS 8
+
+static void destroy(lkv_device *d, lkv_vk_pipeline *p)
+{
+    const lkv_vk_fns *fn = &d->vi.fn;
+    if (p->pipeline)
+        fn->vkDestroyPipeline(d->dev, p->pipeline, NULL);
+    if (p->layout)
+        fn->vkDestroyPipelineLayout(d->dev, p->layout, NULL);
+    if (p->set_layout)
+        fn->vkDestroyDescriptorSetLayout(d->dev, p->set_layout, NULL);
+    memset(p, 0, sizeof *p);
+}
 
 static lkv_status build(lkv_device *d, lkv_vk_pipe_id id)
 {
@@ -80,9 +93,16 @@ static lkv_status build(lkv_device *d, lkv_vk_pipe_id id)
                           "vkCreateComputePipelines");
     if (module)
         fn->vkDestroyShaderModule(d->dev, module, NULL);
-    if (st != LKV_OK)
+    if (st != LKV_OK) {
+        destroy(d, p); /* the next use tries again from scratch */
         return lkv_fail_context(st, "building the %s pipeline", info->name);
+    }
     return LKV_OK;
+}
+
+lkv_status lkv_vk_pipe_ready(lkv_device *d, lkv_vk_pipe_id id)
+{
+    return d->pipes[id].pipeline ? LKV_OK : build(d, id);
 }
 
 lkv_status lkv_vk_dispatch(lkv_device *d, lkv_vk_pipe_id id, const lkv_vk_binding *binds,
@@ -90,7 +110,7 @@ lkv_status lkv_vk_dispatch(lkv_device *d, lkv_vk_pipe_id id, const lkv_vk_bindin
 {
     const lkv_vk_fns *fn = &d->vi.fn;
     lkv_vk_pipeline *p = &d->pipes[id];
-    lkv_status st = p->pipeline ? LKV_OK : build(d, id);
+    lkv_status st = lkv_vk_pipe_ready(d, id);
     if (st == LKV_OK)
         st = lkv_vk_begin(d);
     if (st != LKV_OK)
@@ -119,14 +139,6 @@ lkv_status lkv_vk_dispatch(lkv_device *d, lkv_vk_pipe_id id, const lkv_vk_bindin
 
 void lkv_vk_pipelines_destroy(lkv_device *d)
 {
-    const lkv_vk_fns *fn = &d->vi.fn;
-    for (int i = 0; i < LKV_VK_PIPE_COUNT; i++) {
-        lkv_vk_pipeline *p = &d->pipes[i];
-        if (p->pipeline)
-            fn->vkDestroyPipeline(d->dev, p->pipeline, NULL);
-        if (p->layout)
-            fn->vkDestroyPipelineLayout(d->dev, p->layout, NULL);
-        if (p->set_layout)
-            fn->vkDestroyDescriptorSetLayout(d->dev, p->set_layout, NULL);
-    }
+    for (int i = 0; i < LKV_VK_PIPE_COUNT; i++)
+        destroy(d, &d->pipes[i]);
 }

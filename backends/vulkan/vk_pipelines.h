@@ -1,6 +1,6 @@
 /* Every compute pipeline: name (also the embedded SPIR-V's name, see
- * shaders/CMakeLists in the top-level build), storage-buffer bindings, push
- * constant bytes. Built on first use. */
+ * cmake/vulkan_shaders.cmake), storage-buffer bindings, push constant bytes.
+ * Built on first use. */
 LKV_VK_PIPE(attend_logits_f32, 3, 32)
 LKV_VK_PIPE(attend_logits_f16, 3, 32)
 LKV_VK_PIPE(attend_logits_f32_vec, 3, 32)

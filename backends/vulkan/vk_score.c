@@ -23,6 +23,14 @@ lkv_status lkv_vk_score(lkv_device *d, const lkv_score_args *a)
     VkDeviceSize row_bytes = (VkDeviceSize)c->capacity * 4;
     int64_t fit = lkv_vk_rows_fit(d, row_bytes);
     int32_t unit = a->kind == LKV_SCORE_GROUP_MEAN ? a->rows_per_group : 1;
+    lkv_vk_pipe_id pipe = d->has_f64 ? LKV_VK_PIPE_score_f64 : LKV_VK_PIPE_score_f32;
+    lkv_status st = lkv_vk_pipe_ready(d, pipe);
+    if (st == LKV_OK && a->prior_kept)
+        st = lkv_vk_pipe_ready(d, LKV_VK_PIPE_score_prior);
+    if (st == LKV_OK)
+        st = lkv_vk_arena_room(d, lkv_vk_list_bytes(d, a->n_rows, 2));
+    if (st != LKV_OK)
+        return st;
     const int32_t *cols[2] = {a->rows, a->row_n};
     for (int32_t first = 0, len = 0; first < a->n_rows; first += len) {
         int64_t lo, hi;
@@ -32,7 +40,7 @@ lkv_status lkv_vk_score(lkv_device *d, const lkv_score_args *a)
                             "span more than one storage-buffer binding", (long long)lo, (long long)hi);
         int32_t most = lkv_vk_longest(a->row_n, first, len);
         lkv_vk_binding list;
-        lkv_status st = lkv_vk_put_list(d, cols, 2, first, len, &list);
+        st = lkv_vk_put_list(d, cols, 2, first, len, &list);
         if (st != LKV_OK)
             return st;
         lkv_vk_window s = lkv_vk_window_of(d, a->scores, lo, hi, row_bytes, 4);
@@ -48,8 +56,7 @@ lkv_status lkv_vk_score(lkv_device *d, const lkv_score_args *a)
                   a->protect_head, a->protect_tail, a->pool_kernel,
                   (uint32_t)(a->rows_per_group > 0 ? a->rows_per_group : 1),
                   (uint32_t)a->seed, (uint32_t)(a->seed >> 32)};
-        st = lkv_vk_dispatch(d, d->has_f64 ? LKV_VK_PIPE_score_f64 : LKV_VK_PIPE_score_f32, b, &push,
-                             lkv_vk_groups(d, most, len), (uint32_t)len, 1);
+        st = lkv_vk_dispatch(d, pipe, b, &push, lkv_vk_groups(d, most, len), (uint32_t)len, 1);
         if (st == LKV_OK && a->prior_kept && a->prior_k > 0)
             st = prior(d, a, list, lo, hi, len);
         if (st != LKV_OK)

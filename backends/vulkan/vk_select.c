@@ -7,20 +7,24 @@ lkv_status lkv_vk_select(lkv_device *d, const lkv_select_args *a)
 {
     VkDeviceSize row_bytes = (VkDeviceSize)a->capacity * 4;
     int64_t fit = lkv_vk_rows_fit(d, row_bytes);
+    if (fit < 1)
+        return lkv_fail(LKV_UNSUPPORTED, "vulkan select: one row of %d slots exceeds this "
+                        "device's storage-buffer range", a->capacity);
+    lkv_status st = lkv_vk_pipe_ready(d, LKV_VK_PIPE_select);
+    if (st == LKV_OK)
+        st = lkv_vk_arena_room(d, lkv_vk_list_bytes(d, a->n_rows, 3));
     const int32_t *cols[3] = {a->rows, a->row_n, a->row_k};
-    for (int32_t first = 0, len = 0; first < a->n_rows; first += len) {
+    for (int32_t first = 0, len = 0; st == LKV_OK && first < a->n_rows; first += len) {
         int64_t lo, hi;
         len = lkv_vk_run(d, a->rows, a->n_rows, first, fit, 1, &lo, &hi);
         lkv_vk_binding list;
-        lkv_status st = lkv_vk_put_list(d, cols, 3, first, len, &list);
+        st = lkv_vk_put_list(d, cols, 3, first, len, &list);
         if (st != LKV_OK)
-            return st;
+            break;
         lkv_vk_window s = lkv_vk_window_of(d, a->scores, lo, hi, row_bytes, 4);
         lkv_vk_binding b[3] = {list, s.bind, lkv_vk_window_of(d, a->kept, lo, hi, row_bytes, 4).bind};
         struct { uint32_t cap, skew, row_base; } push = {(uint32_t)a->capacity, s.skew, (uint32_t)lo};
         st = lkv_vk_dispatch(d, LKV_VK_PIPE_select, b, &push, (uint32_t)len, 1, 1);
-        if (st != LKV_OK)
-            return st;
     }
-    return LKV_OK;
+    return st;
 }

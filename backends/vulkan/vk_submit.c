@@ -42,7 +42,6 @@ lkv_status lkv_vk_flush(lkv_device *d)
                              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                              VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
     d->recording = 0;
-    d->arena_used = 0;
     lkv_status st = lkv_vk_check(fn->vkEndCommandBuffer(d->cmd), "vkEndCommandBuffer");
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
                        .commandBufferCount = 1,
@@ -58,21 +57,31 @@ lkv_status lkv_vk_flush(lkv_device *d)
     return st;
 }
 
+lkv_status lkv_vk_arena_room(lkv_device *d, size_t bytes)
+{
+    VkDeviceSize at = (d->arena_used + d->align - 1) / d->align * d->align;
+    if (at + bytes <= d->arena->size)
+        return LKV_OK;
+    /* Full. Recorded dispatches read their lists from the arena when they
+     * run, so it is rewound only after they have run, never by a flush
+     * alone (a flush in the middle of an op would leave that op's recorded
+     * dispatches pointing at lists the next ones overwrite). */
+    lkv_status st = lkv_vk_flush(d);
+    if (st == LKV_OK)
+        st = lkv_vk_reserve(d, &d->arena, bytes);
+    if (st == LKV_OK)
+        d->arena_used = 0;
+    return st;
+}
+
 lkv_status lkv_vk_put_list(lkv_device *d, const int32_t *const *cols, int ncols, int32_t first,
                            int32_t len, lkv_vk_binding *out_bind)
 {
     size_t bytes = (size_t)len * (size_t)ncols * sizeof(uint32_t);
+    lkv_status st = lkv_vk_arena_room(d, bytes);
+    if (st != LKV_OK)
+        return st;
     VkDeviceSize at = (d->arena_used + d->align - 1) / d->align * d->align;
-    if (at + bytes > d->arena->size) {
-        /* Full: run what is recorded (it owns the arena's contents), then
-         * start over, larger if this list alone does not fit. */
-        lkv_status st = lkv_vk_flush(d);
-        if (st == LKV_OK)
-            st = lkv_vk_reserve(d, &d->arena, bytes);
-        if (st != LKV_OK)
-            return st;
-        at = 0;
-    }
     uint32_t *out = (uint32_t *)(void *)(d->arena->map + at);
     for (int32_t i = 0; i < len; i++)
         for (int c = 0; c < ncols; c++)

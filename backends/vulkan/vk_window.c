@@ -10,6 +10,9 @@ lkv_vk_window lkv_vk_window_of(const lkv_device *d, const lkv_buffer *b, int64_t
     VkDeviceSize off = (VkDeviceSize)row_lo * row_bytes;
     VkDeviceSize end = (VkDeviceSize)(row_hi + 1) * row_bytes;
     VkDeviceSize at = off / d->align * d->align;
+    /* Shaders read f16 as 32-bit words: a row that ends mid-word needs the
+     * whole word bound. b->size is a multiple of 4, so this stays inside. */
+    end = (end + 3) & ~(VkDeviceSize)3;
     if (end > b->size)
         end = b->size;
     if (end <= at)
@@ -22,7 +25,7 @@ int64_t lkv_vk_rows_fit(const lkv_device *d, VkDeviceSize row_bytes)
 {
     if (row_bytes == 0)
         return INT64_MAX;
-    return (int64_t)((d->max_range - d->align) / row_bytes);
+    return (int64_t)((d->max_range - d->align - 4) / row_bytes);
 }
 
 uint32_t lkv_vk_groups(const lkv_device *d, int64_t items, int64_t rows)

@@ -1,0 +1,140 @@
+/* Opening a Vulkan device: the instance, the physical device, a compute
+ * queue, the command buffer and fence every op records into, and the
+ * settings of vk_settings.c. Closing waits for the device and frees all. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "vk_internal.h"
+
+static uint32_t compute_family(lkv_device *d)
+{
+    uint32_t n = 0;
+    VkQueueFamilyProperties fam[32];
+    d->vi.fn.vkGetPhysicalDeviceQueueFamilyProperties(d->phys, &n, NULL);
+    if (n > 32)
+        n = 32;
+    d->vi.fn.vkGetPhysicalDeviceQueueFamilyProperties(d->phys, &n, fam);
+    /* A compute-only family is the dedicated async-compute queue on AMD and
+     * NVIDIA; any compute family will do otherwise. */
+    for (uint32_t i = 0; i < n; i++)
+        if ((fam[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(fam[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+            return i;
+    for (uint32_t i = 0; i < n; i++)
+        if (fam[i].queueFlags & VK_QUEUE_COMPUTE_BIT)
+            return i;
+    return 0;
+}
+
+static lkv_status create_device(lkv_device *d)
+{
+    VkPhysicalDeviceFeatures want;
+    memset(&want, 0, sizeof want);
+    want.shaderFloat64 = d->has_f64 ? VK_TRUE : VK_FALSE;
+    d->family = compute_family(d);
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                 .queueFamilyIndex = d->family,
+                                 .queueCount = 1,
+                                 .pQueuePriorities = &prio};
+    const char *exts[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+    VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                             .queueCreateInfoCount = 1,
+                             .pQueueCreateInfos = &q,
+                             .enabledExtensionCount = 1,
+                             .ppEnabledExtensionNames = exts,
+                             .pEnabledFeatures = &want};
+    lkv_status st = lkv_vk_check(d->vi.fn.vkCreateDevice(d->phys, &ci, NULL, &d->dev), "vkCreateDevice");
+    if (st != LKV_OK)
+        return st;
+    st = lkv_vk_load_device_fns(&d->vi, d->dev);
+    if (st != LKV_OK)
+        return st;
+    d->vi.fn.vkGetDeviceQueue(d->dev, d->family, 0, &d->queue);
+    VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                   .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                   .queueFamilyIndex = d->family};
+    st = lkv_vk_check(d->vi.fn.vkCreateCommandPool(d->dev, &pci, NULL, &d->pool), "vkCreateCommandPool");
+    if (st != LKV_OK)
+        return st;
+    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                      .commandPool = d->pool,
+                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                      .commandBufferCount = 1};
+    st = lkv_vk_check(d->vi.fn.vkAllocateCommandBuffers(d->dev, &ai, &d->cmd), "vkAllocateCommandBuffers");
+    if (st != LKV_OK)
+        return st;
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    return lkv_vk_check(d->vi.fn.vkCreateFence(d->dev, &fci, NULL, &d->fence), "vkCreateFence");
+}
+
+void lkv_vk_close(lkv_device *d)
+{
+    if (!d)
+        return;
+    /* A failed open can stop anywhere, even with the device's entry points
+     * only partly loaded (the last one loaded is vkWaitForFences). */
+    if (d->dev && d->vi.fn.vkWaitForFences) {
+        lkv_vk_flush(d);
+        d->vi.fn.vkDeviceWaitIdle(d->dev);
+        lkv_vk_free(d, d->arena);
+        lkv_vk_free(d, d->staging);
+        lkv_vk_free(d, d->logits);
+        lkv_vk_free(d, d->partials);
+        lkv_vk_free(d, d->lse);
+        lkv_vk_free(d, d->compact_scratch);
+        lkv_vk_pipelines_destroy(d);
+        if (d->fence)
+            d->vi.fn.vkDestroyFence(d->dev, d->fence, NULL);
+        if (d->pool)
+            d->vi.fn.vkDestroyCommandPool(d->dev, d->pool, NULL);
+        d->vi.fn.vkDestroyDevice(d->dev, NULL);
+    } else if (d->dev && d->vi.fn.vkDestroyDevice) {
+        d->vi.fn.vkDestroyDevice(d->dev, NULL);
+    }
+    if (d->locked)
+        pthread_mutex_destroy(&d->lock);
+    lkv_vk_instance_destroy(&d->vi);
+    free(d);
+}
+
+lkv_status lkv_vk_open(int device, lkv_device **out_dev)
+{
+    lkv_device *d = calloc(1, sizeof *d);
+    if (!d)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory opening the vulkan backend");
+    lkv_status st = lkv_vk_instance_create(&d->vi);
+    if (st != LKV_OK) {
+        free(d);
+        return st;
+    }
+    VkPhysicalDevice phys[LKV_VK_MAX_DEVICES]; /* more than enough for one machine */
+    uint32_t n = LKV_VK_MAX_DEVICES;
+    VkResult r = d->vi.fn.vkEnumeratePhysicalDevices(d->vi.instance, &n, phys);
+    char why[200];
+    if ((r != VK_SUCCESS && r != VK_INCOMPLETE) || device < 0 || (uint32_t)device >= n) {
+        lkv_vk_close(d);
+        return lkv_fail(LKV_INVALID_ARGUMENT, "vulkan device %d does not exist (%u found)", device, n);
+    }
+    d->phys = phys[device];
+    if (!lkv_vk_device_usable(&d->vi, d->phys, why, sizeof why)) {
+        lkv_vk_close(d);
+        return lkv_fail(LKV_UNAVAILABLE, "vulkan device %d: %s", device, why);
+    }
+    st = lkv_vk_settings(d);
+    if (st == LKV_OK && pthread_mutex_init(&d->lock, NULL) != 0)
+        st = lkv_fail(LKV_INTERNAL, "vulkan: cannot create the device lock");
+    d->locked = st == LKV_OK;
+    if (st == LKV_OK)
+        st = create_device(d);
+    if (st == LKV_OK)
+        st = lkv_vk_reserve(d, &d->arena, (size_t)1 << 20);
+    if (st != LKV_OK) {
+        lkv_vk_close(d);
+        return lkv_fail_context(st, "opening vulkan device %d (%s)", device, d->props.deviceName);
+    }
+    *out_dev = d;
+    return LKV_OK;
+}
