@@ -30,6 +30,8 @@ uint64_t conf_rng_next(conf_rng *r);
 double conf_rng_uniform(conf_rng *r);           /* in (0, 1) */
 double conf_rng_normal(conf_rng *r);            /* standard normal */
 int32_t conf_rng_below(conf_rng *r, int32_t n); /* in 0 .. n-1; 0 when n <= 0 */
+/* The non-finite values NaN/Inf parity is checked with: 0 NaN, 1 +inf, 2 -inf. */
+float conf_special(int which);
 void conf_rng_shuffle(conf_rng *r, int32_t *x, int32_t n);
 /* k distinct values of 0 .. n-1, ascending, into out[0..k). */
 void conf_rng_subset(conf_rng *r, int32_t n, int32_t k, int32_t *out);

@@ -59,3 +59,8 @@ void conf_rng_subset(conf_rng *r, int32_t n, int32_t k, int32_t *out)
         if ((double)(n - i) * conf_rng_uniform(r) < (double)(k - got))
             out[got++] = i;
 }
+
+float conf_special(int which)
+{
+    return which == 0 ? NAN : which == 1 ? INFINITY : -INFINITY;
+}

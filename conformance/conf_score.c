@@ -92,12 +92,8 @@ static void lazy_state(conf_rng *rng, int32_t t, int32_t *last, int32_t *mri)
 static float state_value(conf_rng *rng, int nan)
 {
     int pick = conf_rng_below(rng, 40);
-    if (nan && pick == 0)
-        return NAN;
-    if (nan && pick == 1)
-        return INFINITY;
-    if (nan && pick == 2)
-        return -INFINITY;
+    if (nan && pick < 3)
+        return conf_special(pick);
     if (pick < 6)
         return 0.0f;
     return (float)pow(10.0, 3.0 - 12.0 * conf_rng_uniform(rng));

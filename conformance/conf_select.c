@@ -46,12 +46,8 @@ typedef struct select_case {
 static float score_value(conf_rng *rng, int quantised, int nan)
 {
     int pick = conf_rng_below(rng, 40);
-    if (nan && pick == 0)
-        return NAN;
-    if (nan && pick == 1)
-        return INFINITY;
-    if (nan && pick == 2)
-        return -INFINITY;
+    if (nan && pick < 3)
+        return conf_special(pick);
     double x = conf_rng_normal(rng);
     return (float)(quantised ? floor(x * 4.0) / 4.0 : x);
 }
