@@ -52,6 +52,7 @@ static lkv_status create_device(lkv_device *d)
     st = lkv_vk_load_device_fns(&d->vi, d->dev);
     if (st != LKV_OK)
         return st;
+    d->fns_loaded = 1;
     d->vi.fn.vkGetDeviceQueue(d->dev, d->family, 0, &d->queue);
     VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                    .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
@@ -75,8 +76,8 @@ void lkv_vk_close(lkv_device *d)
     if (!d)
         return;
     /* A failed open can stop anywhere, even with the device's entry points
-     * only partly loaded (the last one loaded is vkWaitForFences). */
-    if (d->dev && d->vi.fn.vkWaitForFences) {
+     * only partly loaded. */
+    if (d->dev && d->fns_loaded) {
         lkv_vk_flush(d);
         d->vi.fn.vkDeviceWaitIdle(d->dev);
         lkv_vk_free(d, d->arena);

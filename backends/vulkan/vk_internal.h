@@ -62,6 +62,7 @@ struct lkv_device {
     VkPhysicalDeviceProperties props;
     VkPhysicalDeviceMemoryProperties mem_props;
     VkDevice dev;
+    int fns_loaded;    /* every LKV_VK_DEVICE entry point resolved */
     VkQueue queue;
     uint32_t family;
     int has_f64;       /* shaderFloat64: scores in double, as the oracle */

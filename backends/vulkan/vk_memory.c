@@ -1,9 +1,11 @@
 /* Buffers: the first device-local memory type, mapped persistently when it
  * is also host-visible (lavapipe, integrated GPUs); otherwise host transfers
  * bounce through a staging buffer in host-cached memory where there is some
- * (reads from write-combined memory crawl). Transfers are synchronous: work
- * already recorded is submitted and waited for first, so a write never races
- * an op that reads the old contents. */
+ * (reads from write-combined memory crawl). Reads are synchronous: work
+ * already recorded is submitted and waited for first. Writes are ordered
+ * with recorded work too: small ones are recorded inline, others wait for
+ * the recorded work before they land, so a write never races an op that
+ * reads the old contents. */
 #include <string.h>
 #include <stdlib.h>
 
@@ -159,12 +161,36 @@ static lkv_status staged(lkv_device *d, const lkv_buffer *dev_buf, size_t off, s
     return lkv_vk_flush(d);
 }
 
+/* vkCmdUpdateBuffer's limits: 4-byte aligned, at most 64 KiB. */
+#define LKV_VK_INLINE_WRITE_MAX 65536
+
+/* A small write goes into the command stream (the data is copied at record
+ * time), in order with the work recorded around it and without a
+ * submission: a decode step's appends (a few hundred bytes per head) then
+ * cost nothing until its output is read, on a GPU whose memory the host
+ * cannot map as on one it can. */
+static int inline_write(const lkv_device *d, const lkv_buffer *dst, size_t off, size_t bytes)
+{
+    return (d->recording || !dst->map) && bytes <= LKV_VK_INLINE_WRITE_MAX && off % 4 == 0 &&
+           bytes % 4 == 0;
+}
+
 lkv_status lkv_vk_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *src, size_t bytes)
 {
     lkv_status st = check_range(dst, off, bytes, "write");
-    if (st == LKV_OK)
-        st = lkv_vk_flush(d);
     if (st != LKV_OK || bytes == 0)
+        return st;
+    if (inline_write(d, dst, off, bytes)) {
+        st = lkv_vk_begin(d);
+        if (st != LKV_OK)
+            return st;
+        d->vi.fn.vkCmdUpdateBuffer(d->cmd, dst->buf, off, bytes, src);
+        lkv_vk_barrier(d);
+        return LKV_OK;
+    }
+    /* Anything else lands now, so work recorded before it must run first. */
+    st = lkv_vk_flush(d);
+    if (st != LKV_OK)
         return st;
     if (dst->map) {
         memcpy(dst->map + off, src, bytes);

@@ -1,6 +1,6 @@
 /* Recording and submission. Ops record into one command buffer with a full
  * compute/transfer barrier after each command, so recorded work runs in
- * order; a transfer or sync submits it and waits. One submission per decode
+ * order; a read, a large write or sync submits it and waits. One submission per decode
  * step is the common case (append, attend, observe, read the output). */
 #include <string.h>
 
