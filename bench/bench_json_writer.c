@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "json.h"
+
 void lkv_jw_init(lkv_jw *w, FILE *f)
 {
     memset(w, 0, sizeof *w);
@@ -14,24 +16,6 @@ void lkv_jw_init(lkv_jw *w, FILE *f)
 static int inline_level(const lkv_jw *w)
 {
     return w->depth > 0 && w->one_line[w->depth - 1];
-}
-
-static void escaped(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", f);
-        else if (*p == '\t')
-            fputs("\\t", f);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
 }
 
 /* The separator, indentation and key that come before every value. */
@@ -47,7 +31,7 @@ static void before_value(lkv_jw *w, const char *key)
         }
     }
     if (key) {
-        escaped(w->f, key);
+        lkv_json_write_string(w->f, key);
         fputs(": ", w->f);
     }
 }
@@ -85,7 +69,7 @@ void lkv_jw_end_array(lkv_jw *w) { end(w, ']'); }
 void lkv_jw_string(lkv_jw *w, const char *key, const char *value)
 {
     before_value(w, key);
-    escaped(w->f, value ? value : "");
+    lkv_json_write_string(w->f, value);
 }
 
 void lkv_jw_number(lkv_jw *w, const char *key, double value)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "conf_internal.h"
+#include "json.h"
 
 double conf_now(void)
 {
@@ -37,22 +38,6 @@ const char *conf_dtype_name(lkv_dtype dtype)
 
 /* ---- JSON ---- */
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", f);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 /* JSON has no NaN or infinity: null says "not a number" there. */
 static void json_number(FILE *f, double x)
 {
@@ -69,18 +54,18 @@ static void json_result(FILE *f, const lkv_conformance_result *r)
     fputc('{', f);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         fprintf(f, "%s\"%s\": ", i ? ", " : "", keys[i]);
-        json_string(f, values[i]);
+        lkv_json_write_string(f, values[i]);
     }
     fprintf(f, ", \"seed\": %llu, \"outcome\": ", (unsigned long long)r->seed);
-    json_string(f, lkv_conformance_outcome_name(r->outcome));
+    lkv_json_write_string(f, lkv_conformance_outcome_name(r->outcome));
     fputs(", \"metric_name\": ", f);
-    json_string(f, r->metric_name);
+    lkv_json_write_string(f, r->metric_name);
     fputs(", \"metric\": ", f);
     json_number(f, r->metric);
     fputs(", \"threshold\": ", f);
     json_number(f, r->threshold);
     fputs(", \"detail\": ", f);
-    json_string(f, r->detail);
+    lkv_json_write_string(f, r->detail);
     fprintf(f, ", \"seconds\": %.3f}\n", r->seconds);
     fflush(f);
 }

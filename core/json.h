@@ -4,6 +4,7 @@
 #define LKV_JSON_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef enum lkv_json_type {
     LKV_JSON_NULL,
@@ -31,5 +32,9 @@ void lkv_json_free(lkv_json *v);
 
 /* Member `key` of an object, or NULL. */
 const lkv_json *lkv_json_get(const lkv_json *obj, const char *key);
+
+/* Writes `s` (NULL as "") as a JSON string: quotes, backslashes and control
+ * characters escaped. For the tools' JSON and JSONL output. */
+void lkv_json_write_string(FILE *f, const char *s);
 
 #endif
