@@ -13,78 +13,48 @@
  * newest token, a recent window, a per-head pool of favourite tokens that
  * recur at intervals (what LazyEviction's MRI tracks; the pool drifts so old
  * favourites go quiet and get evicted), and scattered noise around alpha. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conf_internal.h"
 #include "error.h"
+#include "strbuf.h"
 
 #define TRACE_QUANTUM 4096 /* probabilities are k / 4096 */
 #define TRACE_FAVOURITES 32
 #define TRACE_RECENT 24
 
-typedef struct text {
-    char *s;
-    size_t len, cap;
-    int failed;
-} text;
-
-static void put(text *t, const char *fmt, ...) CONF_PRINTF(2, 3);
-static void put(text *t, const char *fmt, ...)
-{
-    for (;;) {
-        if (t->failed)
-            return;
-        va_list ap;
-        va_start(ap, fmt);
-        int n = t->s ? vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap) : -1;
-        va_end(ap);
-        if (n >= 0 && (size_t)n < t->cap - t->len) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap ? t->cap * 2 : 1 << 20;
-        char *s = realloc(t->s, cap);
-        if (!s) {
-            t->failed = 1;
-            return;
-        }
-        t->s = s;
-        t->cap = cap;
-    }
-}
 
 /* "0" costs 1 byte; most of a trace is zeros. k / 4096 prints exactly. */
-static void put_prob(text *t, int32_t k)
+static void put_prob(lkv_strbuf *t, int32_t k)
 {
     if (k == 0)
-        put(t, "0");
+        lkv_strbuf_printf(t, "0");
     else
-        put(t, "%.12g", (double)k / TRACE_QUANTUM);
+        lkv_strbuf_printf(t, "%.12g", (double)k / TRACE_QUANTUM);
 }
 
-static void header(text *t, const conf_trace_shape *s, uint64_t seed)
+static void header(lkv_strbuf *t, const conf_trace_shape *s, uint64_t seed)
 {
     int32_t b = s->prompt * 3 / 4; /* budget: a quarter of the prompt goes at once */
-    put(t, "{\"prompt\": %d, \"heads\": %d, \"policy\": \"%s\"", s->prompt, s->heads,
+    lkv_strbuf_printf(t, "{\"prompt\": %d, \"heads\": %d, \"policy\": \"%s\"", s->prompt, s->heads,
         lkv_policy_name(s->policy));
     switch (s->policy) {
     case LKV_POLICY_FULL: break;
-    case LKV_POLICY_LAZY: put(t, ", \"budget\": %d, \"window\": 16, \"alpha\": 0.005", b); break;
-    case LKV_POLICY_STREAMING: put(t, ", \"budget\": %d, \"sinks\": 4", b); break;
-    case LKV_POLICY_H2O: put(t, ", \"budget\": %d, \"recent\": %d", b, b / 4); break;
-    case LKV_POLICY_TOVA: put(t, ", \"budget\": %d", b); break;
-    case LKV_POLICY_SNAPKV: put(t, ", \"budget\": %d, \"window\": 8, \"interval\": 32", b); break;
+    case LKV_POLICY_LAZY: lkv_strbuf_printf(t, ", \"budget\": %d, \"window\": 16, \"alpha\": 0.005", b); break;
+    case LKV_POLICY_STREAMING: lkv_strbuf_printf(t, ", \"budget\": %d, \"sinks\": 4", b); break;
+    case LKV_POLICY_H2O: lkv_strbuf_printf(t, ", \"budget\": %d, \"recent\": %d", b, b / 4); break;
+    case LKV_POLICY_TOVA: lkv_strbuf_printf(t, ", \"budget\": %d", b); break;
+    case LKV_POLICY_SNAPKV: lkv_strbuf_printf(t, ", \"budget\": %d, \"window\": 8, \"interval\": 32", b); break;
     case LKV_POLICY_NACL:
-        put(t, ", \"min_length\": %d, \"sinks\": 4, \"proxy_ratio\": 0.05, \"proxy_keep_ratio\": "
+        lkv_strbuf_printf(t, ", \"min_length\": %d, \"sinks\": 4, \"proxy_ratio\": 0.05, \"proxy_keep_ratio\": "
                "0.25, \"random_keep_ratio\": 0.15, \"protect_ratio\": 0.1, \"seed\": %llu",
             s->prompt / 2, (unsigned long long)(seed * 7919u + 1u));
         break;
     default: break;
     }
-    put(t, "}\n");
+    lkv_strbuf_printf(t, "}\n");
 }
 
 static int votes_at_prefill(lkv_policy_kind p)
@@ -94,22 +64,22 @@ static int votes_at_prefill(lkv_policy_kind p)
 
 /* Summed prompt probabilities: some coarse (exact ties for the pooling and
  * the tie rule), some fine, some zero. */
-static void prefill_line(text *t, const conf_trace_shape *s, conf_rng *rng)
+static void prefill_line(lkv_strbuf *t, const conf_trace_shape *s, conf_rng *rng)
 {
-    put(t, "{\"prefill\": [");
+    lkv_strbuf_printf(t, "{\"prefill\": [");
     for (int32_t h = 0; h < s->heads; h++) {
-        put(t, "%s[", h ? ", " : "");
+        lkv_strbuf_printf(t, "%s[", h ? ", " : "");
         for (int32_t i = 0; i < s->prompt; i++) {
             int pick = conf_rng_below(rng, 4);
             int32_t k = pick == 0 ? 0
                         : pick == 1 ? 256 * conf_rng_below(rng, 8)
                                     : conf_rng_below(rng, 3 * TRACE_QUANTUM);
-            put(t, "%s", i ? ", " : "");
+            lkv_strbuf_printf(t, "%s", i ? ", " : "");
             put_prob(t, k);
         }
-        put(t, "]");
+        lkv_strbuf_printf(t, "]");
     }
-    put(t, "]}\n");
+    lkv_strbuf_printf(t, "]}\n");
 }
 
 typedef struct head_state {
@@ -140,28 +110,28 @@ static void attend_step(int32_t *k, int32_t n, head_state *hs, conf_rng *rng)
             n - 1 - conf_rng_below(rng, n < 200 ? n : 200);
 }
 
-static void step_line(text *t, int32_t step, int32_t n, int32_t heads, head_state *hs,
+static void step_line(lkv_strbuf *t, int32_t step, int32_t n, int32_t heads, head_state *hs,
                       int32_t *k, conf_rng *rng)
 {
-    put(t, "{\"t\": %d, \"p\": [", step);
+    lkv_strbuf_printf(t, "{\"t\": %d, \"p\": [", step);
     for (int32_t h = 0; h < heads; h++) {
         attend_step(k, n, &hs[h], rng);
-        put(t, "%s[", h ? ", " : "");
+        lkv_strbuf_printf(t, "%s[", h ? ", " : "");
         for (int32_t i = 0; i < n; i++) {
             if (i)
-                put(t, ", ");
+                lkv_strbuf_printf(t, ", ");
             put_prob(t, k[i]);
         }
-        put(t, "]");
+        lkv_strbuf_printf(t, "]");
     }
-    put(t, "]}\n");
+    lkv_strbuf_printf(t, "]}\n");
 }
 
 lkv_status conf_trace_make(const conf_trace_shape *s, uint64_t seed, char **out_text)
 {
     conf_rng rng;
     conf_rng_init(&rng, seed, lkv_policy_name(s->policy));
-    text t = {0};
+    lkv_strbuf t = {0};
     int32_t *k = malloc(sizeof *k * ((size_t)s->prompt + (size_t)s->steps + 1));
     head_state *hs = calloc((size_t)s->heads, sizeof *hs);
     if (!k || !hs) {

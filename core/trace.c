@@ -2,7 +2,6 @@
  * through a policy on a one-layer cache, one JSONL line out per step. */
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,39 +9,10 @@
 #include "cache.h"
 #include "error.h"
 #include "json.h"
+#include "strbuf.h"
 
 #define LKV_TRACE_MAX_HEADS 1024
 
-typedef struct out_buf {
-    char *s;
-    size_t len, cap;
-    int failed;
-} out_buf;
-
-static void out_printf(out_buf *b, const char *fmt, ...) LKV_PRINTF(2, 3);
-static void out_printf(out_buf *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = b->s ? vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap) : -1;
-        va_end(ap);
-        if (n >= 0 && (size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (n >= 0 && cap < b->len + (size_t)n + 1)
-            cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->failed = 1;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-}
 
 typedef struct trace {
     lkv_runtime *rt;
@@ -242,12 +212,12 @@ static lkv_status prefill(trace *tr, const lkv_json *line)
     return st;
 }
 
-static void emit_ints(out_buf *o, const char *key, const int32_t *x, int32_t n)
+static void emit_ints(lkv_strbuf *o, const char *key, const int32_t *x, int32_t n)
 {
-    out_printf(o, ", \"%s\": [", key);
+    lkv_strbuf_printf(o, ", \"%s\": [", key);
     for (int32_t i = 0; i < n; i++)
-        out_printf(o, "%s%d", i ? ", " : "", x[i]);
-    out_printf(o, "]");
+        lkv_strbuf_printf(o, "%s%d", i ? ", " : "", x[i]);
+    lkv_strbuf_printf(o, "]");
 }
 
 static lkv_status emit_step(trace *tr, int32_t t, int32_t *pos, int32_t *a, int32_t *b, float *f)
@@ -256,8 +226,8 @@ static lkv_status emit_step(trace *tr, int32_t t, int32_t *pos, int32_t *a, int3
         [LKV_POLICY_H2O] = "acc", [LKV_POLICY_TOVA] = "p", [LKV_POLICY_SNAPKV] = "votes",
         [LKV_POLICY_NACL] = "score"};
     lkv_policy_kind kind = tr->cfg.policy.kind;
-    out_buf o = {0};
-    out_printf(&o, "{\"t\": %d, \"heads\": [", t);
+    lkv_strbuf o = {0};
+    lkv_strbuf_printf(&o, "{\"t\": %d, \"heads\": [", t);
     for (int32_t h = 0; h < tr->heads; h++) {
         lkv_slot_view view = {tr->cache->cfg.capacity, pos, a, b, f};
         int32_t n = 0;
@@ -266,23 +236,23 @@ static lkv_status emit_step(trace *tr, int32_t t, int32_t *pos, int32_t *a, int3
             free(o.s);
             return st;
         }
-        out_printf(&o, "%s{", h ? ", " : "");
-        out_printf(&o, "\"ids\": [");
+        lkv_strbuf_printf(&o, "%s{", h ? ", " : "");
+        lkv_strbuf_printf(&o, "\"ids\": [");
         for (int32_t i = 0; i < n; i++)
-            out_printf(&o, "%s%d", i ? ", " : "", pos[i]);
-        out_printf(&o, "]");
+            lkv_strbuf_printf(&o, "%s%d", i ? ", " : "", pos[i]);
+        lkv_strbuf_printf(&o, "]");
         if (kind == LKV_POLICY_LAZY) {
             emit_ints(&o, "last", a, n);
             emit_ints(&o, "mri", b, n);
         } else if (float_names[kind]) {
-            out_printf(&o, ", \"%s\": [", float_names[kind]);
+            lkv_strbuf_printf(&o, ", \"%s\": [", float_names[kind]);
             for (int32_t i = 0; i < n; i++)
-                out_printf(&o, "%s%.9g", i ? ", " : "", (double)f[i]);
-            out_printf(&o, "]");
+                lkv_strbuf_printf(&o, "%s%.9g", i ? ", " : "", (double)f[i]);
+            lkv_strbuf_printf(&o, "]");
         }
-        out_printf(&o, "}");
+        lkv_strbuf_printf(&o, "}");
     }
-    out_printf(&o, "]}");
+    lkv_strbuf_printf(&o, "]}");
     lkv_status st = LKV_OK;
     if (o.failed)
         st = lkv_fail(LKV_OUT_OF_MEMORY, "out of memory formatting step %d", t);
