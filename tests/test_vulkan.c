@@ -132,47 +132,81 @@ static void expect_same_positions(const lkv_cache *ref, const lkv_cache *dev,
         }
 }
 
-/* Decodes `steps` random steps with `cfg` on the cpu and on `rt` with the
- * same data and requires outputs within f32 rounding of the oracle's at
- * every step, evictions, and the same kept positions in every head. */
-static void decode_matches_cpu(lkv_runtime *rt, const lkv_cache_config *cfg, int steps)
+/* One cache on the cpu oracle and one on the device, decoded side by side
+ * with the same random data. Records instead of asserting, so it can run on
+ * a thread of its own (Criterion asserts belong to the test's thread). */
+typedef struct side_by_side {
+    lkv_cache_config cfg;
+    lkv_cache *ref, *dev;
+    int steps;
+    uint64_t seed;
+    lkv_status status; /* the first failure */
+    double worst;      /* largest relative output difference */
+} side_by_side;
+
+static void *decode_side_by_side(void *arg)
 {
-    lkv_cache *ref = NULL, *dev = NULL;
-    TU_OK(lkv_cache_create(tu_runtime(), cfg, &ref));
-    TU_OK(lkv_cache_create(rt, cfg, &dev));
-    size_t qn = (size_t)cfg->q_heads * (size_t)cfg->head_dim;
-    size_t kvn = (size_t)cfg->kv_heads * (size_t)cfg->head_dim;
-    float *out_ref = malloc(sizeof(float) * qn), *out_dev = malloc(sizeof(float) * qn);
-    uint64_t rng = 42;
-    double worst = 0.0;
-    for (int s = 0; s < steps; s++) {
-        float *q = tu_alloc_normal(qn, &rng, 1.5), *k = tu_alloc_normal(kvn, &rng, 1.5);
-        float *v = tu_alloc_normal(kvn, &rng, 1.0);
-        for (int32_t l = 0; l < cfg->layers; l++) {
+    side_by_side *job = arg;
+    size_t qn = (size_t)job->cfg.q_heads * (size_t)job->cfg.head_dim;
+    size_t kvn = (size_t)job->cfg.kv_heads * (size_t)job->cfg.head_dim;
+    float *buf = malloc(sizeof(float) * (3 * qn + 2 * kvn));
+    if (!buf) {
+        job->status = LKV_OUT_OF_MEMORY;
+        return NULL;
+    }
+    float *q = buf, *k = q + qn, *v = k + kvn, *out_ref = v + kvn, *out_dev = out_ref + qn;
+    uint64_t rng = job->seed;
+    for (int s = 0; s < job->steps && job->status == LKV_OK; s++) {
+        tu_fill_normal(q, qn, &rng, 1.5);
+        tu_fill_normal(k, kvn, &rng, 1.5);
+        tu_fill_normal(v, kvn, &rng, 1.0);
+        for (int32_t l = 0; l < job->cfg.layers && job->status == LKV_OK; l++) {
             lkv_decode_io a = {q, k, v, out_ref, LKV_MEMORY_HOST};
             lkv_decode_io b = {q, k, v, out_dev, LKV_MEMORY_HOST};
-            TU_OK(lkv_cache_decode(ref, 0, l, &a));
-            TU_OK(lkv_cache_decode(dev, 0, l, &b));
-            for (size_t i = 0; i < qn; i++) {
+            job->status = lkv_cache_decode(job->ref, 0, l, &a);
+            if (job->status == LKV_OK)
+                job->status = lkv_cache_decode(job->dev, 0, l, &b);
+            for (size_t i = 0; job->status == LKV_OK && i < qn; i++) {
                 double e = fabs((double)out_dev[i] - out_ref[i]) / fmax(1.0, fabs(out_ref[i]));
-                worst = e > worst ? e : worst;
+                job->worst = e > job->worst ? e : job->worst;
             }
         }
-        free(q);
-        free(k);
-        free(v);
     }
-    /* f32 accumulation over <= 200 slots against the double oracle; f16
-     * storage rounds the same stored values on both sides. */
-    cr_assert_lt(worst, 1e-5, "worst relative output error %g", worst);
+    free(buf);
+    return NULL;
+}
+
+static void side_by_side_open(side_by_side *job, lkv_runtime *rt, const lkv_cache_config *cfg,
+                              int steps, uint64_t seed)
+{
+    *job = (side_by_side){.cfg = *cfg, .steps = steps, .seed = seed};
+    TU_OK(lkv_cache_create(tu_runtime(), cfg, &job->ref));
+    TU_OK(lkv_cache_create(rt, cfg, &job->dev));
+}
+
+/* What every run must show: no failure, outputs within f32 rounding of the
+ * oracle's (f32 accumulation over <= 200 slots against double; f16 storage
+ * rounds the same stored values on both sides), evictions, and the same
+ * kept positions in every head. Destroys both caches. */
+static void side_by_side_check(side_by_side *job)
+{
+    cr_assert_eq(job->status, LKV_OK, "decode failed: %s: %s", lkv_status_name(job->status),
+                 lkv_last_error());
+    cr_assert_lt(job->worst, 1e-5, "worst relative output error %g", job->worst);
     lkv_cache_stats st;
-    TU_OK(lkv_cache_get_stats(dev, &st));
+    TU_OK(lkv_cache_get_stats(job->dev, &st));
     cr_assert_gt(st.evictions, 0, "the run must evict to test eviction");
-    expect_same_positions(ref, dev, cfg);
-    free(out_ref);
-    free(out_dev);
-    lkv_cache_destroy(ref);
-    lkv_cache_destroy(dev);
+    expect_same_positions(job->ref, job->dev, &job->cfg);
+    lkv_cache_destroy(job->ref);
+    lkv_cache_destroy(job->dev);
+}
+
+static void decode_matches_cpu(lkv_runtime *rt, const lkv_cache_config *cfg, int steps)
+{
+    side_by_side job;
+    side_by_side_open(&job, rt, cfg, steps, 42);
+    decode_side_by_side(&job);
+    side_by_side_check(&job);
 }
 
 static void run_and_require_silence(lkv_dtype dtype, int32_t head_dim, int32_t capacity)
@@ -267,71 +301,23 @@ Test(vulkan, a_large_write_after_recorded_work_lands_after_it)
     write_after_copy(200000);
 }
 
-typedef struct thread_job {
-    lkv_cache_config cfg;
-    lkv_cache *ref, *dev;
-    lkv_status status; /* the first failure, asserted on the test's thread */
-    double worst;
-} thread_job;
-
-/* Decodes in a thread without asserting (Criterion asserts belong to the
- * test's own thread); the test checks what it recorded. */
-static void *decode_in_thread(void *arg)
-{
-    thread_job *job = arg;
-    size_t qn = (size_t)job->cfg.q_heads * (size_t)job->cfg.head_dim;
-    size_t kvn = (size_t)job->cfg.kv_heads * (size_t)job->cfg.head_dim;
-    float *buf = malloc(sizeof(float) * (3 * qn + 2 * kvn));
-    if (!buf) {
-        job->status = LKV_OUT_OF_MEMORY;
-        return NULL;
-    }
-    float *q = buf, *k = q + qn, *v = k + kvn, *out_ref = v + kvn, *out_dev = out_ref + qn;
-    uint64_t rng = 99;
-    for (int s = 0; s < 60 && job->status == LKV_OK; s++) {
-        tu_fill_normal(q, qn, &rng, 1.5);
-        tu_fill_normal(k, kvn, &rng, 1.5);
-        tu_fill_normal(v, kvn, &rng, 1.0);
-        for (int32_t l = 0; l < job->cfg.layers && job->status == LKV_OK; l++) {
-            lkv_decode_io a = {q, k, v, out_ref, LKV_MEMORY_HOST};
-            lkv_decode_io b = {q, k, v, out_dev, LKV_MEMORY_HOST};
-            job->status = lkv_cache_decode(job->ref, 0, l, &a);
-            if (job->status == LKV_OK)
-                job->status = lkv_cache_decode(job->dev, 0, l, &b);
-            for (size_t i = 0; job->status == LKV_OK && i < qn; i++) {
-                double e = fabs((double)out_dev[i] - out_ref[i]) / fmax(1.0, fabs(out_ref[i]));
-                job->worst = e > job->worst ? e : job->worst;
-            }
-        }
-    }
-    free(buf);
-    return NULL;
-}
-
 /* lazykv.h lets distinct caches be used from distinct threads; on one
  * Vulkan runtime they share its device, which must serialise them. */
 Test(vulkan, two_threads_decode_two_caches_on_one_runtime)
 {
     lkv_runtime *rt = vulkan_or_skip();
-    thread_job jobs[2] = {{.cfg = lazy_config(LKV_DTYPE_F16, 64, 200)},
-                          {.cfg = lazy_config(LKV_DTYPE_F32, 128, 120)}};
-    for (int i = 0; i < 2; i++) {
-        TU_OK(lkv_cache_create(tu_runtime(), &jobs[i].cfg, &jobs[i].ref));
-        TU_OK(lkv_cache_create(rt, &jobs[i].cfg, &jobs[i].dev));
-    }
+    lkv_cache_config cfgs[2] = {lazy_config(LKV_DTYPE_F16, 64, 200),
+                                lazy_config(LKV_DTYPE_F32, 128, 120)};
+    side_by_side jobs[2];
+    for (int i = 0; i < 2; i++)
+        side_by_side_open(&jobs[i], rt, &cfgs[i], 150, 99);
     pthread_t th[2];
     for (int i = 0; i < 2; i++)
-        cr_assert_eq(pthread_create(&th[i], NULL, decode_in_thread, &jobs[i]), 0);
+        cr_assert_eq(pthread_create(&th[i], NULL, decode_side_by_side, &jobs[i]), 0);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
-    for (int i = 0; i < 2; i++) {
-        cr_assert_eq(jobs[i].status, LKV_OK, "thread %d: %s", i, lkv_status_name(jobs[i].status));
-        cr_assert_lt(jobs[i].worst, 1e-5, "thread %d: worst relative output error %g", i,
-                     jobs[i].worst);
-        expect_same_positions(jobs[i].ref, jobs[i].dev, &jobs[i].cfg);
-        lkv_cache_destroy(jobs[i].ref);
-        lkv_cache_destroy(jobs[i].dev);
-    }
+    for (int i = 0; i < 2; i++)
+        side_by_side_check(&jobs[i]);
     lkv_runtime_close(rt);
     cr_assert_eq(atomic_load(&lkv_vk_validation_messages), 0,
                  "the validation layer sent %d message(s); see stderr",
