@@ -180,5 +180,7 @@ extern const int lkv_backend_registry_count;
 
 extern const lkv_backend_ops lkv_backend_cpu;
 extern const lkv_backend_ops lkv_backend_vulkan; /* when built with LKV_HAVE_VULKAN */
+extern const lkv_backend_ops lkv_backend_cuda;   /* when built with LKV_HAVE_CUDA */
+extern const lkv_backend_ops lkv_backend_hip;    /* when built with LKV_HAVE_HIP */
 
 #endif /* LKV_BACKEND_H */

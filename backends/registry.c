@@ -3,15 +3,30 @@
  * error for naming it can say so instead of "unknown backend". */
 #include "backend.h"
 
+#ifdef LKV_REGISTRY_EXTRA_DECL
+LKV_REGISTRY_EXTRA_DECL /* a test build's extra backend (tests/gpu_emu/) */
+#endif
+
 const lkv_backend_entry lkv_backend_registry[] = {
-    {"cuda", NULL, "not built into this lazykv: the CUDA backend has not landed yet"},
-    {"hip", NULL, "not built into this lazykv: the HIP backend has not landed yet"},
+#ifdef LKV_HAVE_CUDA
+    {"cuda", &lkv_backend_cuda, NULL},
+#else
+    {"cuda", NULL, "not built into this lazykv: it was built without nvcc"},
+#endif
+#ifdef LKV_HAVE_HIP
+    {"hip", &lkv_backend_hip, NULL},
+#else
+    {"hip", NULL, "not built into this lazykv: it was built without hipcc"},
+#endif
 #ifdef LKV_HAVE_VULKAN
     {"vulkan", &lkv_backend_vulkan, NULL},
 #else
     {"vulkan", NULL, "not built into this lazykv: it was built without glslc or the Vulkan headers"},
 #endif
     {"opencl", NULL, "not built into this lazykv: the OpenCL backend has not landed yet"},
+#ifdef LKV_REGISTRY_EXTRA
+    LKV_REGISTRY_EXTRA
+#endif
     {"cpu", &lkv_backend_cpu, NULL},
 };
 

@@ -1,0 +1,145 @@
+/* The host side shared by the CUDA and HIP backends (and the test suite's
+ * CPU SIMT emulator): buffers, scratch, row-list uploads and the launch
+ * sequence of every op, written once against a small driver table. The
+ * kernels they launch are one source (the .cu files in kernels/); a backend
+ * folder only loads its driver and module and fills the table.
+ *
+ * Work is ordered on the driver's default stream, so a copy or launch sees
+ * everything issued before it; read waits for it. */
+#ifndef LKV_GPU_INTERNAL_H
+#define LKV_GPU_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+typedef uint64_t lkv_gpu_ptr; /* a device address (CUdeviceptr, hipDeviceptr_t) */
+
+typedef enum lkv_gpu_kernel_id {
+#define LKV_GPU_KERNEL(name) LKV_GPU_K_##name,
+#include "gpu_kernels.h"
+#undef LKV_GPU_KERNEL
+    LKV_GPU_KERNEL_COUNT
+} lkv_gpu_kernel_id;
+
+/* The entry-point names, indexed by lkv_gpu_kernel_id (gpu_kernels.c). */
+extern const char *const lkv_gpu_kernel_names[];
+
+/* One kernel launch: a 3-D grid of 1-D blocks. `args` points at each
+ * parameter's value in order, as cuLaunchKernel and hipModuleLaunchKernel take
+ * them; a pointer parameter is passed as an lkv_gpu_ptr. */
+typedef struct lkv_gpu_launch {
+    lkv_gpu_kernel_id kernel;
+    uint32_t grid[3];
+    uint32_t block; /* threads, a multiple of 64, at most LKV_BLOCK_MAX (256) */
+    void **args;
+} lkv_gpu_launch;
+
+/* What a driver does for the shared code. `api` is the driver's own state.
+ * Every call may fail with a status and a message naming the driver call. */
+typedef struct lkv_gpu_driver {
+    const char *name; /* "cuda", "hip", "gpu-emu": prefixes messages */
+    /* Makes the device current on the calling thread for the calls that
+     * follow, and undoes it (cuCtxPushCurrent / cuCtxPopCurrent). */
+    lkv_status (*enter)(void *api);
+    void (*leave)(void *api);
+    lkv_status (*mem_alloc)(void *api, size_t bytes, lkv_gpu_ptr *out_ptr);
+    void (*mem_free)(void *api, lkv_gpu_ptr ptr);
+    lkv_status (*mem_zero)(void *api, lkv_gpu_ptr ptr, size_t bytes);
+    /* htod returns once `src` may be reused; dtoh once `dst` holds the data. */
+    lkv_status (*htod)(void *api, lkv_gpu_ptr dst, const void *src, size_t bytes);
+    lkv_status (*dtoh)(void *api, void *dst, lkv_gpu_ptr src, size_t bytes);
+    lkv_status (*dtod)(void *api, lkv_gpu_ptr dst, lkv_gpu_ptr src, size_t bytes);
+    lkv_status (*launch)(void *api, const lkv_gpu_launch *launch);
+    lkv_status (*sync)(void *api);
+    /* Releases everything `api` holds; the device is gone after it. */
+    void (*close)(void *api);
+} lkv_gpu_driver;
+
+/* What the shared code needs to know of the device, filled by the driver. */
+typedef struct lkv_gpu_limits {
+    int warp;            /* threads per warp or wavefront: 32 or 64 */
+    int multiprocessors; /* SMs / CUs: how many blocks keep the device busy */
+    uint32_t max_grid_y, max_grid_z; /* grid limits (x is at least 2^31 - 1) */
+} lkv_gpu_limits;
+
+struct lkv_buffer {
+    lkv_gpu_ptr ptr;
+    size_t size;
+};
+
+struct lkv_device {
+    pthread_mutex_t lock; /* held by every entry of the ops table (gpu_backend.c) */
+    const lkv_gpu_driver *drv;
+    void *api;
+    lkv_gpu_limits lim;
+    /* Row lists of the current op, uploaded in one copy (lkv_gpu_upload). */
+    lkv_buffer *lists;
+    unsigned char *lists_host;
+    size_t lists_host_cap;
+    /* Op scratch, grown on demand and kept (lkv_gpu_reserve). */
+    lkv_buffer *logits, *partials, *lse, *compact_scratch;
+};
+
+/* gpu_device.c: wraps an opened driver into a device, and tears it down. On
+ * failure the driver is closed. */
+lkv_status lkv_gpu_device_create(const lkv_gpu_driver *drv, void *api, const lkv_gpu_limits *lim,
+                                 lkv_device **out_dev);
+void lkv_gpu_close(lkv_device *d);
+
+/* gpu_memory.c: the ops table's buffer entries (called with the lock held). */
+lkv_status lkv_gpu_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf);
+void lkv_gpu_free(lkv_device *d, lkv_buffer *b);
+lkv_status lkv_gpu_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *src, size_t n);
+lkv_status lkv_gpu_read(lkv_device *d, const lkv_buffer *src, size_t off, void *dst, size_t n);
+lkv_status lkv_gpu_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lkv_buffer *src,
+                        size_t src_off, size_t n);
+lkv_status lkv_gpu_sync(lkv_device *d);
+
+/* Grows *buf to at least `bytes` (contents not kept). */
+lkv_status lkv_gpu_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes);
+
+/* Uploads `n` host arrays of int32 in one copy and gives their device
+ * addresses in out_ptrs. The space is reused by the next upload; stream
+ * order makes that safe. Nothing is uploaded when it fails. */
+lkv_status lkv_gpu_upload(lkv_device *d, int n, const int32_t *const *host, const size_t *counts,
+                          lkv_gpu_ptr *out_ptrs);
+
+/* Launches `kernel` on a grid of 1-D blocks of `block` threads. */
+lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t gx, uint32_t gy,
+                                 uint32_t gz, uint32_t block, void **args);
+
+/* The five ops (gpu_attend.c ... gpu_compact.c), called with the lock held. */
+lkv_status lkv_gpu_attend(lkv_device *d, const lkv_attend_args *a);
+lkv_status lkv_gpu_observe(lkv_device *d, const lkv_observe_args *a);
+lkv_status lkv_gpu_score(lkv_device *d, const lkv_score_args *a);
+lkv_status lkv_gpu_select(lkv_device *d, const lkv_select_args *a);
+lkv_status lkv_gpu_compact(lkv_device *d, const lkv_compact_args *a);
+
+/* gpu_backend.c: one ops table per driver family, with the lock taken around
+ * every entry. The backends fill in name, probe and open. */
+#define LKV_GPU_OPS_COMMON                                                                    \
+    .close = lkv_gpu_close, .alloc = lkv_gpu_locked_alloc, .free = lkv_gpu_locked_free,        \
+    .write = lkv_gpu_locked_write, .read = lkv_gpu_locked_read, .copy = lkv_gpu_locked_copy,   \
+    .sync = lkv_gpu_locked_sync, .attend = lkv_gpu_locked_attend,                              \
+    .observe = lkv_gpu_locked_observe, .score = lkv_gpu_locked_score,                          \
+    .select = lkv_gpu_locked_select, .compact = lkv_gpu_locked_compact
+
+lkv_status lkv_gpu_locked_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf);
+void lkv_gpu_locked_free(lkv_device *d, lkv_buffer *b);
+lkv_status lkv_gpu_locked_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *src,
+                                size_t n);
+lkv_status lkv_gpu_locked_read(lkv_device *d, const lkv_buffer *src, size_t off, void *dst,
+                               size_t n);
+lkv_status lkv_gpu_locked_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off,
+                               const lkv_buffer *src, size_t src_off, size_t n);
+lkv_status lkv_gpu_locked_sync(lkv_device *d);
+lkv_status lkv_gpu_locked_attend(lkv_device *d, const lkv_attend_args *a);
+lkv_status lkv_gpu_locked_observe(lkv_device *d, const lkv_observe_args *a);
+lkv_status lkv_gpu_locked_score(lkv_device *d, const lkv_score_args *a);
+lkv_status lkv_gpu_locked_select(lkv_device *d, const lkv_select_args *a);
+lkv_status lkv_gpu_locked_compact(lkv_device *d, const lkv_compact_args *a);
+
+#endif /* LKV_GPU_INTERNAL_H */

@@ -1,0 +1,165 @@
+/* Buffers, scratch and row-list uploads of a CUDA-like device. Every entry
+ * either does all it was asked or nothing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "gpu_internal.h"
+
+lkv_status lkv_gpu_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf)
+{
+    lkv_buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for a buffer handle", d->drv->name);
+    /* Whole 16-byte units, so a kernel's vector access of the last element
+     * of an odd-sized buffer stays inside the allocation. */
+    size_t padded = bytes > SIZE_MAX - 15 ? bytes : (bytes + 15) & ~(size_t)15;
+    lkv_status st = d->drv->mem_alloc(d->api, padded ? padded : 16, &b->ptr);
+    if (st != LKV_OK) {
+        free(b);
+        return lkv_fail_context(st, "allocating %zu bytes", bytes);
+    }
+    st = d->drv->mem_zero(d->api, b->ptr, padded ? padded : 16);
+    if (st != LKV_OK) {
+        d->drv->mem_free(d->api, b->ptr);
+        free(b);
+        return lkv_fail_context(st, "zeroing %zu new bytes", bytes);
+    }
+    b->size = bytes;
+    *out_buf = b;
+    return LKV_OK;
+}
+
+void lkv_gpu_free(lkv_device *d, lkv_buffer *b)
+{
+    if (!b)
+        return;
+    d->drv->mem_free(d->api, b->ptr);
+    free(b);
+}
+
+static lkv_status check_range(const lkv_device *d, const lkv_buffer *b, size_t off, size_t n,
+                              const char *what)
+{
+    if (off > b->size || n > b->size - off)
+        return lkv_fail(LKV_INTERNAL, "%s %s of %zu bytes at offset %zu overruns a %zu-byte buffer",
+                        d->drv->name, what, n, off, b->size);
+    return LKV_OK;
+}
+
+lkv_status lkv_gpu_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *src, size_t n)
+{
+    lkv_status st = check_range(d, dst, off, n, "write");
+    if (st == LKV_OK && n)
+        st = d->drv->htod(d->api, dst->ptr + off, src, n);
+    return st;
+}
+
+lkv_status lkv_gpu_read(lkv_device *d, const lkv_buffer *src, size_t off, void *dst, size_t n)
+{
+    lkv_status st = check_range(d, src, off, n, "read");
+    if (st == LKV_OK && n)
+        st = d->drv->dtoh(d->api, dst, src->ptr + off, n);
+    return st;
+}
+
+lkv_status lkv_gpu_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lkv_buffer *src,
+                        size_t src_off, size_t n)
+{
+    lkv_status st = check_range(d, dst, dst_off, n, "copy destination");
+    if (st == LKV_OK)
+        st = check_range(d, src, src_off, n, "copy source");
+    if (st == LKV_OK && n)
+        st = d->drv->dtod(d->api, dst->ptr + dst_off, src->ptr + src_off, n);
+    return st;
+}
+
+lkv_status lkv_gpu_sync(lkv_device *d)
+{
+    return d->drv->sync(d->api);
+}
+
+lkv_status lkv_gpu_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes)
+{
+    if (*buf && (*buf)->size >= bytes)
+        return LKV_OK;
+    /* Grow by half again, so a cache that lengthens step by step does not
+     * reallocate on every step. */
+    size_t want = bytes + bytes / 2;
+    lkv_buffer *fresh = NULL;
+    lkv_status st = lkv_gpu_alloc(d, want, &fresh);
+    if (st != LKV_OK) {
+        want = bytes;
+        st = lkv_gpu_alloc(d, want, &fresh);
+    }
+    if (st != LKV_OK)
+        return lkv_fail_context(st, "%s scratch of %zu bytes", d->drv->name, bytes);
+    /* Work already queued may still use the old scratch; freeing device
+     * memory waits for it (cuMemFree and hipFree are synchronous). */
+    lkv_gpu_free(d, *buf);
+    *buf = fresh;
+    return LKV_OK;
+}
+
+static lkv_status host_room(lkv_device *d, size_t bytes)
+{
+    if (d->lists_host_cap >= bytes)
+        return LKV_OK;
+    unsigned char *p = realloc(d->lists_host, bytes);
+    if (!p)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "%s: no host memory for %zu bytes of row lists",
+                        d->drv->name, bytes);
+    d->lists_host = p;
+    d->lists_host_cap = bytes;
+    return LKV_OK;
+}
+
+lkv_status lkv_gpu_upload(lkv_device *d, int n, const int32_t *const *host, const size_t *counts,
+                          lkv_gpu_ptr *out_ptrs)
+{
+    /* Each list starts on a 16-byte boundary, so kernels may read them by vector. */
+    size_t total = 0, offs[16];
+    if (n < 1 || n > 16)
+        return lkv_fail(LKV_INTERNAL, "%s: %d row lists in one upload (1..16)", d->drv->name, n);
+    for (int i = 0; i < n; i++) {
+        offs[i] = total;
+        total += (counts[i] * sizeof(int32_t) + 15) & ~(size_t)15;
+    }
+    lkv_status st = host_room(d, total ? total : 16);
+    if (st == LKV_OK)
+        st = lkv_gpu_reserve(d, &d->lists, total ? total : 16);
+    if (st != LKV_OK)
+        return st;
+    for (int i = 0; i < n; i++)
+        if (counts[i])
+            memcpy(d->lists_host + offs[i], host[i], counts[i] * sizeof(int32_t));
+    if (total) {
+        /* The copy waits on the default stream for the previous op's kernels,
+         * which may still read the lists it replaces. */
+        st = d->drv->htod(d->api, d->lists->ptr, d->lists_host, total);
+        if (st != LKV_OK)
+            return lkv_fail_context(st, "uploading %zu bytes of row lists", total);
+    }
+    for (int i = 0; i < n; i++)
+        out_ptrs[i] = d->lists->ptr + offs[i];
+    return LKV_OK;
+}
+
+lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t gx, uint32_t gy,
+                                 uint32_t gz, uint32_t block, void **args)
+{
+    if (gx == 0 || gy == 0 || gz == 0)
+        return LKV_OK; /* nothing to do: an empty grid is not an error */
+    if (gy > d->lim.max_grid_y || gz > d->lim.max_grid_z || gx > INT32_MAX)
+        return lkv_fail(LKV_INTERNAL, "%s: grid %u x %u x %u for %s exceeds the device's limits "
+                        "(y %u, z %u)", d->drv->name, (unsigned)gx, (unsigned)gy, (unsigned)gz,
+                        lkv_gpu_kernel_names[kernel], (unsigned)d->lim.max_grid_y,
+                        (unsigned)d->lim.max_grid_z);
+    lkv_gpu_launch l = {kernel, {gx, gy, gz}, block, args};
+    lkv_status st = d->drv->launch(d->api, &l);
+    if (st != LKV_OK)
+        return lkv_fail_context(st, "launching %s (%u x %u x %u blocks of %u)",
+                                lkv_gpu_kernel_names[kernel], (unsigned)gx, (unsigned)gy,
+                                (unsigned)gz, (unsigned)block);
+    return LKV_OK;
+}

@@ -1,0 +1,2 @@
+// attend: (being written)
+#include "lkv_gpu.h"

@@ -1,0 +1,2 @@
+// compact: (being written)
+#include "lkv_gpu.h"

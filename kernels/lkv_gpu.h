@@ -1,0 +1,62 @@
+// The portability header: the one place where CUDA, HIP and the CPU SIMT
+// emulator (tests/gpu_emu/, which runs these kernels in the test suite)
+// differ. Kernels include only this and use only what it lists:
+//
+//   LKV_KERNEL(name)          an entry point, launched by name from the host
+//                             (extern "C", so the module has the plain name)
+//   LKV_DEV                   a device helper function
+//   __shared__, __syncthreads(), threadIdx/blockIdx/blockDim/gridDim (.x .y .z)
+//   lkv_warp()                threads per warp: 32 on NVIDIA and RDNA, 64 on
+//                             GCN/CDNA; never assume either
+//   lkv_shfl_xor(v, mask)     butterfly exchange within a warp (int, unsigned,
+//                             float); every lane of the warp must call it
+//   lkv_shfl(v, lane)         read lane's value; every lane must call it
+//   lkv_half_to_float(h)      binary16 bits (unsigned short) to float, exact
+//   atomicAdd on int/unsigned (shared or global memory)
+//   uint4, float4, uint2, float2 and 16-byte loads through them
+//   float and double math: expf, logf, exp, log, fmaxf, fminf, isnan,
+//   __float_as_uint, __uint_as_float, INFINITY
+//
+// Blocks are one-dimensional and at most LKV_BLOCK_MAX threads, a multiple of
+// 64 so a block is whole warps at either width. Shared memory is static.
+#ifndef LKV_GPU_H
+#define LKV_GPU_H
+
+#define LKV_BLOCK_MAX 256
+
+#if defined(LKV_GPU_EMU)
+#include "gpu_emu.h"
+#define LKV_KERNEL(name) extern "C" void name
+#define LKV_DEV static inline
+
+#elif defined(__HIPCC__) || defined(__HIPCC_RTC__)
+#ifndef __HIPCC_RTC__
+#include <hip/hip_runtime.h>
+#endif
+#define LKV_KERNEL(name) extern "C" __global__ void __launch_bounds__(LKV_BLOCK_MAX) name
+#define LKV_DEV static __device__ __forceinline__
+LKV_DEV int lkv_warp(void) { return warpSize; }
+template <typename T> LKV_DEV T lkv_shfl_xor(T v, int mask) { return __shfl_xor(v, mask); }
+template <typename T> LKV_DEV T lkv_shfl(T v, int lane) { return __shfl(v, lane); }
+LKV_DEV float lkv_half_to_float(unsigned short h)
+{
+    // clang's _Float16 converts exactly (subnormals included) on every AMD target
+    union { unsigned short u; _Float16 f; } x;
+    x.u = h;
+    return (float)x.f;
+}
+
+#elif defined(__CUDACC__)
+#include <cuda_fp16.h>
+#define LKV_KERNEL(name) extern "C" __global__ void __launch_bounds__(LKV_BLOCK_MAX) name
+#define LKV_DEV static __device__ __forceinline__
+LKV_DEV int lkv_warp(void) { return warpSize; }
+template <typename T> LKV_DEV T lkv_shfl_xor(T v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+template <typename T> LKV_DEV T lkv_shfl(T v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
+LKV_DEV float lkv_half_to_float(unsigned short h) { return __half2float(__ushort_as_half(h)); }
+
+#else
+#error "kernels/lkv_gpu.h: compile with nvcc, hipcc/hiprtc, or -DLKV_GPU_EMU"
+#endif
+
+#endif // LKV_GPU_H

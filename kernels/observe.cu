@@ -1,0 +1,2 @@
+// observe: (being written)
+#include "lkv_gpu.h"

@@ -1,0 +1,2 @@
+// score: (being written)
+#include "lkv_gpu.h"

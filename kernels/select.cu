@@ -1,0 +1,2 @@
+// select: (being written)
+#include "lkv_gpu.h"
