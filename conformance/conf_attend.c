@@ -48,6 +48,8 @@ static const attend_shape quick_grid[] = {
     {128, 4097, 32, 8, 1},  /* 4:1 as in Llama-3-8B, one past a power of two */
     {64, 1000, 8, 1, 3},    /* 8:1, three groups of different lengths */
     {128, 257, 16, 2, 4},   /* 8:1, four groups */
+    {33, 500, 4, 2, 2},     /* odd head_dim: no vector loads, odd f16 rows */
+    {100, 300, 6, 3, 1},    /* f32 rows of whole 16-byte units, f16 rows not */
 };
 
 static const attend_shape full_grid[] = {
@@ -55,6 +57,8 @@ static const attend_shape full_grid[] = {
     {128, 4097, 32, 8, 1},
     {64, 1000, 8, 1, 3},
     {128, 257, 16, 2, 4},
+    {33, 500, 4, 2, 2},
+    {100, 300, 6, 3, 1},
     {64, 4097, 32, 32, 1},    /* 1:1 at full width */
     {128, 16385, 8, 2, 2},    /* 4:1 over 16K slots, two groups */
     {64, 131072, 4, 1, 1},    /* 4:1 over 128K slots */

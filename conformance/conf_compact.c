@@ -24,9 +24,13 @@ typedef struct compact_shape {
     int32_t d, n, rows;
 } compact_shape;
 
-static const compact_shape quick_grid[] = {{64, 1, 2}, {128, 777, 4}, {64, 4097, 3}};
+/* Slot rows of 33 and 36 elements are 66/132 and 72/144 bytes (f16/f32):
+ * moves that cannot all go in 16-byte units. */
+static const compact_shape quick_grid[] = {{64, 1, 2}, {128, 777, 4}, {64, 4097, 3},
+                                           {33, 300, 2}, {36, 300, 3}};
 static const compact_shape full_grid[] = {
-    {64, 1, 2}, {128, 777, 4}, {64, 4097, 3}, {128, 4097, 6}, {64, 131072, 2}};
+    {64, 1, 2}, {128, 777, 4}, {64, 4097, 3}, {33, 300, 2}, {36, 300, 3},
+    {128, 4097, 6}, {64, 131072, 2}};
 
 typedef struct compact_case {
     const conf_family *family;

@@ -1,2 +1,571 @@
-// attend: (being written)
+// attend (backends/cpu/cpu_attend.c): per group g (cache rows row0[g] ..
+// row0[g] + heads - 1, each with n = group_n[g] valid slots) and query head
+// qh (cache head qh / per):
+//   out[g][qh]  = softmax(scale * q[g][qh] . K) . V
+//   probs[row]  = each slot's probability, combined over the `per` query heads
+//                 of the row's cache head by max or mean.
+// Flash-decoding in three launches (backends/gpu/gpu_attend.c plans them):
+//
+//   lkv_attend_split_{f32,f16}[_vec]  grid x = the splits of every group of
+//       the launch (a split is `split_len` consecutive slots of one group),
+//       y = cache heads * query-head blocks; block 256 threads. A block takes
+//       one split of one cache row and a block of up to LKV_ATT_QBLOCK query
+//       heads, so each K and V row is read once for all of them:
+//       pass over K: a sub-group of s lanes (the row's chunks rounded up to a
+//         power of two, at most a warp) per slot, lane i reading chunks i,
+//         i + s, ... of the row, so a warp reads consecutive rows end to end;
+//         the dot products are summed across the sub-group by a shuffle
+//         reduce-scatter and stored as logits;
+//       pass over V: thread = (lane, column); a column is one chunk of the
+//         row and lanes take alternate slots; per query head the partial
+//         m = max logit, l = sum exp(logit - m), o[e] = sum exp(logit - m)
+//         V[e], summed over lanes by shuffles, then over warps in shared
+//         memory.
+//       A chunk is 16 bytes (float4, or uint4 = 8 halves) in the _vec
+//       variants, which the host picks when head_dim is a multiple of 4 (f32)
+//       or 8 (f16); one element in the others, which take any head_dim up to
+//       1024.
+//   lkv_attend_combine  grid x = groups * query heads, block: threads over
+//       head_dim. Merges a query head's partials into out and the log-sum-exp.
+//   lkv_attend_probs  grid x = slot blocks (grid-stride), y = cache heads,
+//       z = groups; block 256. exp(logit - lse) combined over the group.
+// Nothing assumes a warp width: sub-groups, shuffle masks and the warp count
+// come from lkv_warp() (32 or 64), and every lane of a warp reaches every
+// shuffle.
+//
+// Where the arithmetic differs from the CPU oracle (double, two passes per
+// query head, exp(logit - max) / sum):
+//  - logits: f32 products; each lane sums its own chunks in dimension order,
+//    then the lanes' sums are added in a tree (reduce-scatter, then
+//    butterfly); the product is scaled in f32;
+//  - softmax: f32, exponentials against the split's maximum, rescaled by
+//    exp(m_split - M) in the combine; sums per thread in slot order, then
+//    across lanes and warps in tree order;
+//  - probabilities: exp(logit - lse) in f32 rather than a division by the
+//    sum, and the mean is an f32 sum divided by per.
+//
+// Scratch layouts (the host sizes them): for group g of a launch, with
+// q_heads = heads * per, logits at slot_off[g] * q_heads: [q_heads][n];
+// partials at split_off[g] * q_heads * (dim + 2): [q_heads][splits of g]
+// [m, l, o[0..dim)]; lse [groups][q_heads]. slot_off and split_off are
+// prefix sums over the launch's groups (one entry more than groups). Offsets
+// are 64-bit wherever rows * capacity * head_dim can pass 2^32.
 #include "lkv_gpu.h"
+
+#define LKV_ATT_QBLOCK 8                     // query heads per pass over a K/V row
+#define LKV_ATT_WARPS (LKV_BLOCK_MAX / 32)   // most warps in a block (warp 32)
+#define LKV_ATT_SCALES 1024                  // combine: split scales kept in shared memory
+// K or V rows a thread has in flight in each pass. The f16 vector kernel
+// holds 64 q values per lane in the pass over K, so it runs one block per
+// multiprocessor and needs more loads in flight per warp; 4 in the others
+// pushes nvcc's f32 vector kernel past its 128-register budget into spills.
+#define LKV_ATT_INFLIGHT(vec) ((vec) == 8 ? 4 : 2)
+
+typedef unsigned long long lkv_att_u64;
+
+// Smallest power of two >= x, at most cap (cap a power of two).
+LKV_DEV int lkv_att_pow2(int x, int cap)
+{
+    int p = 1;
+    while (p < x && p < cap)
+        p <<= 1;
+    return p;
+}
+
+// Loads of one chunk of a K/V row (or q) into floats. GPUs are little-endian:
+// the half of element 2i sits in the low 16 bits of word i.
+LKV_DEV void lkv_att_load(const float *p, float (&x)[1])
+{
+    x[0] = *p;
+}
+
+LKV_DEV void lkv_att_load(const unsigned short *p, float (&x)[1])
+{
+    x[0] = lkv_half_to_float(*p);
+}
+
+LKV_DEV void lkv_att_load(const float *p, float (&x)[4])
+{
+    float4 f = *reinterpret_cast<const float4 *>(p);
+    x[0] = f.x;
+    x[1] = f.y;
+    x[2] = f.z;
+    x[3] = f.w;
+}
+
+LKV_DEV void lkv_att_load(const float *p, float (&x)[8])
+{
+    float4 a = *reinterpret_cast<const float4 *>(p);
+    float4 b = *reinterpret_cast<const float4 *>(p + 4);
+    x[0] = a.x;
+    x[1] = a.y;
+    x[2] = a.z;
+    x[3] = a.w;
+    x[4] = b.x;
+    x[5] = b.y;
+    x[6] = b.z;
+    x[7] = b.w;
+}
+
+LKV_DEV void lkv_att_unpack2(unsigned w, float *x)
+{
+    x[0] = lkv_half_to_float((unsigned short)(w & 0xffffu));
+    x[1] = lkv_half_to_float((unsigned short)(w >> 16));
+}
+
+LKV_DEV void lkv_att_load(const unsigned short *p, float (&x)[8])
+{
+    uint4 u = *reinterpret_cast<const uint4 *>(p);
+    lkv_att_unpack2(u.x, x);
+    lkv_att_unpack2(u.y, x + 2);
+    lkv_att_unpack2(u.z, x + 4);
+    lkv_att_unpack2(u.w, x + 6);
+}
+
+// Reduces v[0..NV) over the whole block, max or sum; every thread gets the
+// result. Warps reduce by butterfly, then warp results are combined in warp
+// order through `red`. Every thread of the block must call it.
+template <int NV>
+LKV_DEV void lkv_att_block_reduce(float (&v)[NV], bool take_max, float (*red)[LKV_ATT_WARPS])
+{
+    int w = lkv_warp();
+    for (int mask = w / 2; mask > 0; mask >>= 1)
+        for (int j = 0; j < NV; j++) {
+            float o = lkv_shfl_xor(v[j], mask);
+            v[j] = take_max ? fmaxf(v[j], o) : v[j] + o;
+        }
+    int warp = (int)threadIdx.x / w, warps = (int)blockDim.x / w;
+    if ((int)threadIdx.x % w == 0)
+        for (int j = 0; j < NV; j++)
+            red[j][warp] = v[j];
+    __syncthreads();
+    for (int j = 0; j < NV; j++) {
+        float r = red[j][0];
+        for (int k = 1; k < warps; k++)
+            r = take_max ? fmaxf(r, red[j][k]) : r + red[j][k];
+        v[j] = r;
+    }
+    __syncthreads(); // red may be reused at once
+}
+
+// One round of the reduce-scatter below: values [0, 2h) become [0, h), the
+// half this lane keeps (upper when its `mask` bit is set) plus the partner's
+// copy of the same half. Indices stay compile-time constants.
+template <int H>
+LKV_DEV void lkv_att_halve(float (&acc)[LKV_ATT_QBLOCK], int mask, bool upper)
+{
+    for (int x = 0; x < H; x++) {
+        // Values first: `upper ? acc[x] : acc[x + H]` is an lvalue in C++, a
+        // select between two addresses that puts acc in local memory.
+        float lo = acc[x], hi = acc[x + H];
+        float send = upper ? lo : hi;
+        float keep = upper ? hi : lo;
+        acc[x] = keep + lkv_shfl_xor(send, mask);
+    }
+}
+
+// Sums the first `count` (1, 2, 4 or 8) values of acc over the s lanes of a
+// sub-group (s a power of two, the sub-groups aligned in the warp). Halving
+// the values each round costs count - 1 shuffles instead of count per round;
+// afterwards this lane holds the sums of values [*first, *first + *held) in
+// acc[0..*held), and lanes differing only in the bits of *dup hold the same
+// ones. count and s must be uniform over the warp.
+LKV_DEV void lkv_att_reduce_scatter(float (&acc)[LKV_ATT_QBLOCK], int count, int s, int sl,
+                                    int *first, int *held, int *dup)
+{
+    int h = count, f = 0, mask = s >> 1;
+    if (h == 8 && mask > 0) {
+        bool up = (sl & mask) != 0;
+        lkv_att_halve<4>(acc, mask, up);
+        f += up ? 4 : 0;
+        h = 4;
+        mask >>= 1;
+    }
+    if (h == 4 && mask > 0) {
+        bool up = (sl & mask) != 0;
+        lkv_att_halve<2>(acc, mask, up);
+        f += up ? 2 : 0;
+        h = 2;
+        mask >>= 1;
+    }
+    if (h == 2 && mask > 0) {
+        bool up = (sl & mask) != 0;
+        lkv_att_halve<1>(acc, mask, up);
+        f += up ? 1 : 0;
+        h = 1;
+        mask >>= 1;
+    }
+    *dup = mask > 0 ? 2 * mask - 1 : 0;
+    for (; mask > 0; mask >>= 1)
+        acc[0] += lkv_shfl_xor(acc[0], mask);
+    *first = f;
+    *held = h;
+}
+
+// Moves head x + 1's values to x (see the end of lkv_att_split).
+template <int E>
+LKV_DEV void lkv_att_shift(float (&acc)[LKV_ATT_QBLOCK][E], float (&m)[LKV_ATT_QBLOCK],
+                           float (&l)[LKV_ATT_QBLOCK])
+{
+    for (int x = 0; x + 1 < LKV_ATT_QBLOCK; x++) {
+        for (int e = 0; e < E; e++)
+            acc[x][e] = acc[x + 1][e];
+        m[x] = m[x + 1];
+        l[x] = l[x + 1];
+    }
+}
+
+// Where a block's split lies: the group (last g with split_off[g] <= x; an
+// empty group has no split, so this skips it) and the split within it.
+LKV_DEV int lkv_att_find_group(const int *split_off, int n_groups, int x)
+{
+    int lo = 0, hi = n_groups - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (split_off[mid] <= x)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+// Pass over K: logits of slots [s0, s1) for query heads j0 .. j0 + jn - 1,
+// stored to lg[j * n + i]; returns each head's maximum in m (every thread).
+// A sub-group of s lanes takes one slot: lane sl reads chunks sl, sl + s, ...
+// of the row, so a warp reads consecutive rows end to end. The q chunk of the
+// lane's first K chunk stays in registers.
+template <typename KV, int VEC>
+LKV_DEV void lkv_att_logits(const KV *krow, const float *qh, float *lg, int n, int s0, int s1,
+                            int dim, int jn, float scale, float (&m)[LKV_ATT_QBLOCK],
+                            float (*red)[LKV_ATT_WARPS])
+{
+    int tid = (int)threadIdx.x, bs = (int)blockDim.x;
+    int nch = dim / VEC;
+    int s = lkv_att_pow2(nch, lkv_warp());
+    int sl = tid % s, step = bs / s;
+    float qreg[LKV_ATT_QBLOCK][VEC];
+    for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
+        if (j < jn && sl < nch)
+            lkv_att_load(qh + (lkv_att_u64)j * dim + sl * VEC, qreg[j]);
+        else
+            for (int e = 0; e < VEC; e++)
+                qreg[j][e] = 0.0f;
+    }
+    int count = jn <= 1 ? 1 : jn <= 2 ? 2 : jn <= 4 ? 4 : 8;
+    const int KUNROLL = LKV_ATT_INFLIGHT(VEC);
+    float mloc[LKV_ATT_QBLOCK];
+    for (int x = 0; x < LKV_ATT_QBLOCK; x++)
+        mloc[x] = -INFINITY;
+    int first = 0, held = 0;
+    // The loop bound is uniform over the block, so every lane reaches the
+    // shuffles; lanes past s1 add zeros. Each sub-group takes KUNROLL slots
+    // per round and issues their loads together, so several are in flight.
+    for (int base = s0; base < s1; base += KUNROLL * step) {
+        float kx[KUNROLL][VEC];
+        for (int u = 0; u < KUNROLL; u++) {
+            int i = base + tid / s + u * step;
+            if (i < s1 && sl < nch)
+                lkv_att_load(krow + (lkv_att_u64)i * dim + sl * VEC, kx[u]);
+            else
+                for (int e = 0; e < VEC; e++)
+                    kx[u][e] = 0.0f;
+        }
+        float acc[KUNROLL][LKV_ATT_QBLOCK];
+        for (int u = 0; u < KUNROLL; u++)
+            for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
+                acc[u][j] = 0.0f;
+                for (int e = 0; e < VEC; e++)
+                    acc[u][j] += qreg[j][e] * kx[u][e];
+            }
+        // Rows of more chunks than lanes (long head_dim): the rest, with q
+        // from memory (once per chunk for all the rows of the round).
+        for (int c = sl + s; c < nch; c += s) {
+            float kc[KUNROLL][VEC];
+            for (int u = 0; u < KUNROLL; u++) {
+                int i = base + tid / s + u * step;
+                if (i < s1)
+                    lkv_att_load(krow + (lkv_att_u64)i * dim + c * VEC, kc[u]);
+                else
+                    for (int e = 0; e < VEC; e++)
+                        kc[u][e] = 0.0f;
+            }
+            for (int j = 0; j < LKV_ATT_QBLOCK; j++)
+                if (j < jn) {
+                    float qx[VEC];
+                    lkv_att_load(qh + (lkv_att_u64)j * dim + c * VEC, qx);
+                    for (int u = 0; u < KUNROLL; u++)
+                        for (int e = 0; e < VEC; e++)
+                            acc[u][j] += qx[e] * kc[u][e];
+                }
+        }
+        for (int u = 0; u < KUNROLL; u++) {
+            int i = base + tid / s + u * step, dup;
+            lkv_att_reduce_scatter(acc[u], count, s, sl, &first, &held, &dup);
+            if (i < s1 && (sl & dup) == 0)
+                for (int x = 0; x < LKV_ATT_QBLOCK; x++)
+                    if (x < held && first + x < jn) {
+                        float logit = acc[u][x] * scale;
+                        lg[(lkv_att_u64)(first + x) * n + i] = logit;
+                        mloc[x] = fmaxf(mloc[x], logit);
+                    }
+        }
+    }
+    // The lane's maxima are of heads first + x; spread them back by head.
+    for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
+        m[j] = -INFINITY;
+        for (int x = 0; x < LKV_ATT_QBLOCK; x++)
+            if (x < held && first + x == j)
+                m[j] = mloc[x];
+    }
+    lkv_att_block_reduce(m, true, red);
+}
+
+// Pass over V, U slots of a tile at once (t, t + lanes, ...; their loads are
+// issued together so they are in flight together): acc[j] += weight of the
+// slot for head j times the thread's columns of its V row. Columns past the
+// row read nothing and add zeros.
+template <int U, typename KV, int VEC, int R>
+LKV_DEV void lkv_att_accumulate(const KV *vtile, int dim, int t, int lanes, int col, int p,
+                                int cols, int nch, int jn,
+                                const float (*weight)[LKV_BLOCK_MAX],
+                                float (&acc)[LKV_ATT_QBLOCK][VEC * R])
+{
+    float vx[U][R][VEC];
+    for (int u = 0; u < U; u++)
+        for (int r = 0; r < R; r++) {
+            int cc = col + r * p;
+            if (r < cols && cc < nch)
+                lkv_att_load(vtile + (lkv_att_u64)(t + u * lanes) * dim + cc * VEC, vx[u][r]);
+            else
+                for (int e = 0; e < VEC; e++)
+                    vx[u][r][e] = 0.0f;
+        }
+    for (int u = 0; u < U; u++)
+        for (int j = 0; j < LKV_ATT_QBLOCK; j++)
+            if (j < jn) {
+                float wt = weight[j][t + u * lanes];
+                for (int r = 0; r < R; r++)
+                    for (int e = 0; e < VEC; e++)
+                        acc[j][r * VEC + e] += wt * vx[u][r][e];
+            }
+}
+
+// The body of lkv_attend_split_*: VEC elements per chunk (16 bytes on the
+// vector path, 1 otherwise), R chunk columns per thread at most in the pass
+// over V (1 on the vector path, 4 on the scalar one: head_dim <= 4 * block).
+template <typename KV, int VEC, int R>
+LKV_DEV void lkv_att_split(const KV *k, const KV *v, const float *q, float *logits, float *part,
+                           const int *row0, const int *group_n, const int *slot_off,
+                           const int *split_off, int n_groups, int cap, int dim, int heads,
+                           int per, int split_len, float scale)
+{
+    __shared__ float weight[LKV_ATT_QBLOCK][LKV_BLOCK_MAX];
+    __shared__ float red[LKV_ATT_QBLOCK][LKV_ATT_WARPS];
+    __shared__ float gather[LKV_BLOCK_MAX * VEC * R];
+
+    int tid = (int)threadIdx.x, bs = (int)blockDim.x, w = lkv_warp();
+    int qblocks = (per + LKV_ATT_QBLOCK - 1) / LKV_ATT_QBLOCK;
+    int ch = (int)blockIdx.y / qblocks, j0 = ((int)blockIdx.y % qblocks) * LKV_ATT_QBLOCK;
+    int jn = per - j0 < LKV_ATT_QBLOCK ? per - j0 : LKV_ATT_QBLOCK;
+    int g = lkv_att_find_group(split_off, n_groups, (int)blockIdx.x);
+    int n = group_n[g], sp = (int)blockIdx.x - split_off[g];
+    int nsp = split_off[g + 1] - split_off[g];
+    int s0 = sp * split_len, s1 = n - s0 < split_len ? n : s0 + split_len;
+    int q_heads = heads * per, qh0 = ch * per + j0; // first query head of the block, in g
+    // 64-bit offsets: rows * capacity * head_dim passes 2^32 on large caches.
+    lkv_att_u64 row = (lkv_att_u64)(row0[g] + ch);
+    const KV *krow = k + row * (lkv_att_u64)cap * (lkv_att_u64)dim;
+    const KV *vrow = v + row * (lkv_att_u64)cap * (lkv_att_u64)dim;
+    const float *qh = q + ((lkv_att_u64)g * q_heads + qh0) * (lkv_att_u64)dim;
+    float *lg = logits + (lkv_att_u64)slot_off[g] * q_heads + (lkv_att_u64)qh0 * n;
+
+    float m[LKV_ATT_QBLOCK];
+    lkv_att_logits<KV, VEC>(krow, qh, lg, n, s0, s1, dim, jn, scale, m, red);
+
+    // Pass over V: thread = (lane, column); a column is VEC consecutive
+    // elements (plus columns col + p, ... on the scalar path), and lanes take
+    // alternate slots of each tile of bs slots. The logits this block stored
+    // are visible to it after the barrier in the block reduction above.
+    int nch = dim / VEC;
+    int p = lkv_att_pow2(nch, bs);
+    int cols = (nch + p - 1) / p; // <= R (the host checks head_dim)
+    int lanes = bs / p, lane = tid / p, col = tid % p;
+    float acc[LKV_ATT_QBLOCK][VEC * R];
+    float l[LKV_ATT_QBLOCK];
+    for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
+        l[j] = 0.0f;
+        for (int e = 0; e < VEC * R; e++)
+            acc[j][e] = 0.0f;
+    }
+    for (int c = s0; c < s1; c += bs) {
+        int i = c + tid;
+        for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
+            // A split whose logits are all -inf adds nothing (the CPU's 0),
+            // not exp(-inf - -inf) = NaN.
+            float wt = 0.0f;
+            if (j < jn && i < s1 && m[j] != -INFINITY)
+                wt = expf(lg[(lkv_att_u64)j * n + i] - m[j]);
+            weight[j][tid] = wt;
+            l[j] += wt;
+        }
+        __syncthreads();
+        int cn = s1 - c < bs ? s1 - c : bs;
+        const KV *vtile = vrow + (lkv_att_u64)c * dim;
+        const int U = LKV_ATT_INFLIGHT(VEC);
+        int t = lane;
+        for (; t + (U - 1) * lanes < cn; t += U * lanes)
+            lkv_att_accumulate<U, KV, VEC, R>(vtile, dim, t, lanes, col, p, cols, nch, jn, weight,
+                                              acc);
+        for (; t < cn; t += lanes)
+            lkv_att_accumulate<1, KV, VEC, R>(vtile, dim, t, lanes, col, p, cols, nch, jn, weight,
+                                              acc);
+        __syncthreads();
+    }
+    lkv_att_block_reduce(l, false, red);
+
+    // Sum acc over the lanes of a column: by butterfly within a warp (lanes
+    // of a column are p apart), then the warps' copies through shared memory.
+    for (int mask = p; mask < w; mask <<= 1)
+        for (int j = 0; j < LKV_ATT_QBLOCK; j++)
+            if (j < jn)
+                for (int e = 0; e < VEC * R; e++)
+                    acc[j][e] += lkv_shfl_xor(acc[j][e], mask);
+    int span = p > w ? p : w;           // threads per independent copy
+    int copies = bs / span, copy = tid / span;
+    bool rep = tid % span < p;          // holds its copy's sums
+    int stride = copies * p;            // gather: [element][copy][column]
+    lkv_att_u64 pbase = (lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh0 * nsp + sp;
+    // Head j is always at index 0 (shifted down after each), so the arrays
+    // stay in registers: the loop holds barriers and is not unrolled, and an
+    // index that varies at run time would put them in local memory.
+    for (int j = 0; j < jn; j++) {
+        if (rep)
+            for (int e = 0; e < VEC * R; e++)
+                gather[e * stride + copy * p + col] = acc[0][e];
+        __syncthreads();
+        float *out = part + (pbase + (lkv_att_u64)j * nsp) * (lkv_att_u64)(dim + 2);
+        if (tid < p)
+            for (int r = 0; r < cols; r++)
+                for (int e = 0; e < VEC; e++) {
+                    int cc = tid + r * p;
+                    float sum = 0.0f;
+                    for (int cp = 0; cp < copies; cp++)
+                        sum += gather[(r * VEC + e) * stride + cp * p + tid];
+                    if (cc < nch)
+                        out[2 + cc * VEC + e] = sum;
+                }
+        if (tid == 0) {
+            out[0] = m[0];
+            out[1] = l[0];
+        }
+        lkv_att_shift(acc, m, l);
+        __syncthreads();
+    }
+}
+
+LKV_KERNEL(lkv_attend_split_f32)(const float *k, const float *v, const float *q, float *logits,
+                                 float *part, const int *row0, const int *group_n,
+                                 const int *slot_off, const int *split_off, int n_groups, int cap,
+                                 int dim, int heads, int per, int split_len, float scale)
+{
+    lkv_att_split<float, 1, 4>(k, v, q, logits, part, row0, group_n, slot_off, split_off,
+                               n_groups, cap, dim, heads, per, split_len, scale);
+}
+
+LKV_KERNEL(lkv_attend_split_f32_vec)(const float *k, const float *v, const float *q,
+                                     float *logits, float *part, const int *row0,
+                                     const int *group_n, const int *slot_off,
+                                     const int *split_off, int n_groups, int cap, int dim,
+                                     int heads, int per, int split_len, float scale)
+{
+    lkv_att_split<float, 4, 1>(k, v, q, logits, part, row0, group_n, slot_off, split_off,
+                               n_groups, cap, dim, heads, per, split_len, scale);
+}
+
+LKV_KERNEL(lkv_attend_split_f16)(const unsigned short *k, const unsigned short *v,
+                                 const float *q, float *logits, float *part, const int *row0,
+                                 const int *group_n, const int *slot_off, const int *split_off,
+                                 int n_groups, int cap, int dim, int heads, int per,
+                                 int split_len, float scale)
+{
+    lkv_att_split<unsigned short, 1, 4>(k, v, q, logits, part, row0, group_n, slot_off,
+                                        split_off, n_groups, cap, dim, heads, per, split_len,
+                                        scale);
+}
+
+LKV_KERNEL(lkv_attend_split_f16_vec)(const unsigned short *k, const unsigned short *v,
+                                     const float *q, float *logits, float *part,
+                                     const int *row0, const int *group_n, const int *slot_off,
+                                     const int *split_off, int n_groups, int cap, int dim,
+                                     int heads, int per, int split_len, float scale)
+{
+    lkv_att_split<unsigned short, 8, 1>(k, v, q, logits, part, row0, group_n, slot_off,
+                                        split_off, n_groups, cap, dim, heads, per, split_len,
+                                        scale);
+}
+
+// Per (group, query head): M = max_s m_s, L = sum_s l_s exp(m_s - M),
+// out = sum_s o_s exp(m_s - M) / L and lse = M + log L. With no valid slot
+// (no split, or every logit -inf) out is 0 and lse -inf, as on the CPU.
+// `out` is written only when has_out.
+LKV_KERNEL(lkv_attend_combine)(const float *part, float *out, float *lse, const int *split_off,
+                               int q_heads, int dim, int has_out)
+{
+    __shared__ float red[LKV_ATT_QBLOCK][LKV_ATT_WARPS];
+    __shared__ float scales[LKV_ATT_SCALES];
+    int tid = (int)threadIdx.x, bs = (int)blockDim.x;
+    int g = (int)blockIdx.x / q_heads, qh = (int)blockIdx.x % q_heads;
+    int nsp = split_off[g + 1] - split_off[g];
+    lkv_att_u64 stride = (lkv_att_u64)dim + 2;
+    const float *pp = part + ((lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh * nsp) * stride;
+    float big[1] = {-INFINITY};
+    for (int s = tid; s < nsp; s += bs)
+        big[0] = fmaxf(big[0], pp[s * stride]);
+    lkv_att_block_reduce(big, true, red);
+    float M = big[0];
+    float total[1] = {0.0f};
+    for (int s = tid; s < nsp; s += bs) {
+        float sc = M == -INFINITY ? 0.0f : expf(pp[s * stride] - M);
+        if (s < LKV_ATT_SCALES)
+            scales[s] = sc;
+        total[0] += pp[s * stride + 1] * sc;
+    }
+    lkv_att_block_reduce(total, false, red); // its barriers publish `scales`
+    float L = total[0];
+    lkv_att_u64 o = ((lkv_att_u64)g * q_heads + qh) * (lkv_att_u64)dim;
+    if (has_out)
+        for (int e = tid; e < dim; e += bs) {
+            float acc = 0.0f;
+            for (int s = 0; s < nsp; s++) {
+                float sc = s < LKV_ATT_SCALES ? scales[s]
+                           : M == -INFINITY ? 0.0f : expf(pp[s * stride] - M);
+                acc += pp[s * stride + 2 + e] * sc;
+            }
+            out[o + e] = M == -INFINITY ? 0.0f : acc / L;
+        }
+    if (tid == 0)
+        lse[(lkv_att_u64)g * q_heads + qh] = M + logf(L);
+}
+
+// Per slot of each listed row: exp(logit - lse) of the row's `per` query
+// heads, combined by max (reduce_max) or mean.
+LKV_KERNEL(lkv_attend_probs)(const float *logits, const float *lse, float *probs, const int *row0,
+                             const int *group_n, const int *slot_off, int cap, int heads, int per,
+                             int reduce_max)
+{
+    int g = (int)blockIdx.z, ch = (int)blockIdx.y, n = group_n[g];
+    int q_heads = heads * per;
+    const float *lg = logits + (lkv_att_u64)slot_off[g] * q_heads + (lkv_att_u64)ch * per * n;
+    const float *ls = lse + (lkv_att_u64)g * q_heads + (lkv_att_u64)ch * per;
+    float *pr = probs + (lkv_att_u64)(row0[g] + ch) * (lkv_att_u64)cap;
+    int stride = (int)(gridDim.x * blockDim.x);
+    for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += stride) {
+        float acc = 0.0f;
+        for (int j = 0; j < per; j++) {
+            float p = expf(lg[(lkv_att_u64)j * n + i] - ls[j]);
+            acc = reduce_max ? fmaxf(acc, p) : acc + p;
+        }
+        pr[i] = reduce_max ? acc : acc / (float)per;
+    }
+}

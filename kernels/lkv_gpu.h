@@ -33,6 +33,9 @@
 #ifndef __HIPCC_RTC__
 #include <hip/hip_runtime.h>
 #endif
+#ifndef INFINITY /* hiprtc compiles without the C headers that define it */
+#define INFINITY __builtin_huge_valf()
+#endif
 #define LKV_KERNEL(name) extern "C" __global__ void __launch_bounds__(LKV_BLOCK_MAX) name
 #define LKV_DEV static __device__ __forceinline__
 LKV_DEV int lkv_warp(void) { return warpSize; }

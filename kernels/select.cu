@@ -1,2 +1,139 @@
-// select: (being written)
+// select: per listed row keep the k highest of the n valid scores, ties to
+// the lower slot, NaN below everything, and write the kept slot indices in
+// ascending order to the first k entries of the row in `kept`
+// (backends/cpu/cpu_select.c; shaders/select.comp is the same algorithm).
+// Each score maps to a 32-bit key whose ascending order is the oracle's
+// ranking (descending score, -0 equal to +0, every NaN the largest key). A
+// radix select, four passes of 8 bits with the histogram in shared memory,
+// finds the k-th smallest key T and how many of the keys equal to T are
+// kept; a last pass over the row in slot order keeps every key < T and the
+// first `need` keys == T, placing each with a block prefix sum (warp
+// shuffles, then the per-warp totals). The kept set is exactly the oracle's:
+// the keys order the slots as its comparison does and equal keys go to the
+// lower slot; there is no arithmetic. k >= n keeps every slot; k == 0
+// writes nothing. Works at any warp width and any block of whole warps.
+// Launch: block 256 (LKV_BLOCK_MAX or any multiple of 64 below it), one
+// block per listed row, x = listed rows (grid-stride over n_rows).
 #include "lkv_gpu.h"
+
+// Ascending key = descending score; -0 ties +0; every NaN is the last key.
+LKV_DEV unsigned int lkv_select_key(float score)
+{
+    unsigned int b = __float_as_uint(score);
+    if ((b & 0x7fffffffu) > 0x7f800000u)
+        return 0xffffffffu;
+    if ((b & 0x7fffffffu) == 0u)
+        b = 0u;
+    unsigned int ord = (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
+    return ~ord;
+}
+
+// Exclusive prefix sum of v over the block, and the block's total. Every
+// thread of the block must call it (it shuffles and synchronises); warp_sum
+// holds one entry per warp.
+LKV_DEV unsigned int lkv_select_scan(unsigned int v, unsigned int *warp_sum,
+                                     unsigned int *out_total)
+{
+    int w = lkv_warp();
+    int lane = (int)threadIdx.x % w, wid = (int)threadIdx.x / w, nw = (int)blockDim.x / w;
+    unsigned int x = v;
+    for (int off = 1; off < w; off <<= 1) {
+        unsigned int y = lkv_shfl(x, lane >= off ? lane - off : lane);
+        if (lane >= off)
+            x += y;
+    }
+    if (lane == w - 1)
+        warp_sum[wid] = x;
+    __syncthreads();
+    unsigned int before = x - v, total = 0u;
+    for (int i = 0; i < nw; i++) {
+        unsigned int s = warp_sum[i];
+        before += i < wid ? s : 0u;
+        total += s;
+    }
+    __syncthreads(); // warp_sum is rewritten by the next call
+    *out_total = total;
+    return before;
+}
+
+// The radix select: the k-th smallest key of the row (into *out_key) and
+// how many keys equal to it are kept (the return value).
+LKV_DEV unsigned int lkv_select_threshold(const float *s, unsigned int n, unsigned int k,
+                                          unsigned int *hist, unsigned int *sh,
+                                          unsigned int *out_key)
+{
+    unsigned int prefix = 0u, mask = 0u, need = k;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (unsigned int b = threadIdx.x; b < 256u; b += blockDim.x)
+            hist[b] = 0u;
+        __syncthreads();
+        for (unsigned int i = threadIdx.x; i < n; i += blockDim.x) {
+            unsigned int key = lkv_select_key(s[i]);
+            if ((key & mask) == prefix)
+                atomicAdd(&hist[(key >> shift) & 255u], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            // the digit where the count reaches `need`; the keys below it are all kept
+            unsigned int cum = 0u, b = 0u;
+            for (; b < 255u; b++) {
+                if (cum + hist[b] >= need)
+                    break;
+                cum += hist[b];
+            }
+            sh[0] = b;
+            sh[1] = need - cum;
+        }
+        __syncthreads();
+        prefix |= sh[0] << shift;
+        mask |= 255u << shift;
+        need = sh[1];
+        __syncthreads(); // sh and hist are rewritten by the next pass
+    }
+    *out_key = prefix;
+    return need;
+}
+
+LKV_KERNEL(lkv_select_rows)(const int *rows, const int *row_n, const int *row_k,
+                            const float *scores, int *kept, int cap, int n_rows)
+{
+    __shared__ unsigned int hist[256];
+    __shared__ unsigned int sh[2];
+    __shared__ unsigned int warp_sum[LKV_BLOCK_MAX / 32];
+    for (int r = (int)blockIdx.x; r < n_rows; r += (int)gridDim.x) {
+        unsigned long long base = (unsigned long long)rows[r] * (unsigned long long)cap;
+        unsigned int n = (unsigned int)row_n[r], k = (unsigned int)row_k[r];
+        const float *s = scores + base;
+        int *out = kept + base;
+        if (k == 0u)
+            continue;
+        if (k >= n) {
+            for (unsigned int i = threadIdx.x; i < n; i += blockDim.x)
+                out[i] = (int)i;
+            continue;
+        }
+        unsigned int key_k;
+        unsigned int need = lkv_select_threshold(s, n, k, hist, sh, &key_k);
+        // keep keys < key_k and the first `need` keys == key_k, in slot order;
+        // a chunk's counts (at most a block each) pack into one word
+        unsigned int kept_total = 0u, eq_total = 0u;
+        for (unsigned int c = 0u; c < n; c += blockDim.x) {
+            unsigned int i = c + threadIdx.x, less = 0u, eq = 0u;
+            if (i < n) {
+                unsigned int key = lkv_select_key(s[i]);
+                less = key < key_k ? 1u : 0u;
+                eq = key == key_k ? 1u : 0u;
+            }
+            unsigned int mine = less | (eq << 16), total;
+            unsigned int before = lkv_select_scan(mine, warp_sum, &total);
+            unsigned int take = need > eq_total ? need - eq_total : 0u;
+            unsigned int less_before = before & 0xffffu, eq_before = before >> 16;
+            if (less == 1u || (eq == 1u && eq_before < take))
+                out[kept_total + less_before + (eq_before < take ? eq_before : take)] = (int)i;
+            kept_total += (total & 0xffffu) + ((total >> 16) < take ? (total >> 16) : take);
+            eq_total += total >> 16;
+            if (kept_total == k) // the same in every thread: the rest keeps nothing
+                break;
+        }
+    }
+}

@@ -4,6 +4,12 @@
 #   vulkan: glslc and the Vulkan headers to build the backend; the loader,
 #           Mesa's lavapipe (a software Vulkan device) and the Khronos
 #           validation layer to run and check it on a machine without a GPU
+#   hip:    Debian's hipcc (clang with the AMD GPU targets and ROCm's device
+#           libraries) to build the HIP code objects; it brings the HIP
+#           runtime too, which finds no AMD GPU here and says so
+#   cuda:   nvcc is not a Debian package: the CUDA toolkit is expected on the
+#           machine (on PATH, or under $CUDA_HOME); without it the CUDA
+#           backend is left out of the build with a message
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -11,7 +17,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 packages=(build-essential cmake pkg-config libcriterion-dev
-          glslc libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers)
+          glslc libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
+          hipcc)
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 echo "install-deps: ${packages[*]} installed"

@@ -7,6 +7,10 @@
 # caused it. install-deps.sh installs lavapipe, so Vulkan is required here:
 # a missing driver fails instead of skipping (override LAZYKV_REQUIRE_BACKENDS
 # to run elsewhere).
+# CUDA and HIP kernels must build (nvcc from the machine, hipcc from
+# install-deps.sh): LAZYKV_CUDA / LAZYKV_HIP default to ON here, so a missing
+# compiler fails the configure instead of quietly dropping a backend. Their
+# kernels run in the suite on the CPU SIMT emulator (tests/gpu_emu/).
 # Exits non-zero on the first failure.
 set -euo pipefail
 export LAZYKV_VULKAN_VALIDATION=1
@@ -17,7 +21,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 run_suite() {
   local dir=$1; shift
   echo "== configure $dir ($*)"
-  cmake -S . -B "$dir" -DLAZYKV_WERROR=ON "$@" >/dev/null
+  cmake -S . -B "$dir" -DLAZYKV_WERROR=ON -DLAZYKV_CUDA="${LAZYKV_CUDA:-ON}" \
+        -DLAZYKV_HIP="${LAZYKV_HIP:-ON}" "$@" >/dev/null
   echo "== build $dir"
   cmake --build "$dir" -j "$jobs"
   echo "== test $dir"

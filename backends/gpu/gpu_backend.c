@@ -3,6 +3,8 @@
  * distinct caches be used from distinct threads, so every entry holds the
  * device lock; the driver is entered (its context made current on this
  * thread) for the duration. */
+#include <stdlib.h>
+
 #include "gpu_internal.h"
 
 #define LKV_GPU_ENTERED(d, call)                                                             \
@@ -26,10 +28,13 @@ void lkv_gpu_locked_free(lkv_device *d, lkv_buffer *b)
 {
     pthread_mutex_lock(&d->lock);
     /* Without the context current the driver cannot free; the memory then
-     * goes with the context when the device closes. */
+     * goes with the context when the device closes, and only the handle goes
+     * now. */
     if (d->drv->enter(d->api) == LKV_OK) {
         lkv_gpu_free(d, b);
         d->drv->leave(d->api);
+    } else {
+        free(b);
     }
     pthread_mutex_unlock(&d->lock);
 }

@@ -1,9 +1,72 @@
-/* compact: placeholder until the kernel lands (being written). */
+/* compact on CUDA/HIP: one launch moves K, V, pos and the states of every
+ * listed row in place, each block marching forward over its (row, array,
+ * column slice) (kernels/compact.cu explains why that is safe). No scratch:
+ * after the row lists are uploaded the launch is the only step, so a
+ * failure leaves the cache as it was, never with K/V moved and state not. */
 #include "error.h"
 #include "gpu_internal.h"
 
+#define COMPACT_BLOCK 256u
+#define COMPACT_MAX_SLICE 1024 /* units: COMPACT_BLOCK * LKV_COMPACT_PER_THREAD */
+#define COMPACT_MIN_BYTES 32   /* a slice's run per slot: one whole memory sector */
+
+/* How K and V move: the kernel variant, units per slot and the slice. */
+typedef struct compact_plan {
+    lkv_gpu_kernel_id kernel;
+    int32_t units, slice_w;
+    uint32_t slices;
+} compact_plan;
+
+static uint32_t div_up(uint64_t a, uint64_t b)
+{
+    return (uint32_t)((a + b - 1) / b);
+}
+
+/* The widest unit that divides a slot's row and both buffers' alignment;
+ * then enough slices to give the device a few blocks per multiprocessor,
+ * but none narrower than a sector unless the row is. */
+static compact_plan plan(const lkv_device *d, const lkv_compact_args *a)
+{
+    const lkv_cache_buffers *c = a->cache;
+    uint64_t row_bytes = (uint64_t)c->head_dim * (c->dtype == LKV_DTYPE_F16 ? 2 : 4);
+    uint64_t align = (c->k->ptr | c->v->ptr | row_bytes);
+    uint32_t unit = align % 16 == 0 ? 16 : align % 4 == 0 ? 4 : 2;
+    compact_plan p;
+    p.kernel = unit == 16 ? LKV_GPU_K_lkv_compact_b16
+               : unit == 4 ? LKV_GPU_K_lkv_compact_b4 : LKV_GPU_K_lkv_compact_b2;
+    p.units = (int32_t)(row_bytes / unit);
+    uint32_t min_w = COMPACT_MIN_BYTES / unit < (uint32_t)p.units ? COMPACT_MIN_BYTES / unit
+                                                                   : (uint32_t)p.units;
+    uint32_t most = div_up((uint64_t)p.units, min_w ? min_w : 1);
+    uint32_t least = div_up((uint64_t)p.units, COMPACT_MAX_SLICE);
+    uint32_t want = div_up((uint64_t)d->lim.multiprocessors * 4, (uint64_t)a->n_rows * 2);
+    uint32_t slices = want > most ? most : want;
+    slices = slices < least ? least : slices;
+    p.slice_w = (int32_t)div_up((uint64_t)p.units, slices ? slices : 1);
+    p.slices = div_up((uint64_t)p.units, (uint64_t)p.slice_w);
+    return p;
+}
+
 lkv_status lkv_gpu_compact(lkv_device *d, const lkv_compact_args *a)
 {
-    (void)a;
-    return lkv_fail(LKV_UNSUPPORTED, "%s compact: not written yet", d->drv->name);
+    const lkv_cache_buffers *c = a->cache;
+    if (c->head_dim <= 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s compact: head_dim %d; it must be positive",
+                        d->drv->name, c->head_dim);
+    if (a->n_rows <= 0)
+        return LKV_OK;
+    compact_plan p = plan(d, a);
+    const int32_t *host[2] = {a->rows, a->row_k};
+    size_t counts[2] = {(size_t)a->n_rows, (size_t)a->n_rows};
+    lkv_gpu_ptr list[2];
+    lkv_status st = lkv_gpu_upload(d, 2, host, counts, list);
+    if (st != LKV_OK)
+        return st;
+    lkv_gpu_ptr kept = a->kept->ptr, k = c->k->ptr, v = c->v->ptr, pos = c->pos->ptr;
+    lkv_gpu_ptr sa = c->state_a->ptr, sb = c->state_b->ptr, sf = c->state_f->ptr;
+    int32_t cap = c->capacity, units = p.units, slice_w = p.slice_w, n_rows = a->n_rows;
+    void *args[] = {&list[0], &list[1], &kept, &k,   &v,       &pos,   &sa,
+                    &sb,      &sf,      &cap,  &units, &slice_w, &n_rows};
+    uint32_t gy = (uint32_t)n_rows < d->lim.max_grid_y ? (uint32_t)n_rows : d->lim.max_grid_y;
+    return lkv_gpu_launch_kernel(d, p.kernel, 2 * p.slices + 4, gy, 1, COMPACT_BLOCK, args);
 }

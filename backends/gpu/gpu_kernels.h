@@ -5,7 +5,21 @@
  * LKV_GPU_KERNEL(name) defined by the includer. */
 
 /* attend (kernels/attend.cu) */
+LKV_GPU_KERNEL(lkv_attend_split_f32)
+LKV_GPU_KERNEL(lkv_attend_split_f32_vec)
+LKV_GPU_KERNEL(lkv_attend_split_f16)
+LKV_GPU_KERNEL(lkv_attend_split_f16_vec)
+LKV_GPU_KERNEL(lkv_attend_combine)
+LKV_GPU_KERNEL(lkv_attend_probs)
 /* LKV_GPU_KERNELS_ATTEND_END */
 
 /* observe, score, select, compact (kernels/observe.cu ... compact.cu) */
+LKV_GPU_KERNEL(lkv_observe_lazy)
+LKV_GPU_KERNEL(lkv_observe_state)
+LKV_GPU_KERNEL(lkv_score_slots)
+LKV_GPU_KERNEL(lkv_score_prior)
+LKV_GPU_KERNEL(lkv_select_rows)
+LKV_GPU_KERNEL(lkv_compact_b16)
+LKV_GPU_KERNEL(lkv_compact_b4)
+LKV_GPU_KERNEL(lkv_compact_b2)
 /* LKV_GPU_KERNELS_EVICT_END */

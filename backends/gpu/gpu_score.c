@@ -1,9 +1,72 @@
-/* score: placeholder until the kernel lands (being written). */
+/* score on CUDA/HIP: lkv_score_slots over the listed rows (in double where
+ * the oracle is, see kernels/score.cu), then lkv_score_prior when a previous
+ * selection's slots must rank first; stream order puts it second. */
 #include "error.h"
 #include "gpu_internal.h"
 
+#define SCORE_BLOCK 256u
+#define SCORE_MAX_GX 65535u /* the kernels stride over longer rows */
+
+static uint32_t blocks_for(int32_t slots)
+{
+    uint32_t gx = ((uint32_t)(slots > 0 ? slots : 0) + SCORE_BLOCK - 1) / SCORE_BLOCK;
+    return gx < 1 ? 1 : gx > SCORE_MAX_GX ? SCORE_MAX_GX : gx;
+}
+
+static int32_t longest(const int32_t *row_n, int32_t n_rows)
+{
+    int32_t most = 0;
+    for (int32_t r = 0; r < n_rows; r++)
+        most = row_n[r] > most ? row_n[r] : most;
+    return most;
+}
+
+static lkv_status check(const lkv_device *d, const lkv_score_args *a)
+{
+    if (a->kind < LKV_SCORE_LAZY || a->kind > LKV_SCORE_NOISY)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s score: unknown kind %d", d->drv->name,
+                        (int)a->kind);
+    if (a->kind == LKV_SCORE_GROUP_MEAN &&
+        (a->rows_per_group < 1 || a->n_rows % a->rows_per_group != 0))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s score: %d listed rows do not split into groups "
+                        "of %d", d->drv->name, a->n_rows, a->rows_per_group);
+    return LKV_OK;
+}
+
+static lkv_status launch_prior(lkv_device *d, const lkv_score_args *a, lkv_gpu_ptr rows,
+                               uint32_t gy)
+{
+    lkv_gpu_ptr prior = a->prior_kept->ptr, scores = a->scores->ptr;
+    int32_t cap = a->cache->capacity, n_rows = a->n_rows, prior_k = a->prior_k;
+    void *args[] = {&rows, &prior, &scores, &cap, &n_rows, &prior_k};
+    return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_score_prior, blocks_for(prior_k), gy, 1,
+                                 SCORE_BLOCK, args);
+}
+
 lkv_status lkv_gpu_score(lkv_device *d, const lkv_score_args *a)
 {
-    (void)a;
-    return lkv_fail(LKV_UNSUPPORTED, "%s score: not written yet", d->drv->name);
+    const lkv_cache_buffers *c = a->cache;
+    lkv_status st = check(d, a);
+    if (st != LKV_OK || a->n_rows <= 0)
+        return st;
+    const int32_t *host[2] = {a->rows, a->row_n};
+    size_t counts[2] = {(size_t)a->n_rows, (size_t)a->n_rows};
+    lkv_gpu_ptr list[2];
+    st = lkv_gpu_upload(d, 2, host, counts, list);
+    if (st != LKV_OK)
+        return st;
+    lkv_gpu_ptr pos = c->pos->ptr, last = c->state_a->ptr, mri = c->state_b->ptr;
+    lkv_gpu_ptr state = c->state_f->ptr, scores = a->scores->ptr;
+    int32_t cap = c->capacity, n_rows = a->n_rows, kind = (int32_t)a->kind, t = a->t;
+    int32_t head = a->protect_head, tail = a->protect_tail, pool = a->pool_kernel;
+    int32_t per_group = a->rows_per_group > 0 ? a->rows_per_group : 1;
+    uint64_t seed = a->seed;
+    uint32_t gy = (uint32_t)n_rows < d->lim.max_grid_y ? (uint32_t)n_rows : d->lim.max_grid_y;
+    void *args[] = {&list[0], &list[1], &pos,  &last, &mri,  &state,     &scores, &cap,
+                    &n_rows,  &kind,    &t,    &head, &tail, &pool, &per_group, &seed};
+    st = lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_score_slots, blocks_for(longest(a->row_n, n_rows)),
+                               gy, 1, SCORE_BLOCK, args);
+    if (st == LKV_OK && a->prior_kept && a->prior_k > 0)
+        st = launch_prior(d, a, list[0], gy);
+    return st;
 }

@@ -1,0 +1,93 @@
+/* The HIP backend's ops table: probe lists AMD GPUs with whether lazykv has
+ * code for them; open loads the runtime, checks the device's architecture,
+ * loads the module (embedded code object or hiprtc) and hands the device to
+ * the shared GPU host code. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "hip_internal.h"
+
+static void unavailable(lkv_device_report *out, int cap, int *out_count, const char *why)
+{
+    *out_count = 1;
+    if (cap < 1)
+        return;
+    memset(&out[0], 0, sizeof out[0]);
+    snprintf(out[0].backend, sizeof out[0].backend, "hip");
+    out[0].device = -1;
+    snprintf(out[0].reason, sizeof out[0].reason, "%s", why);
+}
+
+static void report_device(const lkv_hip_lib *lib, int ordinal, lkv_device_report *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    snprintf(rep->backend, sizeof rep->backend, "hip");
+    rep->device = ordinal;
+    lkv_hip_device_info info;
+    if (lkv_hip_device_query(lib, ordinal, &info) != LKV_OK) {
+        snprintf(rep->reason, sizeof rep->reason, "%s", lkv_last_error());
+        return;
+    }
+    snprintf(rep->name, sizeof rep->name, "%s", info.name);
+    snprintf(rep->driver, sizeof rep->driver, "%s", info.driver);
+    snprintf(rep->uuid, sizeof rep->uuid, "%s", info.uuid);
+    rep->memory_bytes = info.memory;
+    char how[200];
+    if (lkv_hip_code_source(lib, info.arch, how, sizeof how) != LKV_OK) {
+        snprintf(rep->reason, sizeof rep->reason, "%s", lkv_last_error());
+        return;
+    }
+    rep->available = 1;
+    snprintf(rep->reason, sizeof rep->reason, "%.80s, wave%d, %.150s", info.arch,
+             info.lim.warp, how);
+}
+
+static lkv_status hip_probe(lkv_device_report *out, int cap, int *out_count)
+{
+    lkv_hip_lib lib;
+    int n = 0;
+    if (lkv_hip_load(&lib, &n) != LKV_OK) {
+        unavailable(out, cap, out_count, lkv_last_error());
+        return LKV_OK;
+    }
+    for (int i = 0; i < n && i < cap; i++)
+        report_device(&lib, i, &out[i]);
+    *out_count = n;
+    lkv_hip_unload(&lib);
+    return LKV_OK;
+}
+
+static lkv_status hip_open(int device, lkv_device **out_dev)
+{
+    lkv_hip_api *a = calloc(1, sizeof *a);
+    if (!a)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory opening the hip backend");
+    int n = 0;
+    lkv_status st = lkv_hip_load(&a->lib, &n);
+    if (st != LKV_OK) {
+        free(a);
+        return st;
+    }
+    a->ordinal = device;
+    lkv_hip_device_info info;
+    if (device < 0 || device >= n)
+        st = lkv_fail(LKV_INVALID_ARGUMENT, "hip device %d does not exist (%d found)", device, n);
+    else
+        st = lkv_hip_device_query(&a->lib, device, &info);
+    if (st == LKV_OK)
+        st = lkv_hip_module_load(a, info.arch);
+    if (st != LKV_OK) {
+        lkv_hip_driver.close(a);
+        return st;
+    }
+    return lkv_gpu_device_create(&lkv_hip_driver, a, &info.lim, out_dev);
+}
+
+const lkv_backend_ops lkv_backend_hip = {
+    .name = "hip",
+    .probe = hip_probe,
+    .open = hip_open,
+    LKV_GPU_OPS_COMMON,
+};

@@ -1,0 +1,450 @@
+/* A fake CUDA driver: a shared library exporting the entry points of
+ * backends/cuda/cuda_symbols.h, loaded by the backend in place of
+ * libcuda.so.1 (LAZYKV_CUDA_LIBRARY), so the tests can play the machines the
+ * backend must cope with and check what it did to the driver. Built several
+ * times with different defines (tests/CMakeLists.txt):
+ *
+ *   FAKE_INIT_RESULT     what cuInit returns (100: CUDA_ERROR_NO_DEVICE)
+ *   FAKE_DEVICES         how many devices (device 1 is compute capability 8.6)
+ *   FAKE_CC_MAJOR/MINOR  device 0's compute capability
+ *   FAKE_DRIVER_VERSION  what cuDriverGetVersion says (12020: CUDA 12.2)
+ *   FAKE_LOAD_RESULT     what cuModuleLoadDataEx returns, with a JIT log
+ *   FAKE_NAME            device 0's name
+ *   FAKE_OMIT_MEMALLOC   leave cuMemAlloc_v2 out, as a driver too old would
+ *
+ * At run time LKV_FAKE_CUDA_FAIL=name[=code] makes that one entry point
+ * return `code` (default 999, CUDA_ERROR_UNKNOWN), to walk every failure
+ * path. Device memory is host memory from malloc, so a buffer the backend
+ * forgets to free is also a leak LeakSanitizer reports; copies, memsets and
+ * frees are checked against the live allocations. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_api.h"
+#include "fake_cuda.h"
+
+#ifndef FAKE_INIT_RESULT
+#define FAKE_INIT_RESULT 0
+#endif
+#ifndef FAKE_DEVICES
+#define FAKE_DEVICES 1
+#endif
+#ifndef FAKE_CC_MAJOR
+#define FAKE_CC_MAJOR 9
+#endif
+#ifndef FAKE_CC_MINOR
+#define FAKE_CC_MINOR 0
+#endif
+#ifndef FAKE_DRIVER_VERSION
+#define FAKE_DRIVER_VERSION 13000
+#endif
+#ifndef FAKE_LOAD_RESULT
+#define FAKE_LOAD_RESULT 0
+#endif
+#ifndef FAKE_NAME
+#define FAKE_NAME "Fake H200"
+#endif
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+#define ERR_INVALID_VALUE 1
+#define ERR_NOT_INITIALIZED 3
+#define ERR_INVALID_DEVICE 101
+#define ERR_INVALID_CONTEXT 201
+#define ERR_NOT_FOUND 500
+#define ERR_UNKNOWN 999
+#define MAX_LIVE 4096
+#define MAX_FUNCTIONS 128
+
+static fake_cuda_state state;
+static struct {
+    unsigned char *base;
+    size_t size;
+} live[MAX_LIVE];
+static char function_names[MAX_FUNCTIONS][64];
+static int function_tokens[MAX_FUNCTIONS]; /* a CUfunction is the address of one */
+static int context_token;
+
+FAKE_EXPORT fake_cuda_state *fake_cuda_get_state(void) { return &state; }
+
+/* The injected result for `name`, or 0. */
+static CUresult injected(const char *name)
+{
+    const char *want = getenv("LKV_FAKE_CUDA_FAIL");
+    size_t n = strlen(name);
+    if (!want || strncmp(want, name, n) != 0 || (want[n] != '\0' && want[n] != '='))
+        return 0;
+    return want[n] == '=' ? (CUresult)atoi(want + n + 1) : ERR_UNKNOWN;
+}
+
+#define FAKE_ENTER(name)                                                                     \
+    do {                                                                                     \
+        CUresult fake_r_ = injected(name);                                                   \
+        if (fake_r_)                                                                         \
+            return fake_r_;                                                                  \
+        if (strcmp(name, "cuInit") != 0 && strncmp(name, "cuGetError", 10) != 0 &&         \
+            strcmp(name, "cuDriverGetVersion") != 0 && state.inits == 0)                     \
+            return ERR_NOT_INITIALIZED;                                                      \
+    } while (0)
+
+/* For the calls that act on the current context. */
+#define FAKE_NEEDS_CONTEXT()                                                                 \
+    do {                                                                                     \
+        if (state.ctx_depth < 1) {                                                           \
+            state.without_context++;                                                         \
+            return ERR_INVALID_CONTEXT;                                                      \
+        }                                                                                    \
+    } while (0)
+
+static int find_live(CUdeviceptr p, size_t bytes)
+{
+    for (int i = 0; i < MAX_LIVE; i++) {
+        uintptr_t base = (uintptr_t)live[i].base;
+        if (live[i].base && p >= base && p - base <= live[i].size &&
+            bytes <= live[i].size - (p - base))
+            return i;
+    }
+    state.bad_addresses++;
+    return -1;
+}
+
+FAKE_EXPORT CUresult cuInit(unsigned int flags)
+{
+    FAKE_ENTER("cuInit");
+    if (flags != 0)
+        return ERR_INVALID_VALUE;
+    if (FAKE_INIT_RESULT != 0)
+        return FAKE_INIT_RESULT;
+    state.inits++;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuDriverGetVersion(int *version)
+{
+    FAKE_ENTER("cuDriverGetVersion");
+    *version = FAKE_DRIVER_VERSION;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetCount(int *count)
+{
+    FAKE_ENTER("cuDeviceGetCount");
+    *count = FAKE_DEVICES;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal)
+{
+    FAKE_ENTER("cuDeviceGet");
+    if (ordinal < 0 || ordinal >= FAKE_DEVICES)
+        return ERR_INVALID_DEVICE;
+    *dev = ordinal;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    FAKE_ENTER("cuDeviceGetName");
+    if (dev < 0 || dev >= FAKE_DEVICES || len < 1)
+        return ERR_INVALID_VALUE;
+    snprintf(name, (size_t)len, "%s", dev == 0 ? FAKE_NAME : "Fake RTX A6000");
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev)
+{
+    FAKE_ENTER("cuDeviceGetAttribute");
+    if (dev < 0 || dev >= FAKE_DEVICES)
+        return ERR_INVALID_DEVICE;
+    switch (attr) {
+    case LKV_CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+    case LKV_CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *value = 65535; return 0;
+    case LKV_CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; return 0;
+    case LKV_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = dev == 0 ? 132 : 84; return 0;
+    case LKV_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+        *value = dev == 0 ? FAKE_CC_MAJOR : 8;
+        return 0;
+    case LKV_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+        *value = dev == 0 ? FAKE_CC_MINOR : 6;
+        return 0;
+    default: return ERR_INVALID_VALUE;
+    }
+}
+
+FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    FAKE_ENTER("cuDeviceTotalMem_v2");
+    if (dev < 0 || dev >= FAKE_DEVICES)
+        return ERR_INVALID_DEVICE;
+    *bytes = (size_t)(dev == 0 ? 143771 : 48676) << 20;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    FAKE_ENTER("cuDeviceGetUuid_v2");
+    if (dev < 0 || dev >= FAKE_DEVICES)
+        return ERR_INVALID_DEVICE;
+    for (int i = 0; i < 16; i++)
+        uuid->bytes[i] = (char)(0xa0 + i + 0x10 * dev);
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+    return cuDeviceGetUuid_v2(uuid, dev);
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+    FAKE_ENTER("cuDevicePrimaryCtxRetain");
+    if (dev < 0 || dev >= FAKE_DEVICES)
+        return ERR_INVALID_DEVICE;
+    state.retains++;
+    *ctx = (CUcontext)(void *)&context_token;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    FAKE_ENTER("cuDevicePrimaryCtxRelease_v2");
+    if (dev < 0 || dev >= FAKE_DEVICES || state.retains < 1)
+        return ERR_INVALID_CONTEXT;
+    state.retains--;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    FAKE_ENTER("cuCtxPushCurrent_v2");
+    if ((void *)ctx != (void *)&context_token || state.retains < 1)
+        return ERR_INVALID_CONTEXT;
+    state.ctx_depth++;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
+{
+    FAKE_ENTER("cuCtxPopCurrent_v2");
+    FAKE_NEEDS_CONTEXT();
+    state.ctx_depth--;
+    if (ctx)
+        *ctx = (CUcontext)(void *)&context_token;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuCtxSynchronize(void)
+{
+    FAKE_ENTER("cuCtxSynchronize");
+    FAKE_NEEDS_CONTEXT();
+    return 0;
+}
+
+/* Writes the JIT's error log into the buffer the options give, as the
+ * driver does when the load fails. */
+static void write_jit_log(unsigned int n, const CUjit_option *opts, void **vals)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    for (unsigned int i = 0; i < n; i++) {
+        if (opts[i] == LKV_CU_JIT_ERROR_LOG_BUFFER)
+            buf = vals[i];
+        else if (opts[i] == LKV_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+            size = (size_t)(uintptr_t)vals[i];
+    }
+    state.jit_log_given = buf && size;
+    if (buf && size)
+        snprintf(buf, size,
+                 "ptxas application ptx input, line 9; fatal   : Unsupported .version 9.0; "
+                 "current version is '8.8'\nptxas fatal   : Ptx assembly aborted\n");
+}
+
+FAKE_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
+                                        CUjit_option *opts, void **vals)
+{
+    FAKE_ENTER("cuModuleLoadDataEx");
+    FAKE_NEEDS_CONTEXT();
+    const unsigned char *b = image;
+    /* what the backend hands over must be a fatbin (magic 0xBA55ED50) */
+    if (!b || b[0] != 0x50 || b[1] != 0xed || b[2] != 0x55 || b[3] != 0xba)
+        return LKV_CUDA_ERROR_INVALID_IMAGE;
+    write_jit_log(n, opts, vals);
+    if (FAKE_LOAD_RESULT != 0)
+        return FAKE_LOAD_RESULT;
+    state.modules++;
+    *module = (CUmodule)(void *)&state.modules;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuModuleUnload(CUmodule module)
+{
+    FAKE_ENTER("cuModuleUnload");
+    FAKE_NEEDS_CONTEXT();
+    if ((void *)module != (void *)&state.modules || state.modules < 1)
+        return ERR_INVALID_VALUE;
+    state.modules--;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name)
+{
+    FAKE_ENTER("cuModuleGetFunction");
+    if ((void *)module != (void *)&state.modules || state.modules < 1 || !name)
+        return ERR_INVALID_VALUE;
+    for (int i = 0; i < MAX_FUNCTIONS; i++) {
+        if (function_names[i][0] && strcmp(function_names[i], name) != 0)
+            continue;
+        if (!function_names[i][0])
+            snprintf(function_names[i], sizeof function_names[i], "%s", name);
+        *fn = (CUfunction)(void *)&function_tokens[i];
+        state.functions++;
+        return 0;
+    }
+    return ERR_NOT_FOUND;
+}
+
+#ifndef FAKE_OMIT_MEMALLOC
+FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
+{
+    FAKE_ENTER("cuMemAlloc_v2");
+    FAKE_NEEDS_CONTEXT();
+    if (bytes == 0)
+        return ERR_INVALID_VALUE; /* as the real driver */
+    for (int i = 0; i < MAX_LIVE; i++) {
+        if (live[i].base)
+            continue;
+        live[i].base = malloc(bytes);
+        if (!live[i].base)
+            return LKV_CUDA_ERROR_OUT_OF_MEMORY;
+        live[i].size = bytes;
+        memset(live[i].base, 0xcd, bytes); /* new device memory is not zero */
+        state.allocations++;
+        *p = (CUdeviceptr)(uintptr_t)live[i].base;
+        return 0;
+    }
+    return LKV_CUDA_ERROR_OUT_OF_MEMORY;
+}
+#endif
+
+FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+    FAKE_ENTER("cuMemFree_v2");
+    FAKE_NEEDS_CONTEXT();
+    int i = find_live(p, 0);
+    if (i >= 0 && (uintptr_t)live[i].base != p) {
+        state.bad_addresses++;
+        i = -1;
+    }
+    if (i < 0)
+        return ERR_INVALID_VALUE;
+    free(live[i].base);
+    live[i].base = NULL;
+    state.allocations--;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char value, size_t bytes)
+{
+    FAKE_ENTER("cuMemsetD8_v2");
+    FAKE_NEEDS_CONTEXT();
+    if (find_live(p, bytes) < 0)
+        return ERR_INVALID_VALUE;
+    memset((void *)(uintptr_t)p, value, bytes);
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
+{
+    FAKE_ENTER("cuMemcpyHtoD_v2");
+    FAKE_NEEDS_CONTEXT();
+    if (find_live(dst, bytes) < 0)
+        return ERR_INVALID_VALUE;
+    memcpy((void *)(uintptr_t)dst, src, bytes);
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
+{
+    FAKE_ENTER("cuMemcpyDtoH_v2");
+    FAKE_NEEDS_CONTEXT();
+    if (find_live(src, bytes) < 0)
+        return ERR_INVALID_VALUE;
+    memcpy(dst, (const void *)(uintptr_t)src, bytes);
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    FAKE_ENTER("cuMemcpyDtoD_v2");
+    FAKE_NEEDS_CONTEXT();
+    if (find_live(dst, bytes) < 0 || find_live(src, bytes) < 0)
+        return ERR_INVALID_VALUE;
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy,
+                                    unsigned int gz, unsigned int bx, unsigned int by,
+                                    unsigned int bz, unsigned int shared_bytes, CUstream stream,
+                                    void **params, void **extra)
+{
+    FAKE_ENTER("cuLaunchKernel");
+    FAKE_NEEDS_CONTEXT();
+    (void)params;
+    int i = (int)((int *)(void *)fn - function_tokens);
+    if (i < 0 || i >= MAX_FUNCTIONS || !function_names[i][0])
+        return ERR_INVALID_VALUE;
+    state.launches++;
+    snprintf(state.last_kernel, sizeof state.last_kernel, "%s", function_names[i]);
+    state.grid[0] = gx, state.grid[1] = gy, state.grid[2] = gz;
+    state.block[0] = bx, state.block[1] = by, state.block[2] = bz;
+    state.shared_bytes = shared_bytes;
+    state.stream = stream;
+    state.extra_given = extra != NULL;
+    return 0;
+}
+
+static const struct {
+    CUresult code;
+    const char *name, *text;
+} errors[] = {
+    {0, "CUDA_SUCCESS", "no error"},
+    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
+    {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+     "the provided PTX was compiled with an unsupported toolchain."},
+    {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+static int error_index(CUresult r)
+{
+    for (int i = 0; i < (int)(sizeof errors / sizeof errors[0]); i++)
+        if (errors[i].code == r)
+            return i;
+    return -1;
+}
+
+FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char **out)
+{
+    FAKE_ENTER("cuGetErrorName");
+    int i = error_index(r);
+    *out = i < 0 ? NULL : errors[i].name;
+    return i < 0 ? ERR_INVALID_VALUE : 0;
+}
+
+FAKE_EXPORT CUresult cuGetErrorString(CUresult r, const char **out)
+{
+    FAKE_ENTER("cuGetErrorString");
+    int i = error_index(r);
+    *out = i < 0 ? NULL : errors[i].text;
+    return i < 0 ? ERR_INVALID_VALUE : 0;
+}

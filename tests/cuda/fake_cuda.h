@@ -1,0 +1,27 @@
+/* What a fake CUDA driver (fake_cuda.c) saw, for the tests to check: a test
+ * dlopens the same library the backend loads and reads this through
+ * fake_cuda_get_state(). */
+#ifndef LKV_FAKE_CUDA_H
+#define LKV_FAKE_CUDA_H
+
+typedef struct fake_cuda_state {
+    int inits;              /* cuInit calls */
+    int retains;            /* primary context retains not yet released */
+    int ctx_depth;          /* pushes not yet popped */
+    int modules;            /* modules loaded and not unloaded */
+    int allocations;        /* device allocations not yet freed */
+    int functions;          /* cuModuleGetFunction successes */
+    int without_context;    /* calls that needed a current context and had none */
+    int bad_addresses;      /* copies, memsets or frees outside any live allocation */
+    int jit_log_given;      /* the last module load was given an error log buffer */
+    int launches;
+    /* the last launch */
+    char last_kernel[64];
+    unsigned grid[3], block[3], shared_bytes;
+    const void *stream;
+    int extra_given;
+} fake_cuda_state;
+
+typedef fake_cuda_state *(*fake_cuda_state_fn)(void);
+
+#endif

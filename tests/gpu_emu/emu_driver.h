@@ -1,0 +1,22 @@
+/* The emulator's driver (emu_driver.c): device memory is host memory, a
+ * launch runs the CPU SIMT emulator synchronously. Exposed for the
+ * emulator's own tests; everything else reaches it through the `gpu-emu`
+ * backend (lkv_backend_gpu_emu) in lazykv-emu. */
+#ifndef LKV_EMU_DRIVER_H
+#define LKV_EMU_DRIVER_H
+
+#include "gpu_emu_api.h"
+#include "gpu_internal.h"
+
+extern const lkv_gpu_driver lkv_emu_driver;
+extern const lkv_backend_ops lkv_backend_gpu_emu;
+
+/* A driver state for `warp` (32 or 64); release it with lkv_emu_driver.close. */
+lkv_status lkv_emu_api_create(int warp, void **out_api);
+
+/* Launches a kernel that is not in the table (the emulator's test kernels)
+ * with the checks lkv_emu_driver.launch makes. */
+lkv_status lkv_emu_launch_custom(void *api, const lkv_emu_kernel *kernel, const uint32_t grid[3],
+                                 uint32_t block, void **args);
+
+#endif /* LKV_EMU_DRIVER_H */

@@ -1,0 +1,225 @@
+// Kernels that exercise the emulator itself (test_gpu_emu.c checks what they
+// write against values computed on the host). Written like the project's
+// kernels: only what kernels/lkv_gpu.h lists.
+#include "lkv_gpu.h"
+
+#include "emu_bind.h"
+#include "emu_test_kernels.h"
+
+// One element per thread summed by a shared-memory tree with a barrier per
+// level; out[block] = the block's sum.
+LKV_KERNEL(emu_test_block_sum)(const float *__restrict__ in, float *__restrict__ out, int n)
+{
+    __shared__ float buf[LKV_BLOCK_MAX];
+    int tid = (int)threadIdx.x;
+    int i = (int)(blockIdx.x * blockDim.x) + tid;
+    buf[tid] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    for (int s = (int)blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s)
+            buf[tid] += buf[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0)
+        out[blockIdx.x] = buf[0];
+}
+
+// Inclusive prefix sum of each block's elements (Hillis-Steele, two shared
+// buffers); the number of rounds depends on the block size only.
+LKV_KERNEL(emu_test_block_scan)(const int *__restrict__ in, int *__restrict__ out)
+{
+    __shared__ int a[LKV_BLOCK_MAX], b[LKV_BLOCK_MAX];
+    int tid = (int)threadIdx.x;
+    int base = (int)(blockIdx.x * blockDim.x);
+    int *src = a, *dst = b;
+    src[tid] = in[base + tid];
+    __syncthreads();
+    for (int d = 1; d < (int)blockDim.x; d *= 2) {
+        dst[tid] = tid >= d ? src[tid] + src[tid - d] : src[tid];
+        __syncthreads();
+        int *t = src;
+        src = dst;
+        dst = t;
+    }
+    out[base + tid] = src[tid];
+}
+
+// Per thread: the warp's sum by butterfly, lane `bcast`'s value, the next
+// lane's value (wrapping), its own value back from an out-of-range xor, and
+// its neighbour's (lane ^ 1) float and int.
+LKV_KERNEL(emu_test_warp)(const unsigned int *__restrict__ in, unsigned int *__restrict__ sum,
+                          unsigned int *__restrict__ bcast, unsigned int *__restrict__ next,
+                          unsigned int *__restrict__ own, float *__restrict__ pair_f,
+                          int *__restrict__ pair_i, int *__restrict__ lane_of, int src_lane)
+{
+    int gid = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    int lane = (int)threadIdx.x % lkv_warp();
+    unsigned int v = in[gid];
+    unsigned int s = v;
+    for (int m = lkv_warp() / 2; m > 0; m >>= 1)
+        s += lkv_shfl_xor(s, m);
+    sum[gid] = s;
+    bcast[gid] = lkv_shfl(v, src_lane);
+    next[gid] = lkv_shfl(v, lane + 1);
+    own[gid] = lkv_shfl_xor(v, lkv_warp());
+    pair_f[gid] = lkv_shfl_xor((float)v * 0.5f, 1);
+    pair_i[gid] = lkv_shfl_xor(-(int)v, 1);
+    lane_of[gid] = lane;
+}
+
+// The first 64 threads wait at a barrier the others never reach.
+LKV_KERNEL(emu_test_divergent_barrier)(int *__restrict__ out)
+{
+    if (threadIdx.x < 64)
+        __syncthreads();
+    out[threadIdx.x] = 1;
+}
+
+// Every thread reaches a barrier, but not the same one.
+LKV_KERNEL(emu_test_two_barriers)(int *__restrict__ out)
+{
+    if (threadIdx.x < 64) {
+        __syncthreads();
+        out[threadIdx.x] = 1;
+    } else {
+        __syncthreads();
+        out[threadIdx.x] = 2;
+    }
+}
+
+// Lane `missing` of every warp skips the shuffle.
+LKV_KERNEL(emu_test_shuffle_missing_lane)(int *__restrict__ out, int missing)
+{
+    int v = (int)threadIdx.x;
+    if ((int)threadIdx.x % lkv_warp() != missing)
+        v = lkv_shfl_xor(v, 1);
+    out[threadIdx.x] = v;
+}
+
+// Lane 0 waits at a barrier while the rest of its warp waits at a shuffle.
+LKV_KERNEL(emu_test_shuffle_vs_barrier)(int *__restrict__ out)
+{
+    int v = (int)threadIdx.x;
+    if (threadIdx.x % (unsigned int)lkv_warp() == 0)
+        __syncthreads();
+    else
+        v = lkv_shfl_xor(v, 1);
+    out[threadIdx.x] = v;
+}
+
+// Each block records its coordinates; every thread counts itself in.
+LKV_KERNEL(emu_test_geometry)(unsigned int *__restrict__ blocks, unsigned int *__restrict__ counts)
+{
+    unsigned int linear = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    if (threadIdx.x == 0) {
+        blocks[linear * 7 + 0] = blockIdx.x;
+        blocks[linear * 7 + 1] = blockIdx.y;
+        blocks[linear * 7 + 2] = blockIdx.z;
+        blocks[linear * 7 + 3] = gridDim.x;
+        blocks[linear * 7 + 4] = gridDim.y;
+        blocks[linear * 7 + 5] = gridDim.z;
+        blocks[linear * 7 + 6] = blockDim.x;
+    }
+    atomicAdd(&counts[0], 1u);
+    atomicMax(&counts[1], linear * blockDim.x + threadIdx.x);
+    atomicMin(&counts[2], linear * blockDim.x + threadIdx.x);
+    atomicOr(&counts[3], 1u << (threadIdx.x % 32u));
+    atomicAdd((int *)&counts[4], -1);
+}
+
+// Reads shared memory before any thread of the block wrote it.
+LKV_KERNEL(emu_test_shared_fresh)(unsigned int *__restrict__ out)
+{
+    __shared__ unsigned int s[LKV_BLOCK_MAX];
+    __shared__ float f;
+    unsigned int tid = threadIdx.x;
+    out[blockIdx.x * blockDim.x + tid] = s[tid];
+    if (tid == 0)
+        out[gridDim.x * blockDim.x + blockIdx.x] = isnan(f) ? 1u : 0u;
+    __syncthreads();
+    s[tid] = 7u;
+    if (tid == 0)
+        f = 1.0f;
+}
+
+// Thread 0 writes what every thread then reads, without the barrier between.
+LKV_KERNEL(emu_test_missing_barrier)(unsigned int *__restrict__ out)
+{
+    __shared__ unsigned int v;
+    if (threadIdx.x == 0)
+        v = 42u;
+    out[blockIdx.x * blockDim.x + threadIdx.x] = v;
+}
+
+LKV_KERNEL(emu_test_half)(const unsigned short *__restrict__ in, float *__restrict__ out, int n)
+{
+    int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i < n)
+        out[i] = lkv_half_to_float(in[i]);
+}
+
+// Thread 0 writes back every scalar parameter it received.
+LKV_KERNEL(emu_test_params)(int a, unsigned int b, float c, double d, unsigned long long e,
+                            const int *__restrict__ p, long long *__restrict__ out_i,
+                            double *__restrict__ out_d)
+{
+    if (threadIdx.x != 0 || blockIdx.x != 0)
+        return;
+    out_i[0] = a;
+    out_i[1] = (long long)b;
+    out_i[2] = (long long)e;
+    out_i[3] = p[0];
+    out_d[0] = c;
+    out_d[1] = d;
+}
+
+// 16-byte loads through the vector types, bit casts, min/max and the math
+// the header promises; thread 0 of block 0 only.
+LKV_KERNEL(emu_test_misc)(const float *__restrict__ in, unsigned int *__restrict__ out_u,
+                          float *__restrict__ out_f)
+{
+    if (threadIdx.x != 0 || blockIdx.x != 0)
+        return;
+    float4 f4 = ((const float4 *)in)[1];
+    uint4 u4 = ((const uint4 *)in)[0];
+    float2 f2 = ((const float2 *)in)[1];
+    uint2 u2 = ((const uint2 *)in)[2];
+    int4 i4 = make_int4(-3, 5, -7, 9);
+    out_f[0] = f4.x + f4.y + f4.z + f4.w;
+    out_u[0] = u4.x ^ u4.y ^ u4.z ^ u4.w;
+    out_f[1] = f2.x * f2.y;
+    out_u[1] = u2.x + u2.y;
+    out_u[2] = __float_as_uint(in[0]);
+    out_f[2] = __uint_as_float(0x3f800000u);
+    out_u[3] = (unsigned int)__float_as_int(-2.0f);
+    out_f[3] = __int_as_float(0x40400000);
+    out_u[4] = (unsigned int)min(i4.x, i4.y) + (unsigned int)max(i4.z, i4.w) * 100u;
+    out_u[5] = min(3u, 4000000000u) + max(1u, 2u);
+    out_f[4] = fmaxf(in[0], in[1]) + fminf(in[2], in[3]);
+    out_f[5] = expf(0.0f) + logf(1.0f) + (float)(exp(0.0) + log(1.0));
+    out_u[6] = isnan(NAN) && !isnan(INFINITY) && INFINITY > 1e38f ? 1u : 0u;
+    uint4 mk = make_uint4(1u, 2u, 3u, 4u);
+    uint2 mk2 = make_uint2(5u, 6u);
+    float4 mkf = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
+    float2 mkf2 = make_float2(5.0f, 6.0f);
+    int2 mki = make_int2(7, 8);
+    out_u[7] = mk.x + mk.y + mk.z + mk.w + mk2.x + mk2.y + (unsigned int)(mki.x + mki.y);
+    out_f[6] = mkf.x + mkf.y + mkf.z + mkf.w + mkf2.x + mkf2.y;
+}
+
+extern "C" {
+const lkv_emu_kernel lkv_emu_test_block_sum = LKV_EMU_BIND(emu_test_block_sum);
+const lkv_emu_kernel lkv_emu_test_block_scan = LKV_EMU_BIND(emu_test_block_scan);
+const lkv_emu_kernel lkv_emu_test_warp = LKV_EMU_BIND(emu_test_warp);
+const lkv_emu_kernel lkv_emu_test_divergent_barrier = LKV_EMU_BIND(emu_test_divergent_barrier);
+const lkv_emu_kernel lkv_emu_test_two_barriers = LKV_EMU_BIND(emu_test_two_barriers);
+const lkv_emu_kernel lkv_emu_test_shuffle_missing_lane =
+    LKV_EMU_BIND(emu_test_shuffle_missing_lane);
+const lkv_emu_kernel lkv_emu_test_shuffle_vs_barrier = LKV_EMU_BIND(emu_test_shuffle_vs_barrier);
+const lkv_emu_kernel lkv_emu_test_geometry = LKV_EMU_BIND(emu_test_geometry);
+const lkv_emu_kernel lkv_emu_test_shared_fresh = LKV_EMU_BIND(emu_test_shared_fresh);
+const lkv_emu_kernel lkv_emu_test_missing_barrier = LKV_EMU_BIND(emu_test_missing_barrier);
+const lkv_emu_kernel lkv_emu_test_half = LKV_EMU_BIND(emu_test_half);
+const lkv_emu_kernel lkv_emu_test_params = LKV_EMU_BIND(emu_test_params);
+const lkv_emu_kernel lkv_emu_test_misc = LKV_EMU_BIND(emu_test_misc);
+}

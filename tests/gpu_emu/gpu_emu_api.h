@@ -1,0 +1,47 @@
+/* The CPU SIMT emulator as the test suite's C code sees it: the kernel table
+ * (emu_kernels.cpp, from backends/gpu/gpu_kernels.h), the launch
+ * (gpu_emu.cpp) and the warp width setting. */
+#ifndef LKV_GPU_EMU_API_H
+#define LKV_GPU_EMU_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One kernel: `call` unpacks cuLaunchKernel-style arguments (args[i] points
+ * at parameter i's value; a pointer parameter's value is a 64-bit address)
+ * and runs the kernel for the current thread. */
+typedef struct lkv_emu_kernel {
+    const char *name;
+    void (*call)(void *const *args);
+    int n_params;
+    uint64_t pointer_params; /* bit i set: parameter i is a device pointer */
+} lkv_emu_kernel;
+
+/* Every kernel of kernels/lazykv.cu, in lkv_gpu_kernel_id order. */
+extern const lkv_emu_kernel lkv_emu_kernels[];
+extern const int lkv_emu_kernel_count;
+
+/* Runs every block of the grid, one after the other, with `block` threads
+ * each in warps of `warp` lanes. Returns 0, or -1 with the reason in `why`
+ * (a bad shape, a divergent __syncthreads, a shuffle some lane of a warp did
+ * not reach, no memory for fiber stacks); the launch stops at the first
+ * failing block. Launches from several OS threads run one at a time. */
+int lkv_emu_run(const lkv_emu_kernel *kernel, void *const *args, const uint32_t grid[3],
+                uint32_t block, int warp, char *why, size_t why_len);
+
+/* The warp width LKV_EMU_WARP asks for: 32 when unset or empty, 64; anything
+ * else is -1 with the reason. */
+int lkv_emu_warp_from_env(int *out_warp, char *why, size_t why_len);
+
+/* Fiber switches the calling OS thread's scheduler has made (for measuring). */
+uint64_t lkv_emu_switch_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LKV_GPU_EMU_API_H */

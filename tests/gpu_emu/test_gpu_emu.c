@@ -1,0 +1,542 @@
+/* The CPU SIMT emulator checked on its own kernels (emu_test_kernels.cpp)
+ * against values computed here on the host: barriers, shuffles at both warp
+ * widths, the errors it must report instead of hanging or guessing, and the
+ * checks of its driver. */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_driver.h"
+#include "emu_test_kernels.h"
+#include "error.h"
+#include "test_util.h"
+
+#define WHY 512
+
+static uint64_t addr(const void *p)
+{
+    return (uint64_t)(uintptr_t)p;
+}
+
+static int run(const lkv_emu_kernel *k, void **args, uint32_t gx, uint32_t block, int warp,
+               char *why)
+{
+    uint32_t grid[3] = {gx, 1, 1};
+    why[0] = '\0';
+    return lkv_emu_run(k, args, grid, block, warp, why, WHY);
+}
+
+static uint32_t next_u32(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*s >> 33);
+}
+
+static float bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* ---- barriers ---- */
+
+Test(gpu_emu, block_sum_through_shared_memory_matches_the_host)
+{
+    enum { N = 1000, BLOCKS = 4 };
+    float in[N], out[BLOCKS] = {0};
+    uint64_t s = 1;
+    for (int i = 0; i < N; i++)
+        in[i] = (float)(next_u32(&s) % 1000); /* integers: every order sums exactly */
+    uint64_t pin = addr(in), pout = addr(out);
+    int n = N;
+    void *args[] = {&pin, &pout, &n};
+    char why[WHY];
+    cr_assert_eq(run(&lkv_emu_test_block_sum, args, BLOCKS, 256, 32, why), 0, "%s", why);
+    for (int b = 0; b < BLOCKS; b++) {
+        float want = 0;
+        for (int i = b * 256; i < (b + 1) * 256 && i < N; i++)
+            want += in[i];
+        cr_assert_eq(out[b], want, "block %d: %g, host %g", b, out[b], want);
+    }
+}
+
+Test(gpu_emu, block_scan_with_a_barrier_per_round_matches_host_prefix_sums)
+{
+    static const uint32_t sizes[] = {64, 128, 256};
+    uint64_t s = 2;
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+        uint32_t block = sizes[z];
+        int in[3 * 256], out[3 * 256] = {0};
+        for (uint32_t i = 0; i < 3 * block; i++)
+            in[i] = (int)(next_u32(&s) % 101) - 50;
+        uint64_t pin = addr(in), pout = addr(out);
+        void *args[] = {&pin, &pout};
+        char why[WHY];
+        cr_assert_eq(run(&lkv_emu_test_block_scan, args, 3, block, 64, why), 0, "%s", why);
+        for (uint32_t b = 0; b < 3; b++) {
+            int acc = 0;
+            for (uint32_t t = 0; t < block; t++) {
+                acc += in[b * block + t];
+                cr_assert_eq(out[b * block + t], acc, "block size %u, block %u, thread %u",
+                             block, b, t);
+            }
+        }
+    }
+}
+
+/* ---- shuffles ---- */
+
+static void check_warp_exchanges(int warp)
+{
+    enum { BLOCKS = 2, BLOCK = 256, N = BLOCKS * BLOCK, SRC = 37 };
+    unsigned in[N], sum[N] = {0}, bcast[N] = {0}, next[N] = {0}, own[N] = {0};
+    float pair_f[N] = {0};
+    int pair_i[N] = {0}, lane_of[N] = {0};
+    uint64_t s = (uint64_t)warp;
+    for (int i = 0; i < N; i++)
+        in[i] = next_u32(&s) % (1u << 20);
+    uint64_t p[] = {addr(in), addr(sum), addr(bcast), addr(next), addr(own), addr(pair_f),
+                    addr(pair_i), addr(lane_of)};
+    int src = SRC;
+    void *args[] = {&p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &p[6], &p[7], &src};
+    char why[WHY];
+    cr_assert_eq(run(&lkv_emu_test_warp, args, BLOCKS, BLOCK, warp, why), 0, "%s", why);
+    for (int i = 0; i < N; i++) {
+        int lane = i % warp, base = i - lane;
+        unsigned want_sum = 0;
+        for (int l = 0; l < warp; l++)
+            want_sum += in[base + l];
+        cr_assert_eq(lane_of[i], lane, "warp %d, thread %d: lane", warp, i);
+        cr_assert_eq(sum[i], want_sum, "warp %d, thread %d: butterfly sum", warp, i);
+        cr_assert_eq(bcast[i], in[base + SRC % warp], "warp %d, thread %d: lkv_shfl(v, %d)",
+                     warp, i, SRC);
+        cr_assert_eq(next[i], in[base + (lane + 1) % warp], "warp %d, thread %d: next lane",
+                     warp, i);
+        cr_assert_eq(own[i], in[i], "warp %d, thread %d: xor beyond the warp", warp, i);
+        cr_assert_eq(pair_f[i], (float)in[i ^ 1] * 0.5f, "warp %d, thread %d: float", warp, i);
+        cr_assert_eq(pair_i[i], -(int)in[i ^ 1], "warp %d, thread %d: int", warp, i);
+    }
+}
+
+Test(gpu_emu, warp_exchanges_match_the_host_at_warp_32)
+{
+    check_warp_exchanges(32);
+}
+
+Test(gpu_emu, warp_exchanges_match_the_host_at_warp_64)
+{
+    check_warp_exchanges(64);
+}
+
+/* ---- errors it must report ---- */
+
+static void expect_failure(const lkv_emu_kernel *k, void **args, int warp, const char *a,
+                           const char *b)
+{
+    char why[WHY];
+    cr_assert_eq(run(k, args, 2, 256, warp, why), -1, "%s should fail", k->name);
+    cr_assert(strstr(why, a) && strstr(why, b), "%s: '%s' lacks '%s' or '%s'", k->name, why, a, b);
+}
+
+Test(gpu_emu, a_barrier_some_threads_skip_is_reported)
+{
+    int out[256] = {0};
+    uint64_t p = addr(out);
+    void *args[] = {&p};
+    expect_failure(&lkv_emu_test_divergent_barrier, args, 32, "divergent __syncthreads",
+                   "thread 64 finished");
+}
+
+Test(gpu_emu, threads_at_two_different_barriers_are_reported)
+{
+    int out[256] = {0};
+    uint64_t p = addr(out);
+    void *args[] = {&p};
+    expect_failure(&lkv_emu_test_two_barriers, args, 32, "divergent __syncthreads",
+                   "thread 64 waits at __syncthreads (emu_test_kernels.cpp:");
+}
+
+Test(gpu_emu, a_shuffle_a_lane_skips_is_reported_at_both_widths)
+{
+    int out[256] = {0}, missing = 5;
+    uint64_t p = addr(out);
+    void *args[] = {&p, &missing};
+    expect_failure(&lkv_emu_test_shuffle_missing_lane, args, 32,
+                   "shuffle not reached by every lane", "thread 5 finished");
+    expect_failure(&lkv_emu_test_shuffle_missing_lane, args, 64,
+                   "shuffle not reached by every lane", "thread 5 finished");
+}
+
+Test(gpu_emu, a_lane_at_a_barrier_while_its_warp_shuffles_is_reported)
+{
+    int out[256] = {0};
+    uint64_t p = addr(out);
+    void *args[] = {&p};
+    expect_failure(&lkv_emu_test_shuffle_vs_barrier, args, 64, "shuffle not reached",
+                   "thread 0 waits at __syncthreads");
+}
+
+Test(gpu_emu, the_emulator_runs_correctly_after_a_failed_launch)
+{
+    int out[256] = {0};
+    uint64_t p = addr(out);
+    void *bad[] = {&p};
+    char why[WHY];
+    cr_assert_eq(run(&lkv_emu_test_divergent_barrier, bad, 1, 256, 32, why), -1);
+    int in[256], scan[256];
+    for (int i = 0; i < 256; i++)
+        in[i] = i;
+    uint64_t pin = addr(in), pout = addr(scan);
+    void *args[] = {&pin, &pout};
+    cr_assert_eq(run(&lkv_emu_test_block_scan, args, 1, 256, 32, why), 0, "%s", why);
+    for (int i = 0; i < 256; i++)
+        cr_assert_eq(scan[i], i * (i + 1) / 2, "thread %d", i);
+}
+
+/* Each OS thread has its own fibers; launches take turns. */
+static void *scan_repeatedly(void *arg)
+{
+    uintptr_t bad = 0;
+    int seed = (int)(intptr_t)arg;
+    for (int rep = 0; rep < 20 && !bad; rep++) {
+        int in[2 * 128], out[2 * 128] = {0};
+        for (int i = 0; i < 2 * 128; i++)
+            in[i] = (i * 7 + seed + rep) % 13 - 6;
+        uint64_t pin = addr(in), pout = addr(out);
+        void *args[] = {&pin, &pout};
+        char why[WHY];
+        if (run(&lkv_emu_test_block_scan, args, 2, 128, rep % 2 ? 64 : 32, why) != 0)
+            return (void *)1;
+        for (int b = 0; b < 2; b++)
+            for (int t = 0, acc = 0; t < 128; t++) {
+                acc += in[b * 128 + t];
+                bad |= out[b * 128 + t] != acc;
+            }
+    }
+    return (void *)bad;
+}
+
+Test(gpu_emu, launches_from_two_os_threads_at_once_both_complete_correctly)
+{
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, scan_repeatedly, (void *)(intptr_t)(i + 1)), 0);
+    for (int i = 0; i < 2; i++) {
+        void *bad = NULL;
+        pthread_join(th[i], &bad);
+        cr_assert_null(bad, "thread %d got a wrong scan or a failed launch", i);
+    }
+}
+
+Test(gpu_emu, launch_shapes_outside_the_rules_are_refused_naming_the_value)
+{
+    int out[512] = {0};
+    uint64_t p = addr(out);
+    void *args[] = {&p};
+    char why[WHY];
+    static const uint32_t blocks[] = {96, 0, 512, 320};
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "block of %u threads", blocks[i]);
+        cr_assert_eq(run(&lkv_emu_test_misc, args, 1, blocks[i], 32, why), -1);
+        cr_assert(strstr(why, want), "%s", why);
+    }
+    cr_assert_eq(run(&lkv_emu_test_misc, args, 1, 64, 48, why), -1);
+    cr_assert(strstr(why, "warp width 48"), "%s", why);
+    uint32_t grids[][3] = {{0, 1, 1}, {1, 65536, 1}, {1, 1, 70000}};
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_eq(lkv_emu_run(&lkv_emu_test_misc, args, grids[i], 64, 32, why, WHY), -1);
+        cr_assert(strstr(why, "grid"), "%s", why);
+    }
+}
+
+/* ---- what kernels see ---- */
+
+Test(gpu_emu, every_block_of_a_3d_grid_runs_once_with_its_coordinates)
+{
+    enum { GX = 3, GY = 2, GZ = 2, BLOCK = 128, NB = GX * GY * GZ };
+    unsigned blocks[NB * 7];
+    unsigned counts[5] = {0, 0, UINT32_MAX, 0, 0};
+    memset(blocks, 0xab, sizeof blocks);
+    uint64_t pb = addr(blocks), pc = addr(counts);
+    void *args[] = {&pb, &pc};
+    uint32_t grid[3] = {GX, GY, GZ};
+    char why[WHY];
+    cr_assert_eq(lkv_emu_run(&lkv_emu_test_geometry, args, grid, BLOCK, 32, why, WHY), 0, "%s",
+                 why);
+    for (unsigned z = 0, b = 0; z < GZ; z++)
+        for (unsigned y = 0; y < GY; y++)
+            for (unsigned x = 0; x < GX; x++, b++) {
+                unsigned want[7] = {x, y, z, GX, GY, GZ, BLOCK};
+                for (int k = 0; k < 7; k++)
+                    cr_assert_eq(blocks[b * 7 + k], want[k], "block %u field %d", b, k);
+            }
+    cr_assert_eq(counts[0], NB * BLOCK, "atomicAdd counted %u threads", counts[0]);
+    cr_assert_eq(counts[1], NB * BLOCK - 1, "atomicMax");
+    cr_assert_eq(counts[2], 0u, "atomicMin");
+    cr_assert_eq(counts[3], UINT32_MAX, "atomicOr");
+    cr_assert_eq((int)counts[4], -(NB * BLOCK), "atomicAdd on int");
+}
+
+Test(gpu_emu, shared_memory_starts_as_garbage_in_every_block)
+{
+    enum { BLOCKS = 3, BLOCK = 256 };
+    unsigned out[BLOCKS * BLOCK + BLOCKS] = {0};
+    uint64_t p = addr(out);
+    void *args[] = {&p};
+    char why[WHY];
+    cr_assert_eq(run(&lkv_emu_test_shared_fresh, args, BLOCKS, BLOCK, 32, why), 0, "%s", why);
+    /* not zero, and not the 7 the previous block left */
+    for (int i = 0; i < BLOCKS * BLOCK; i++)
+        cr_assert_eq(out[i], UINT32_MAX, "thread %d read %u", i, out[i]);
+    for (int b = 0; b < BLOCKS; b++)
+        cr_assert_eq(out[BLOCKS * BLOCK + b], 1u, "block %d: a shared float is not NaN", b);
+}
+
+Test(gpu_emu, a_missing_barrier_shows_in_the_results)
+{
+    enum { BLOCKS = 2, BLOCK = 256 };
+    unsigned out[BLOCKS * BLOCK] = {0};
+    uint64_t p = addr(out);
+    void *args[] = {&p};
+    char why[WHY];
+    cr_assert_eq(run(&lkv_emu_test_missing_barrier, args, BLOCKS, BLOCK, 32, why), 0, "%s", why);
+    int stale = 0;
+    for (int i = 0; i < BLOCKS * BLOCK; i++)
+        stale += out[i] != 42u;
+    cr_assert_gt(stale, 0, "every thread saw thread 0's write without a barrier");
+}
+
+Test(gpu_emu, half_to_float_is_exact_for_every_half)
+{
+    enum { N = 65536 };
+    unsigned short *in = malloc(N * sizeof *in);
+    float *out = malloc(N * sizeof *out);
+    cr_assert(in && out);
+    for (int i = 0; i < N; i++)
+        in[i] = (unsigned short)i;
+    uint64_t pin = addr(in), pout = addr(out);
+    int n = N;
+    void *args[] = {&pin, &pout, &n};
+    char why[WHY];
+    cr_assert_eq(run(&lkv_emu_test_half, args, N / 256, 256, 32, why), 0, "%s", why);
+    for (int h = 0; h < N; h++) {
+        int sign = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+        if (e == 31) {
+            uint32_t want = (uint32_t)sign << 31 | 0x7f800000u | (uint32_t)m << 13;
+            cr_assert_eq(float_bits(out[h]), want, "half 0x%04x: inf/nan bits", h);
+            continue;
+        }
+        /* the binary16 formula in double: subnormal 0.m x 2^-14, normal 1.m x 2^(e-15) */
+        double v = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+        float want = (float)(sign ? -v : v);
+        cr_assert_eq(float_bits(out[h]), float_bits(want), "half 0x%04x: %a, want %a", h,
+                     (double)out[h], (double)want);
+    }
+    free(in);
+    free(out);
+}
+
+Test(gpu_emu, scalar_and_pointer_parameters_arrive_as_passed)
+{
+    cr_assert_eq(lkv_emu_test_params.n_params, 8);
+    cr_assert_eq(lkv_emu_test_params.pointer_params, (1u << 5) | (1u << 6) | (1u << 7));
+    int32_t a = -7;
+    uint32_t b = 4000000000u;
+    float c = 1.5f;
+    double d = -2.25e100;
+    uint64_t e = 0x123456789abcdef0ull;
+    int pointee = 99;
+    long long oi[4] = {0};
+    double od[2] = {0};
+    uint64_t pp = addr(&pointee), pi = addr(oi), pd = addr(od);
+    void *args[] = {&a, &b, &c, &d, &e, &pp, &pi, &pd};
+    char why[WHY];
+    cr_assert_eq(run(&lkv_emu_test_params, args, 1, 64, 32, why), 0, "%s", why);
+    cr_assert_eq(oi[0], -7);
+    cr_assert_eq(oi[1], 4000000000ll);
+    cr_assert_eq((uint64_t)oi[2], e);
+    cr_assert_eq(oi[3], 99);
+    cr_assert_eq(od[0], 1.5);
+    cr_assert_eq(od[1], -2.25e100);
+}
+
+Test(gpu_emu, vector_loads_bit_casts_min_max_and_math_behave_as_on_the_gpu)
+{
+    _Alignas(16) float in[8] = {1.5f, -2.0f, 3.25f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f};
+    unsigned ou[8] = {0};
+    float of[8] = {0};
+    uint64_t pin = addr(in), pu = addr(ou), pf = addr(of);
+    void *args[] = {&pin, &pu, &pf};
+    char why[WHY];
+    cr_assert_eq(run(&lkv_emu_test_misc, args, 1, 64, 32, why), 0, "%s", why);
+    cr_assert_eq(of[0], 26.0f, "float4 load");
+    cr_assert_eq(ou[0], float_bits(in[0]) ^ float_bits(in[1]) ^ float_bits(in[2]) ^
+                            float_bits(in[3]), "uint4 load");
+    cr_assert_eq(of[1], 13.0f, "float2 load");
+    cr_assert_eq(ou[1], float_bits(in[4]) + float_bits(in[5]), "uint2 load");
+    cr_assert_eq(ou[2], float_bits(1.5f), "__float_as_uint");
+    cr_assert_eq(of[2], 1.0f, "__uint_as_float");
+    cr_assert_eq(ou[3], 0xc0000000u, "__float_as_int");
+    cr_assert_eq(of[3], bits_float(0x40400000u), "__int_as_float");
+    cr_assert_eq(ou[4], (unsigned)-3 + 900u, "int min/max");
+    cr_assert_eq(ou[5], 5u, "unsigned min/max");
+    cr_assert_eq(of[4], 4.75f, "fmaxf/fminf");
+    cr_assert_eq(of[5], 2.0f, "expf/logf/exp/log");
+    cr_assert_eq(ou[6], 1u, "isnan/NAN/INFINITY");
+    cr_assert_eq(ou[7], 36u, "make_uint4/uint2/int2");
+    cr_assert_eq(of[6], 21.0f, "make_float4/float2");
+}
+
+/* ---- the warp setting ---- */
+
+Test(gpu_emu, lkv_emu_warp_chooses_32_or_64_and_names_anything_else)
+{
+    int warp = 0;
+    char why[WHY];
+    unsetenv("LKV_EMU_WARP");
+    cr_assert_eq(lkv_emu_warp_from_env(&warp, why, WHY), 0);
+    cr_assert_eq(warp, 32);
+    setenv("LKV_EMU_WARP", "64", 1);
+    cr_assert_eq(lkv_emu_warp_from_env(&warp, why, WHY), 0);
+    cr_assert_eq(warp, 64);
+    setenv("LKV_EMU_WARP", "48", 1);
+    cr_assert_eq(lkv_emu_warp_from_env(&warp, why, WHY), -1);
+    cr_assert(strstr(why, "LKV_EMU_WARP=48"), "%s", why);
+}
+
+Test(gpu_emu, the_backend_reports_one_emulated_device_with_its_warp)
+{
+    lkv_device_report rep;
+    int count = 0;
+    setenv("LKV_EMU_WARP", "64", 1);
+    TU_OK(lkv_backend_gpu_emu.probe(&rep, 1, &count));
+    cr_assert_eq(count, 1);
+    cr_assert_str_eq(rep.backend, "gpu-emu");
+    cr_assert_eq(rep.available, 1);
+    cr_assert_eq(rep.emulated, 1);
+    cr_assert(strstr(rep.name, "warp 64"), "%s", rep.name);
+    setenv("LKV_EMU_WARP", "wave", 1);
+    TU_OK(lkv_backend_gpu_emu.probe(&rep, 1, &count));
+    cr_assert_eq(rep.available, 0);
+    cr_assert(strstr(rep.reason, "LKV_EMU_WARP=wave"), "%s", rep.reason);
+    lkv_device *dev = NULL;
+    cr_assert_eq(lkv_backend_gpu_emu.open(0, &dev), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "LKV_EMU_WARP=wave"), "%s", lkv_last_error());
+    unsetenv("LKV_EMU_WARP");
+    cr_assert_eq(lkv_backend_gpu_emu.open(1, &dev), LKV_INVALID_ARGUMENT);
+}
+
+Test(gpu_emu, the_backend_moves_buffer_contents_through_the_shared_host_code)
+{
+    unsetenv("LKV_EMU_WARP");
+    lkv_device *dev = NULL;
+    TU_OK(lkv_backend_gpu_emu.open(0, &dev));
+    lkv_buffer *a = NULL, *b = NULL;
+    TU_OK(lkv_backend_gpu_emu.alloc(dev, 100, &a));
+    TU_OK(lkv_backend_gpu_emu.alloc(dev, 100, &b));
+    unsigned char src[100], dst[100];
+    for (int i = 0; i < 100; i++)
+        src[i] = (unsigned char)(i * 7 + 1);
+    TU_OK(lkv_backend_gpu_emu.read(dev, a, 0, dst, 100));
+    for (int i = 0; i < 100; i++)
+        cr_assert_eq(dst[i], 0, "byte %d of a new buffer", i);
+    TU_OK(lkv_backend_gpu_emu.write(dev, a, 10, src, 90));
+    TU_OK(lkv_backend_gpu_emu.copy(dev, b, 0, a, 10, 90));
+    TU_OK(lkv_backend_gpu_emu.sync(dev));
+    TU_OK(lkv_backend_gpu_emu.read(dev, b, 0, dst, 90));
+    cr_assert_arr_eq(dst, src, 90);
+    lkv_backend_gpu_emu.free(dev, a);
+    lkv_backend_gpu_emu.free(dev, b);
+    lkv_backend_gpu_emu.close(dev);
+}
+
+/* ---- the driver's checks ---- */
+
+static void *driver(void)
+{
+    void *api = NULL;
+    TU_OK(lkv_emu_api_create(32, &api));
+    return api;
+}
+
+Test(gpu_emu, new_device_memory_is_garbage_until_zeroed)
+{
+    void *api = driver();
+    lkv_gpu_ptr p;
+    TU_OK(lkv_emu_driver.mem_alloc(api, 64, &p));
+    unsigned char buf[64];
+    TU_OK(lkv_emu_driver.dtoh(api, buf, p, 64));
+    for (int i = 0; i < 64; i++)
+        cr_assert_eq(buf[i], 0xff, "byte %d", i);
+    TU_OK(lkv_emu_driver.mem_zero(api, p + 8, 8));
+    TU_OK(lkv_emu_driver.dtoh(api, buf, p, 64));
+    for (int i = 0; i < 64; i++)
+        cr_assert_eq(buf[i], i >= 8 && i < 16 ? 0 : 0xff, "byte %d", i);
+    cr_assert_neq(lkv_emu_driver.mem_alloc(api, 0, &p), LKV_OK, "a 0-byte allocation");
+    lkv_emu_driver.close(api);
+}
+
+Test(gpu_emu, copies_outside_a_live_allocation_are_errors)
+{
+    void *api = driver();
+    lkv_gpu_ptr a, b;
+    TU_OK(lkv_emu_driver.mem_alloc(api, 64, &a));
+    TU_OK(lkv_emu_driver.mem_alloc(api, 64, &b));
+    unsigned char buf[80] = {0};
+    cr_assert_neq(lkv_emu_driver.htod(api, a + 1, buf, 64), LKV_OK, "htod past the end");
+    cr_assert(strstr(lkv_last_error(), "outside every live allocation"), "%s", lkv_last_error());
+    cr_assert_neq(lkv_emu_driver.dtoh(api, buf, b, 80), LKV_OK, "dtoh past the end");
+    cr_assert_neq(lkv_emu_driver.dtod(api, a, b + 32, 40), LKV_OK, "dtod source past the end");
+    cr_assert_neq(lkv_emu_driver.dtod(api, a, a + 8, 16), LKV_OK, "overlapping dtod");
+    cr_assert(strstr(lkv_last_error(), "overlap"), "%s", lkv_last_error());
+    TU_OK(lkv_emu_driver.dtod(api, a, b, 64));
+    lkv_emu_driver.mem_free(api, b);
+    cr_assert_neq(lkv_emu_driver.htod(api, b, buf, 1), LKV_OK, "htod into freed memory");
+    lkv_emu_driver.mem_free(api, a + 4);
+    cr_assert_neq(lkv_emu_driver.sync(api), LKV_OK, "a free of no allocation");
+    cr_assert(strstr(lkv_last_error(), "mem_free"), "%s", lkv_last_error());
+    TU_OK(lkv_emu_driver.sync(api));
+    lkv_emu_driver.close(api);
+}
+
+Test(gpu_emu, a_kernel_pointer_outside_every_allocation_is_an_error)
+{
+    void *api = driver();
+    lkv_gpu_ptr out;
+    TU_OK(lkv_emu_driver.mem_alloc(api, 64 * sizeof(float), &out));
+    float host_in[256];
+    for (int i = 0; i < 256; i++)
+        host_in[i] = 1.0f;
+    uint64_t pin = addr(host_in);
+    int n = 256;
+    void *args[] = {&pin, &out, &n};
+    uint32_t grid[3] = {1, 1, 1};
+    cr_assert_eq(lkv_emu_launch_custom(api, &lkv_emu_test_block_sum, grid, 256, args),
+                 LKV_INTERNAL);
+    cr_assert(strstr(lkv_last_error(), "parameter 0"), "%s", lkv_last_error());
+    lkv_gpu_ptr in;
+    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof host_in, &in));
+    TU_OK(lkv_emu_driver.htod(api, in, host_in, sizeof host_in));
+    void *good[] = {&in, &out, &n};
+    TU_OK(lkv_emu_launch_custom(api, &lkv_emu_test_block_sum, grid, 256, good));
+    float sum;
+    TU_OK(lkv_emu_driver.dtoh(api, &sum, out, sizeof sum));
+    cr_assert_eq(sum, 256.0f);
+    cr_assert_eq(lkv_emu_launch_custom(api, &lkv_emu_test_divergent_barrier, grid, 256, good),
+                 LKV_DEVICE_ERROR);
+    cr_assert(strstr(lkv_last_error(), "emu_test_divergent_barrier") &&
+                  strstr(lkv_last_error(), "divergent"), "%s", lkv_last_error());
+    lkv_emu_driver.close(api);
+}
