@@ -1,5 +1,5 @@
 # The HIP backend: kernels/lazykv.cu compiled by hipcc into one clang offload
-# bundle (a code object per gfx target of LAZYKV_HIP_ARCHS), and the same
+# bundle (a code object per gfx target of LAZYKV_HIP_TARGETS), and the same
 # kernels as one self-contained source for hiprtc (devices of other targets),
 # both embedded in the library with lkv_embed. libamdhip64 is dlopen'ed at
 # run time, so nothing of ROCm but hipcc is needed to build.
@@ -80,20 +80,20 @@ if(CMAKE_SCRIPT_MODE_FILE)
 endif()
 
 set(LKV_HAVE_HIP OFF)
-set(LAZYKV_HIP_ARCHS "gfx906;gfx908;gfx90a;gfx940;gfx1030" CACHE STRING
+set(LAZYKV_HIP_TARGETS "gfx906;gfx908;gfx90a;gfx940;gfx1030" CACHE STRING
     "gfx targets of the embedded HIP code objects (other devices compile with hiprtc at open)")
 
 if(NOT LAZYKV_HIP STREQUAL "OFF")
   find_program(LKV_HIPCC hipcc HINTS ENV ROCM_PATH ENV HIP_PATH PATH_SUFFIXES bin)
   set(lkv_hip_arch_flags "")
-  foreach(arch IN LISTS LAZYKV_HIP_ARCHS)
+  foreach(arch IN LISTS LAZYKV_HIP_TARGETS)
     list(APPEND lkv_hip_arch_flags --offload-arch=${arch})
   endforeach()
   # A hipcc that cannot build for the targets (no device libraries for one,
   # say) would break the whole build later; find out now, once it works.
   string(CONCAT check_src "#include <hip/hip_runtime.h>\n"
          "extern \"C\" __global__ void lkv_check(int *p) { p[threadIdx.x] = 1; }\n")
-  string(MD5 lkv_hip_check_key "${LKV_HIPCC}|${LAZYKV_HIP_ARCHS}|${check_src}")
+  string(MD5 lkv_hip_check_key "${LKV_HIPCC}|${LAZYKV_HIP_TARGETS}|${check_src}")
   if(LKV_HIPCC AND NOT LKV_HIPCC_CHECKED STREQUAL lkv_hip_check_key)
     set(check_dir ${CMAKE_BINARY_DIR}/hipcc_check)
     file(MAKE_DIRECTORY ${check_dir})
@@ -114,9 +114,9 @@ if(NOT LAZYKV_HIP STREQUAL "OFF")
   if(LKV_HIPCC AND NOT LKV_HIPCC_ERROR)
     set(LKV_HAVE_HIP ON)
   elseif(LKV_HIPCC)
-    set(why "hipcc (${LKV_HIPCC}) cannot build for ${LAZYKV_HIP_ARCHS}: ${LKV_HIPCC_ERROR}")
+    set(why "hipcc (${LKV_HIPCC}) cannot build for ${LAZYKV_HIP_TARGETS}: ${LKV_HIPCC_ERROR}")
     if(LAZYKV_HIP STREQUAL "ON")
-      message(FATAL_ERROR "LAZYKV_HIP=ON: ${why}\nSet LAZYKV_HIP_ARCHS to targets it supports.")
+      message(FATAL_ERROR "LAZYKV_HIP=ON: ${why}\nSet LAZYKV_HIP_TARGETS to targets it supports.")
     endif()
     message(STATUS "lazykv: HIP backend OFF: ${why}")
   elseif(LAZYKV_HIP STREQUAL "ON")
@@ -139,7 +139,7 @@ if(LKV_HAVE_HIP)
     COMMAND ${LKV_HIPCC} --genco -O3 ${lkv_hip_arch_flags} -x hip ${kernel_dir}/lazykv.cu
             -o ${LKV_HIP_BUNDLE_FILE}
     DEPENDS ${LKV_HIP_KERNEL_DEPS}
-    COMMENT "Compiling kernels/lazykv.cu with hipcc for ${LAZYKV_HIP_ARCHS}"
+    COMMENT "Compiling kernels/lazykv.cu with hipcc for ${LAZYKV_HIP_TARGETS}"
     VERBATIM)
   add_custom_command(
     OUTPUT ${LKV_HIP_SOURCE_FILE}
@@ -156,7 +156,7 @@ if(LKV_HAVE_HIP)
   list(APPEND LAZYKV_SOURCES ${LKV_HIP_SOURCES})
 endif()
 if(LKV_HAVE_HIP)
-  message(STATUS "lazykv: HIP backend ON: ${LKV_HIPCC}, targets ${LAZYKV_HIP_ARCHS}")
+  message(STATUS "lazykv: HIP backend ON: ${LKV_HIPCC}, targets ${LAZYKV_HIP_TARGETS}")
 elseif(LAZYKV_HIP STREQUAL "OFF")
   message(STATUS "lazykv: HIP backend OFF")
 endif()

@@ -135,7 +135,9 @@ static lkv_status open_auto(lkv_runtime **out_rt)
         int count = 0;
         const char *skip = "not built in";
         if (e->ops && probe_entry(e, reps, LKV_MAX_REPORTS, &count) == LKV_OK) {
-            skip = "no device";
+            /* A report without a device index is the backend's driver or
+             * runtime missing; `lazykv devices` gives each reason in full. */
+            skip = count > 0 && reps[0].device < 0 ? "unavailable" : "no usable device";
             for (int d = 0; d < count && d < LKV_MAX_REPORTS; d++) {
                 if (reps[d].available && !reps[d].emulated) {
                     char why[256];

@@ -24,7 +24,7 @@
 #endif
 
 #ifndef LKV_TEST_HIP_ARCHS
-#error "tests/CMakeLists.txt passes LAZYKV_HIP_ARCHS as LKV_TEST_HIP_ARCHS"
+#error "tests/CMakeLists.txt passes LAZYKV_HIP_TARGETS as LKV_TEST_HIP_ARCHS"
 #endif
 
 /* ---- ELF facts, from the ELF spec and LLVM's ELF.h (EF_AMDGPU_MACH_*) ---- */
