@@ -9,7 +9,10 @@
 #           runtime too, which finds no AMD GPU here and says so
 #   cuda:   nvcc is not a Debian package: the CUDA toolkit is expected on the
 #           machine (on PATH, or under $CUDA_HOME); without it the CUDA
-#           backend is left out of the build with a message
+#           backend is left out of the build with a message. cuobjdump, which
+#           the tests use to cross-check lazykv's fatbin reader, comes from
+#           PyPI (nvidia-cuda-cuobjdump) into $LAZYKV_TOOLS_DIR where the
+#           toolkit lacks it; without it that one test is skipped
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -22,3 +25,13 @@ packages=(build-essential cmake pkg-config libcriterion-dev
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 echo "install-deps: ${packages[*]} installed"
+
+tools=${LAZYKV_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lazykv-tools}
+if ! command -v cuobjdump >/dev/null && [ ! -x "$tools/cuobjdump/nvidia/cu13/bin/cuobjdump" ]; then
+  if python3 -m pip install -q --disable-pip-version-check --target "$tools/cuobjdump" \
+       nvidia-cuda-cuobjdump==13.2.51 >/dev/null 2>&1; then
+    echo "install-deps: cuobjdump installed in $tools/cuobjdump"
+  else
+    echo "install-deps: could not install cuobjdump from PyPI; its cross-check will be skipped"
+  fi
+fi

@@ -16,6 +16,11 @@ set -euo pipefail
 export LAZYKV_VULKAN_VALIDATION=1
 export LAZYKV_REQUIRE_BACKENDS=${LAZYKV_REQUIRE_BACKENDS-vulkan}
 cd "$(dirname "$0")/.."
+# cuobjdump from PyPI where install-deps.sh put it (see there)
+tools=${LAZYKV_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lazykv-tools}
+if [ -x "$tools/cuobjdump/nvidia/cu13/bin/cuobjdump" ]; then
+  export PATH="$PATH:$tools/cuobjdump/nvidia/cu13/bin"
+fi
 jobs=$(nproc 2>/dev/null || echo 2)
 
 run_suite() {
