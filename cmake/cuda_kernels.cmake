@@ -78,12 +78,15 @@ if(LKV_HAVE_CUDA)
   set(lkv_cuda_dir ${CMAKE_CURRENT_BINARY_DIR}/cuda)
   file(MAKE_DIRECTORY ${lkv_cuda_dir})
   set(LKV_CUDA_FATBIN ${lkv_cuda_dir}/lazykv.fatbin)
+  # Only kernels/ is on the include path: a kernel that reached for a core/
+  # header would build here but not under hiprtc, whose source inliner
+  # (cmake/hip_kernels.cmake) resolves kernel files only.
   # --threads 0 compiles the targets in parallel, one per core: the fatbin is
   # the longest step of the build (about 15 s of CPU for the default six).
   add_custom_command(
     OUTPUT ${LKV_CUDA_FATBIN}
     COMMAND ${LKV_NVCC} --fatbin --threads 0 -O3 -std=c++17 ${lkv_nvcc_werror} ${lkv_nvcc_extra}
-            -I${PROJECT_SOURCE_DIR}/kernels -I${PROJECT_SOURCE_DIR}/core ${lkv_gencode}
+            -I${PROJECT_SOURCE_DIR}/kernels ${lkv_gencode}
             -o ${LKV_CUDA_FATBIN} ${PROJECT_SOURCE_DIR}/kernels/lazykv.cu
     DEPENDS ${LKV_CUDA_KERNEL_DEPS}
     COMMENT "nvcc ${LKV_CUDA_TOOLKIT}: kernels/lazykv.cu -> lazykv.fatbin (${LAZYKV_CUDA_TARGETS})"

@@ -80,6 +80,12 @@ if(CMAKE_SCRIPT_MODE_FILE)
 endif()
 
 set(LKV_HAVE_HIP OFF)
+# MI300-series devices report gfx942, which no embedded code object matches
+# (gfx940 is a different processor), so they take the hiprtc path at open.
+# Newer hipcc drop gfx940 altogether (upstream clang removed the
+# pre-production gfx940/gfx941 in 2025): with those the configure check below
+# fails, and LAZYKV_HIP_TARGETS must be set, e.g. to
+# "gfx906;gfx908;gfx90a;gfx942;gfx1030".
 set(LAZYKV_HIP_TARGETS "gfx906;gfx908;gfx90a;gfx940;gfx1030" CACHE STRING
     "gfx targets of the embedded HIP code objects (other devices compile with hiprtc at open)")
 

@@ -8,7 +8,13 @@
  *  - every slot past a row's n holds a "poison" key (logit +40) with values of
  *    64, so reading one slot too many swamps the output;
  *  - groups in one dispatch have different lengths and are listed out of
- *    buffer order, with one group of the buffer not listed at all.
+ *    buffer order, with one group of the buffer not listed at all;
+ *  - "empty" shapes list a last group with no valid slot (out 0, no
+ *    probability written); "masked" shapes give some query heads of the last
+ *    group only -inf logits (q[0] = -inf against keys whose element 0 is
+ *    positive), where the oracle's exp(-inf - -inf) makes their out NaN and
+ *    their probabilities NaN: the mean of a row with such a head is NaN, its
+ *    max the other heads' (fmax skips NaN), -inf when every head is masked.
  *
  * Thresholds. The oracle works in double with two passes; a correct kernel
  * accumulates in f32 with an online softmax. Emulating that (one sequential
@@ -39,31 +45,50 @@
 /* a group of the buffer left unlisted, while the K/V stay this small */
 #define ATTEND_SPARE_GROUP_BYTES (64u << 20)
 
+typedef enum attend_variant {
+    ATTEND_PLAIN = 0,
+    ATTEND_EMPTY,  /* the last listed group has no valid slot */
+    ATTEND_MASKED, /* the last group's last query head of each cache head, and
+                    * every query head of its last cache head, see only -inf */
+} attend_variant;
+
 typedef struct attend_shape {
     int32_t d, n, hq, hkv, groups;
+    attend_variant variant; /* EMPTY and MASKED need groups >= 2 */
 } attend_shape;
 
 static const attend_shape quick_grid[] = {
-    {64, 1, 4, 4, 2},       /* 1:1, a single slot (its probability is exactly 1) */
-    {128, 4097, 32, 8, 1},  /* 4:1 as in Llama-3-8B, one past a power of two */
-    {64, 1000, 8, 1, 3},    /* 8:1, three groups of different lengths */
-    {128, 257, 16, 2, 4},   /* 8:1, four groups */
-    {33, 500, 4, 2, 2},     /* odd head_dim: no vector loads, odd f16 rows */
-    {100, 300, 6, 3, 1},    /* f32 rows of whole 16-byte units, f16 rows not */
+    /* 1:1, a single slot (its probability is exactly 1) */
+    {64, 1, 4, 4, 2, ATTEND_PLAIN},
+    {128, 4097, 32, 8, 1, ATTEND_PLAIN}, /* 4:1 as in Llama-3-8B, one past a power of two */
+    {64, 1000, 8, 1, 3, ATTEND_PLAIN},   /* 8:1, three groups of different lengths */
+    {128, 257, 16, 2, 4, ATTEND_PLAIN},  /* 8:1, four groups */
+    {33, 500, 4, 2, 2, ATTEND_PLAIN},    /* odd head_dim: no vector loads, odd f16 rows */
+    {100, 300, 6, 3, 1, ATTEND_PLAIN},   /* f32 rows of whole 16-byte units, f16 rows not */
+    {256, 300, 32, 1, 2, ATTEND_PLAIN},  /* 32:1 (MQA): 4 query-head blocks per row */
+    {1024, 300, 4, 2, 2, ATTEND_PLAIN},  /* the largest head_dim: more chunks than lanes */
+    {128, 257, 16, 2, 4, ATTEND_EMPTY},  /* a listed group without a valid slot */
+    {64, 300, 8, 2, 2, ATTEND_MASKED},   /* query heads whose every logit is -inf */
 };
 
 static const attend_shape full_grid[] = {
-    {64, 1, 4, 4, 2},
-    {128, 4097, 32, 8, 1},
-    {64, 1000, 8, 1, 3},
-    {128, 257, 16, 2, 4},
-    {33, 500, 4, 2, 2},
-    {100, 300, 6, 3, 1},
-    {64, 4097, 32, 32, 1},    /* 1:1 at full width */
-    {128, 16385, 8, 2, 2},    /* 4:1 over 16K slots, two groups */
-    {64, 131072, 4, 1, 1},    /* 4:1 over 128K slots */
-    {128, 131072, 8, 1, 1},   /* 8:1 over 128K slots */
+    {64, 1, 4, 4, 2, ATTEND_PLAIN},
+    {128, 4097, 32, 8, 1, ATTEND_PLAIN},
+    {64, 1000, 8, 1, 3, ATTEND_PLAIN},
+    {128, 257, 16, 2, 4, ATTEND_PLAIN},
+    {33, 500, 4, 2, 2, ATTEND_PLAIN},
+    {100, 300, 6, 3, 1, ATTEND_PLAIN},
+    {256, 300, 32, 1, 2, ATTEND_PLAIN},
+    {1024, 300, 4, 2, 2, ATTEND_PLAIN},
+    {128, 257, 16, 2, 4, ATTEND_EMPTY},
+    {64, 300, 8, 2, 2, ATTEND_MASKED},
+    {64, 4097, 32, 32, 1, ATTEND_PLAIN},  /* 1:1 at full width */
+    {128, 16385, 8, 2, 2, ATTEND_PLAIN},  /* 4:1 over 16K slots, two groups */
+    {64, 131072, 4, 1, 1, ATTEND_PLAIN},  /* 4:1 over 128K slots */
+    {128, 131072, 8, 1, 1, ATTEND_PLAIN}, /* 8:1 over 128K slots */
 };
+
+static const char *const variant_names[] = {"", ",empty", ",masked"};
 
 typedef struct attend_mode {
     const char *name;
@@ -124,7 +149,8 @@ static void fill_row(conf_case *c, const attend_case *a, conf_rng *rng, int32_t 
             put(v, i, a->dtype, (float)conf_rng_normal(rng));
         }
     }
-    plant(c, a, row, n - 1, q_first, ATTEND_SPIKE_LOGIT, (float)conf_rng_normal(rng) * 4.0f);
+    if (n > 0)
+        plant(c, a, row, n - 1, q_first, ATTEND_SPIKE_LOGIT, (float)conf_rng_normal(rng) * 4.0f);
     for (int32_t slot = n; slot < a->capacity; slot++)
         plant(c, a, row, slot, q_first, ATTEND_POISON_LOGIT, ATTEND_POISON_VALUE);
 }
@@ -143,8 +169,26 @@ static void lay_out(attend_case *a, conf_rng *rng, int32_t *out_groups_in_buffer
         a->group_row0[g] = order[g] * s->hkv;
         a->group_n[g] = g == 0 ? s->n : 1 + conf_rng_below(rng, s->n);
     }
+    if (s->variant == ATTEND_EMPTY)
+        a->group_n[s->groups - 1] = 0;
     a->capacity = s->n + 1 + conf_rng_below(rng, 3);
     *out_groups_in_buffer = total;
+}
+
+/* The MASKED variant (see the top): after the inputs are drawn, q[0] =
+ * -inf for the masked heads of the last group and element 0 of every valid
+ * key of its rows positive, so every logit of those heads is -inf. */
+static void mask(conf_case *c, const attend_case *a, float *q)
+{
+    const attend_shape *s = &a->s;
+    int32_t g = s->groups - 1, per = s->hq / s->hkv;
+    for (int32_t h = 0; h < s->hkv; h++) {
+        int32_t row = a->group_row0[g] + h;
+        for (int32_t j = h == s->hkv - 1 ? 0 : per - 1; j < per; j++)
+            q[((size_t)g * (size_t)s->hq + (size_t)(h * per + j)) * (size_t)s->d] = -INFINITY;
+        for (int32_t slot = 0; slot < a->group_n[g]; slot++)
+            put(conf_slot(c, a->cache + CONF_K, row, slot), 0, a->dtype, 1.0f);
+    }
 }
 
 static int build(conf_case *c, void *params, conf_rng *rng)
@@ -176,6 +220,8 @@ static int build(conf_case *c, void *params, conf_rng *rng)
         }
         conf_allow(c, a->out, g, s->hq);
     }
+    if (s->variant == ATTEND_MASKED)
+        mask(c, a, q);
     /* attend reads these and must write none of them (K/V only where small) */
     for (int i = CONF_POS; i < CONF_CACHE_IMAGES; i++)
         conf_watch(c, a->cache + i);
@@ -233,9 +279,9 @@ void conf_run_attend(conf_run *r)
                 attend_case a = {.family = &family, .s = grid[i], .dtype = (lkv_dtype)dt,
                                  .mode = &modes[m]};
                 char name[192];
-                snprintf(name, sizeof name, "attend(d=%d,n=%d,hq=%d,hkv=%d,groups=%d,%s,%s)",
-                         a.s.d, a.s.n, a.s.hq, a.s.hkv, a.s.groups, a.mode->name,
-                         conf_dtype_name(a.dtype));
+                snprintf(name, sizeof name, "attend(d=%d,n=%d,hq=%d,hkv=%d,groups=%d%s,%s,%s)",
+                         a.s.d, a.s.n, a.s.hq, a.s.hkv, a.s.groups, variant_names[a.s.variant],
+                         a.mode->name, conf_dtype_name(a.dtype));
                 conf_progress(r, "attend", index, total);
                 conf_group_run(r, name, "attend", conf_dtype_name(a.dtype),
                                r->rt[CONF_TESTED]->ops->attend != NULL, conf_case_seed, &a);

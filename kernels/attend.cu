@@ -8,7 +8,7 @@
 //
 //   lkv_attend_split_{f32,f16}[_vec]  grid x = the splits of every group of
 //       the launch (a split is `split_len` consecutive slots of one group),
-//       y = cache heads * query-head blocks; block 256 threads. A block takes
+//       y = cache heads * query-head blocks; block LKV_ATT_BLOCK. A block takes
 //       one split of one cache row and a block of up to LKV_ATT_QBLOCK query
 //       heads, so each K and V row is read once for all of them:
 //       pass over K: a sub-group of s lanes (the row's chunks rounded up to a
@@ -23,12 +23,13 @@
 //         memory.
 //       A chunk is 16 bytes (float4, or uint4 = 8 halves) in the _vec
 //       variants, which the host picks when head_dim is a multiple of 4 (f32)
-//       or 8 (f16); one element in the others, which take any head_dim up to
-//       1024.
+//       or 8 (f16); one element in the others. Any head_dim up to
+//       LKV_ATT_DIM_MAX (lkv_kernel_abi.h, 1024).
 //   lkv_attend_combine  grid x = groups * query heads, block: threads over
 //       head_dim. Merges a query head's partials into out and the log-sum-exp.
 //   lkv_attend_probs  grid x = slot blocks (grid-stride), y = cache heads,
-//       z = groups; block 256. exp(logit - lse) combined over the group.
+//       z = groups; block LKV_ATT_BLOCK. exp(logit - lse) combined over the
+//       group.
 // Nothing assumes a warp width: sub-groups, shuffle masks and the warp count
 // come from lkv_warp() (32 or 64), and every lane of a warp reaches every
 // shuffle.
@@ -52,14 +53,14 @@
 // are 64-bit wherever rows * capacity * head_dim can pass 2^32.
 #include "lkv_gpu.h"
 
-#define LKV_ATT_QBLOCK 8                     // query heads per pass over a K/V row
+// LKV_ATT_QBLOCK, LKV_ATT_COLS, the chunk widths and LKV_ATT_SCALES are in
+// lkv_kernel_abi.h: the host plans launches by them.
 #define LKV_ATT_WARPS (LKV_BLOCK_MAX / 32)   // most warps in a block (warp 32)
-#define LKV_ATT_SCALES 1024                  // combine: split scales kept in shared memory
 // K or V rows a thread has in flight in each pass. The f16 vector kernel
 // holds 64 q values per lane in the pass over K, so it runs one block per
 // multiprocessor and needs more loads in flight per warp; 4 in the others
 // pushes nvcc's f32 vector kernel past its 128-register budget into spills.
-#define LKV_ATT_INFLIGHT(vec) ((vec) == 8 ? 4 : 2)
+#define LKV_ATT_INFLIGHT(vec) ((vec) == LKV_ATT_F16_VEC ? 4 : 2)
 
 typedef unsigned long long lkv_att_u64;
 
@@ -230,6 +231,66 @@ LKV_DEV int lkv_att_find_group(const int *split_off, int n_groups, int x)
     return lo;
 }
 
+// The lane's chunk of q for each head of the block (zeros past jn or the row).
+template <int VEC>
+LKV_DEV void lkv_att_load_q(const float *qh, int dim, int jn, int sl, int nch,
+                            float (&qreg)[LKV_ATT_QBLOCK][VEC])
+{
+    for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
+        if (j < jn && sl < nch)
+            lkv_att_load(qh + (lkv_att_u64)j * dim + sl * VEC, qreg[j]);
+        else
+            for (int e = 0; e < VEC; e++)
+                qreg[j][e] = 0.0f;
+    }
+}
+
+// One round of the pass over K: this lane's part of the dot products of KU
+// slots (i0 + u * step, u < KU) with each head's q, in acc[u][j]. Slots
+// past s1 read nothing and add zeros.
+template <typename KV, int VEC, int KU>
+LKV_DEV void lkv_att_dots(const KV *krow, const float *qh, const float (&qreg)[LKV_ATT_QBLOCK][VEC],
+                          int i0, int step, int s1, int s, int sl, int nch, int dim, int jn,
+                          float (&acc)[KU][LKV_ATT_QBLOCK])
+{
+    float kx[KU][VEC];
+    for (int u = 0; u < KU; u++) {
+        int i = i0 + u * step;
+        if (i < s1 && sl < nch)
+            lkv_att_load(krow + (lkv_att_u64)i * dim + sl * VEC, kx[u]);
+        else
+            for (int e = 0; e < VEC; e++)
+                kx[u][e] = 0.0f;
+    }
+    for (int u = 0; u < KU; u++)
+        for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
+            acc[u][j] = 0.0f;
+            for (int e = 0; e < VEC; e++)
+                acc[u][j] += qreg[j][e] * kx[u][e];
+        }
+    // Rows of more chunks than lanes (long head_dim): the rest, with q
+    // from memory (once per chunk for all the rows of the round).
+    for (int c = sl + s; c < nch; c += s) {
+        float kc[KU][VEC];
+        for (int u = 0; u < KU; u++) {
+            int i = i0 + u * step;
+            if (i < s1)
+                lkv_att_load(krow + (lkv_att_u64)i * dim + c * VEC, kc[u]);
+            else
+                for (int e = 0; e < VEC; e++)
+                    kc[u][e] = 0.0f;
+        }
+        for (int j = 0; j < LKV_ATT_QBLOCK; j++)
+            if (j < jn) {
+                float qx[VEC];
+                lkv_att_load(qh + (lkv_att_u64)j * dim + c * VEC, qx);
+                for (int u = 0; u < KU; u++)
+                    for (int e = 0; e < VEC; e++)
+                        acc[u][j] += qx[e] * kc[u][e];
+            }
+    }
+}
+
 // Pass over K: logits of slots [s0, s1) for query heads j0 .. j0 + jn - 1,
 // stored to lg[j * n + i]; returns each head's maximum in m (every thread).
 // A sub-group of s lanes takes one slot: lane sl reads chunks sl, sl + s, ...
@@ -245,13 +306,7 @@ LKV_DEV void lkv_att_logits(const KV *krow, const float *qh, float *lg, int n, i
     int s = lkv_att_pow2(nch, lkv_warp());
     int sl = tid % s, step = bs / s;
     float qreg[LKV_ATT_QBLOCK][VEC];
-    for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
-        if (j < jn && sl < nch)
-            lkv_att_load(qh + (lkv_att_u64)j * dim + sl * VEC, qreg[j]);
-        else
-            for (int e = 0; e < VEC; e++)
-                qreg[j][e] = 0.0f;
-    }
+    lkv_att_load_q<VEC>(qh, dim, jn, sl, nch, qreg);
     int count = jn <= 1 ? 1 : jn <= 2 ? 2 : jn <= 4 ? 4 : 8;
     const int KUNROLL = LKV_ATT_INFLIGHT(VEC);
     float mloc[LKV_ATT_QBLOCK];
@@ -262,43 +317,9 @@ LKV_DEV void lkv_att_logits(const KV *krow, const float *qh, float *lg, int n, i
     // shuffles; lanes past s1 add zeros. Each sub-group takes KUNROLL slots
     // per round and issues their loads together, so several are in flight.
     for (int base = s0; base < s1; base += KUNROLL * step) {
-        float kx[KUNROLL][VEC];
-        for (int u = 0; u < KUNROLL; u++) {
-            int i = base + tid / s + u * step;
-            if (i < s1 && sl < nch)
-                lkv_att_load(krow + (lkv_att_u64)i * dim + sl * VEC, kx[u]);
-            else
-                for (int e = 0; e < VEC; e++)
-                    kx[u][e] = 0.0f;
-        }
         float acc[KUNROLL][LKV_ATT_QBLOCK];
-        for (int u = 0; u < KUNROLL; u++)
-            for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
-                acc[u][j] = 0.0f;
-                for (int e = 0; e < VEC; e++)
-                    acc[u][j] += qreg[j][e] * kx[u][e];
-            }
-        // Rows of more chunks than lanes (long head_dim): the rest, with q
-        // from memory (once per chunk for all the rows of the round).
-        for (int c = sl + s; c < nch; c += s) {
-            float kc[KUNROLL][VEC];
-            for (int u = 0; u < KUNROLL; u++) {
-                int i = base + tid / s + u * step;
-                if (i < s1)
-                    lkv_att_load(krow + (lkv_att_u64)i * dim + c * VEC, kc[u]);
-                else
-                    for (int e = 0; e < VEC; e++)
-                        kc[u][e] = 0.0f;
-            }
-            for (int j = 0; j < LKV_ATT_QBLOCK; j++)
-                if (j < jn) {
-                    float qx[VEC];
-                    lkv_att_load(qh + (lkv_att_u64)j * dim + c * VEC, qx);
-                    for (int u = 0; u < KUNROLL; u++)
-                        for (int e = 0; e < VEC; e++)
-                            acc[u][j] += qx[e] * kc[u][e];
-                }
-        }
+        lkv_att_dots<KV, VEC, KUNROLL>(krow, qh, qreg, base + tid / s, step, s1, s, sl, nch, dim,
+                                       jn, acc);
         for (int u = 0; u < KUNROLL; u++) {
             int i = base + tid / s + u * step, dup;
             lkv_att_reduce_scatter(acc[u], count, s, sl, &first, &held, &dup);
@@ -351,48 +372,24 @@ LKV_DEV void lkv_att_accumulate(const KV *vtile, int dim, int t, int lanes, int 
             }
 }
 
-// The body of lkv_attend_split_*: VEC elements per chunk (16 bytes on the
-// vector path, 1 otherwise), R chunk columns per thread at most in the pass
-// over V (1 on the vector path, 4 on the scalar one: head_dim <= 4 * block).
+// Pass over V: thread = (lane, column); a column is VEC consecutive
+// elements (plus columns col + p, ... on the scalar path), and lanes take
+// alternate slots of each tile of bs slots. Gives this thread's share of
+// o[j] = sum exp(logit - m[j]) V in acc (summed over the block by
+// lkv_att_write_partials) and every thread the block's l[j] = sum
+// exp(logit - m[j]). The logits this block stored are visible to it after
+// the barrier in lkv_att_logits' block reduction.
 template <typename KV, int VEC, int R>
-LKV_DEV void lkv_att_split(const KV *k, const KV *v, const float *q, float *logits, float *part,
-                           const int *row0, const int *group_n, const int *slot_off,
-                           const int *split_off, int n_groups, int cap, int dim, int heads,
-                           int per, int split_len, float scale)
+LKV_DEV void lkv_att_values(const KV *vrow, const float *lg, int n, int s0, int s1, int dim,
+                            int jn, const float (&m)[LKV_ATT_QBLOCK],
+                            float (*weight)[LKV_BLOCK_MAX], float (*red)[LKV_ATT_WARPS],
+                            float (&acc)[LKV_ATT_QBLOCK][VEC * R], float (&l)[LKV_ATT_QBLOCK])
 {
-    __shared__ float weight[LKV_ATT_QBLOCK][LKV_BLOCK_MAX];
-    __shared__ float red[LKV_ATT_QBLOCK][LKV_ATT_WARPS];
-    __shared__ float gather[LKV_BLOCK_MAX * VEC * R];
-
-    int tid = (int)threadIdx.x, bs = (int)blockDim.x, w = lkv_warp();
-    int qblocks = (per + LKV_ATT_QBLOCK - 1) / LKV_ATT_QBLOCK;
-    int ch = (int)blockIdx.y / qblocks, j0 = ((int)blockIdx.y % qblocks) * LKV_ATT_QBLOCK;
-    int jn = per - j0 < LKV_ATT_QBLOCK ? per - j0 : LKV_ATT_QBLOCK;
-    int g = lkv_att_find_group(split_off, n_groups, (int)blockIdx.x);
-    int n = group_n[g], sp = (int)blockIdx.x - split_off[g];
-    int nsp = split_off[g + 1] - split_off[g];
-    int s0 = sp * split_len, s1 = n - s0 < split_len ? n : s0 + split_len;
-    int q_heads = heads * per, qh0 = ch * per + j0; // first query head of the block, in g
-    // 64-bit offsets: rows * capacity * head_dim passes 2^32 on large caches.
-    lkv_att_u64 row = (lkv_att_u64)(row0[g] + ch);
-    const KV *krow = k + row * (lkv_att_u64)cap * (lkv_att_u64)dim;
-    const KV *vrow = v + row * (lkv_att_u64)cap * (lkv_att_u64)dim;
-    const float *qh = q + ((lkv_att_u64)g * q_heads + qh0) * (lkv_att_u64)dim;
-    float *lg = logits + (lkv_att_u64)slot_off[g] * q_heads + (lkv_att_u64)qh0 * n;
-
-    float m[LKV_ATT_QBLOCK];
-    lkv_att_logits<KV, VEC>(krow, qh, lg, n, s0, s1, dim, jn, scale, m, red);
-
-    // Pass over V: thread = (lane, column); a column is VEC consecutive
-    // elements (plus columns col + p, ... on the scalar path), and lanes take
-    // alternate slots of each tile of bs slots. The logits this block stored
-    // are visible to it after the barrier in the block reduction above.
+    int tid = (int)threadIdx.x, bs = (int)blockDim.x;
     int nch = dim / VEC;
     int p = lkv_att_pow2(nch, bs);
     int cols = (nch + p - 1) / p; // <= R (the host checks head_dim)
     int lanes = bs / p, lane = tid / p, col = tid % p;
-    float acc[LKV_ATT_QBLOCK][VEC * R];
-    float l[LKV_ATT_QBLOCK];
     for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
         l[j] = 0.0f;
         for (int e = 0; e < VEC * R; e++)
@@ -401,8 +398,10 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const float *q, float *logi
     for (int c = s0; c < s1; c += bs) {
         int i = c + tid;
         for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
-            // A split whose logits are all -inf adds nothing (the CPU's 0),
-            // not exp(-inf - -inf) = NaN.
+            // A split whose logits are all -inf adds nothing: where another
+            // split of the group has a finite logit, the CPU's exp(-inf - max)
+            // is 0 too; where none has, lkv_attend_combine writes the CPU's
+            // NaN itself. Never exp(-inf - -inf) here.
             float wt = 0.0f;
             if (j < jn && i < s1 && m[j] != -INFINITY)
                 wt = expf(lg[(lkv_att_u64)j * n + i] - m[j]);
@@ -423,9 +422,24 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const float *q, float *logi
         __syncthreads();
     }
     lkv_att_block_reduce(l, false, red);
+}
 
-    // Sum acc over the lanes of a column: by butterfly within a warp (lanes
-    // of a column are p apart), then the warps' copies through shared memory.
+// Sums acc over the lanes of each column and writes head j's partials m, l,
+// o[0..dim) at element (pbase + j * nsp) * (dim + 2) of part. Every thread
+// of the block must call it; m, l and acc are used up (shifted down head by
+// head).
+template <int VEC, int R>
+LKV_DEV void lkv_att_write_partials(float *part, lkv_att_u64 pbase, int nsp, int dim, int jn,
+                                    float (&acc)[LKV_ATT_QBLOCK][VEC * R],
+                                    float (&m)[LKV_ATT_QBLOCK], float (&l)[LKV_ATT_QBLOCK],
+                                    float *gather)
+{
+    int tid = (int)threadIdx.x, bs = (int)blockDim.x, w = lkv_warp();
+    int nch = dim / VEC;
+    int p = lkv_att_pow2(nch, bs);
+    int cols = (nch + p - 1) / p, col = tid % p;
+    // By butterfly within a warp (lanes of a column are p apart), then the
+    // warps' copies through shared memory.
     for (int mask = p; mask < w; mask <<= 1)
         for (int j = 0; j < LKV_ATT_QBLOCK; j++)
             if (j < jn)
@@ -435,7 +449,6 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const float *q, float *logi
     int copies = bs / span, copy = tid / span;
     bool rep = tid % span < p;          // holds its copy's sums
     int stride = copies * p;            // gather: [element][copy][column]
-    lkv_att_u64 pbase = (lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh0 * nsp + sp;
     // Head j is always at index 0 (shifted down after each), so the arrays
     // stay in registers: the loop holds barriers and is not unrolled, and an
     // index that varies at run time would put them in local memory.
@@ -464,13 +477,52 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const float *q, float *logi
     }
 }
 
+// The body of lkv_attend_split_*: VEC elements per chunk (16 bytes on the
+// vector path, 1 otherwise), R chunk columns per thread at most in the pass
+// over V (1 on the vector path, LKV_ATT_COLS on the scalar one: head_dim <=
+// LKV_ATT_COLS * block).
+template <typename KV, int VEC, int R>
+LKV_DEV void lkv_att_split(const KV *k, const KV *v, const float *q, float *logits, float *part,
+                           const int *row0, const int *group_n, const int *slot_off,
+                           const int *split_off, int n_groups, int cap, int dim, int heads,
+                           int per, int split_len, float scale)
+{
+    __shared__ float weight[LKV_ATT_QBLOCK][LKV_BLOCK_MAX];
+    __shared__ float red[LKV_ATT_QBLOCK][LKV_ATT_WARPS];
+    __shared__ float gather[LKV_BLOCK_MAX * VEC * R];
+
+    int qblocks = (per + LKV_ATT_QBLOCK - 1) / LKV_ATT_QBLOCK;
+    int ch = (int)blockIdx.y / qblocks, j0 = ((int)blockIdx.y % qblocks) * LKV_ATT_QBLOCK;
+    int jn = per - j0 < LKV_ATT_QBLOCK ? per - j0 : LKV_ATT_QBLOCK;
+    int g = lkv_att_find_group(split_off, n_groups, (int)blockIdx.x);
+    int n = group_n[g], sp = (int)blockIdx.x - split_off[g];
+    int nsp = split_off[g + 1] - split_off[g];
+    int s0 = sp * split_len, s1 = n - s0 < split_len ? n : s0 + split_len;
+    int q_heads = heads * per, qh0 = ch * per + j0; // first query head of the block, in g
+    // 64-bit offsets: rows * capacity * head_dim passes 2^32 on large caches.
+    lkv_att_u64 row = (lkv_att_u64)(row0[g] + ch);
+    const KV *krow = k + row * (lkv_att_u64)cap * (lkv_att_u64)dim;
+    const KV *vrow = v + row * (lkv_att_u64)cap * (lkv_att_u64)dim;
+    const float *qh = q + ((lkv_att_u64)g * q_heads + qh0) * (lkv_att_u64)dim;
+    float *lg = logits + (lkv_att_u64)slot_off[g] * q_heads + (lkv_att_u64)qh0 * n;
+
+    float m[LKV_ATT_QBLOCK];
+    lkv_att_logits<KV, VEC>(krow, qh, lg, n, s0, s1, dim, jn, scale, m, red);
+    float acc[LKV_ATT_QBLOCK][VEC * R];
+    float l[LKV_ATT_QBLOCK];
+    lkv_att_values<KV, VEC, R>(vrow, lg, n, s0, s1, dim, jn, m, weight, red, acc, l);
+    lkv_att_u64 pbase = (lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh0 * nsp + sp;
+    lkv_att_write_partials<VEC, R>(part, pbase, nsp, dim, jn, acc, m, l, gather);
+}
+
 LKV_KERNEL(lkv_attend_split_f32)(const float *k, const float *v, const float *q, float *logits,
                                  float *part, const int *row0, const int *group_n,
                                  const int *slot_off, const int *split_off, int n_groups, int cap,
                                  int dim, int heads, int per, int split_len, float scale)
 {
-    lkv_att_split<float, 1, 4>(k, v, q, logits, part, row0, group_n, slot_off, split_off,
-                               n_groups, cap, dim, heads, per, split_len, scale);
+    lkv_att_split<float, 1, LKV_ATT_COLS>(k, v, q, logits, part, row0, group_n, slot_off,
+                                          split_off, n_groups, cap, dim, heads, per, split_len,
+                                          scale);
 }
 
 LKV_KERNEL(lkv_attend_split_f32_vec)(const float *k, const float *v, const float *q,
@@ -479,8 +531,9 @@ LKV_KERNEL(lkv_attend_split_f32_vec)(const float *k, const float *v, const float
                                      const int *split_off, int n_groups, int cap, int dim,
                                      int heads, int per, int split_len, float scale)
 {
-    lkv_att_split<float, 4, 1>(k, v, q, logits, part, row0, group_n, slot_off, split_off,
-                               n_groups, cap, dim, heads, per, split_len, scale);
+    lkv_att_split<float, LKV_ATT_F32_VEC, 1>(k, v, q, logits, part, row0, group_n, slot_off,
+                                             split_off, n_groups, cap, dim, heads, per,
+                                             split_len, scale);
 }
 
 LKV_KERNEL(lkv_attend_split_f16)(const unsigned short *k, const unsigned short *v,
@@ -489,9 +542,9 @@ LKV_KERNEL(lkv_attend_split_f16)(const unsigned short *k, const unsigned short *
                                  int n_groups, int cap, int dim, int heads, int per,
                                  int split_len, float scale)
 {
-    lkv_att_split<unsigned short, 1, 4>(k, v, q, logits, part, row0, group_n, slot_off,
-                                        split_off, n_groups, cap, dim, heads, per, split_len,
-                                        scale);
+    lkv_att_split<unsigned short, 1, LKV_ATT_COLS>(k, v, q, logits, part, row0, group_n,
+                                                   slot_off, split_off, n_groups, cap, dim, heads,
+                                                   per, split_len, scale);
 }
 
 LKV_KERNEL(lkv_attend_split_f16_vec)(const unsigned short *k, const unsigned short *v,
@@ -500,14 +553,23 @@ LKV_KERNEL(lkv_attend_split_f16_vec)(const unsigned short *k, const unsigned sho
                                      const int *split_off, int n_groups, int cap, int dim,
                                      int heads, int per, int split_len, float scale)
 {
-    lkv_att_split<unsigned short, 8, 1>(k, v, q, logits, part, row0, group_n, slot_off,
-                                        split_off, n_groups, cap, dim, heads, per, split_len,
-                                        scale);
+    lkv_att_split<unsigned short, LKV_ATT_F16_VEC, 1>(k, v, q, logits, part, row0, group_n,
+                                                      slot_off, split_off, n_groups, cap, dim,
+                                                      heads, per, split_len, scale);
+}
+
+// The quiet NaN the CPU's exp(-inf - -inf) gives.
+LKV_DEV float lkv_att_nan(void)
+{
+    return __uint_as_float(0x7fc00000u);
 }
 
 // Per (group, query head): M = max_s m_s, L = sum_s l_s exp(m_s - M),
-// out = sum_s o_s exp(m_s - M) / L and lse = M + log L. With no valid slot
-// (no split, or every logit -inf) out is 0 and lse -inf, as on the CPU.
+// out = sum_s o_s exp(m_s - M) / L and lse = M + log L. Two cases as the
+// CPU has them: with no valid slot (no split) out is 0 (its empty sum); with
+// slots but no logit above -inf (M = -inf: every logit -inf or NaN) out is
+// the NaN of its exp(-inf - -inf). lse is -inf in both, so
+// lkv_attend_probs gives such a group's slots NaN, as the CPU does.
 // `out` is written only when has_out.
 LKV_KERNEL(lkv_attend_combine)(const float *part, float *out, float *lse, const int *split_off,
                                int q_heads, int dim, int has_out)
@@ -534,22 +596,28 @@ LKV_KERNEL(lkv_attend_combine)(const float *part, float *out, float *lse, const 
     lkv_att_block_reduce(total, false, red); // its barriers publish `scales`
     float L = total[0];
     lkv_att_u64 o = ((lkv_att_u64)g * q_heads + qh) * (lkv_att_u64)dim;
-    if (has_out)
+    if (has_out && M == -INFINITY) {
+        float none = nsp > 0 ? lkv_att_nan() : 0.0f;
+        for (int e = tid; e < dim; e += bs)
+            out[o + e] = none;
+    } else if (has_out) {
         for (int e = tid; e < dim; e += bs) {
             float acc = 0.0f;
             for (int s = 0; s < nsp; s++) {
-                float sc = s < LKV_ATT_SCALES ? scales[s]
-                           : M == -INFINITY ? 0.0f : expf(pp[s * stride] - M);
+                float sc = s < LKV_ATT_SCALES ? scales[s] : expf(pp[s * stride] - M);
                 acc += pp[s * stride + 2 + e] * sc;
             }
-            out[o + e] = M == -INFINITY ? 0.0f : acc / L;
+            out[o + e] = acc / L;
         }
+    }
     if (tid == 0)
         lse[(lkv_att_u64)g * q_heads + qh] = M + logf(L);
 }
 
 // Per slot of each listed row: exp(logit - lse) of the row's `per` query
-// heads, combined by max (reduce_max) or mean.
+// heads, combined by max (reduce_max) or mean. The max starts from -inf and
+// skips NaN (fmaxf), as the CPU's fmax does: NaN only from every head gives
+// -inf there, NaN in the mean.
 LKV_KERNEL(lkv_attend_probs)(const float *logits, const float *lse, float *probs, const int *row0,
                              const int *group_n, const int *slot_off, int cap, int heads, int per,
                              int reduce_max)
@@ -561,7 +629,7 @@ LKV_KERNEL(lkv_attend_probs)(const float *logits, const float *lse, float *probs
     float *pr = probs + (lkv_att_u64)(row0[g] + ch) * (lkv_att_u64)cap;
     int stride = (int)(gridDim.x * blockDim.x);
     for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += stride) {
-        float acc = 0.0f;
+        float acc = reduce_max ? -INFINITY : 0.0f;
         for (int j = 0; j < per; j++) {
             float p = expf(lg[(lkv_att_u64)j * n + i] - ls[j]);
             acc = reduce_max ? fmaxf(acc, p) : acc + p;

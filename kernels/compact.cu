@@ -26,15 +26,17 @@
 // a warp reads and writes whole runs of slice_w units (the host keeps
 // slices at least 32 bytes wide unless the row is narrower). pos and the
 // states move as 4-byte words, one block per (row, array).
-// Launch: block 256 (any multiple of 64; slice_w <= 4 * block), x = the K
+// Launch: block LKV_COMPACT_BLOCK (any multiple of 64; slice_w <=
+// LKV_COMPACT_PER_THREAD * block), x = the K
 // slices, then the V slices (slices = units / slice_w rounded up), then 4
 // (pos, state_a, state_b, state_f); y = listed rows (grid-stride over
 // n_rows). Unit offsets are 64-bit: rows * capacity *
 // head_dim passes 2^32.
 #include "lkv_gpu.h"
 
-// Units each thread carries per chunk: a chunk is blockDim * this many units.
-#define LKV_COMPACT_PER_THREAD 4
+// Units each thread carries per chunk (a chunk is blockDim * this many
+// units): LKV_COMPACT_PER_THREAD, in lkv_kernel_abi.h with the host's slice
+// limit it bounds.
 
 // First j < k with kept[j] != j, or k. kept[j] - j >= 0 never decreases,
 // so kept[j] == j holds exactly on a prefix. Every thread computes it (the

@@ -14,15 +14,18 @@
 //   lkv_half_to_float(h)      binary16 bits (unsigned short) to float, exact
 //   atomicAdd on int/unsigned (shared or global memory)
 //   uint4, float4, uint2, float2 and 16-byte loads through them
-//   float and double math: expf, logf, exp, log, fmaxf, fminf, isnan,
-//   __float_as_uint, __uint_as_float, INFINITY
+//   float math: expf, logf, fmaxf, fminf, isnan; double math: exp, log,
+//   isnan (exp/log of a float is refused by the emulator: CUDA and HIP
+//   would compute it in float); __float_as_uint, __uint_as_float, INFINITY
+//   Nothing from the C or C++ standard headers: hiprtc has none.
 //
 // Blocks are one-dimensional and at most LKV_BLOCK_MAX threads, a multiple of
 // 64 so a block is whole warps at either width. Shared memory is static.
+// Numbers the host must agree with come from lkv_kernel_abi.h.
 #ifndef LKV_GPU_H
 #define LKV_GPU_H
 
-#define LKV_BLOCK_MAX 256
+#include "lkv_kernel_abi.h"
 
 #if defined(LKV_GPU_EMU)
 #include "gpu_emu.h"

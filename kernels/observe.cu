@@ -4,10 +4,10 @@
 //   lkv_observe_state: state_f = state_f + p (accumulate != 0) or state_f = p
 // One f32 comparison or one f32 addition per slot, as on the CPU, so the
 // results are bit-identical to the oracle; there is no other arithmetic.
-// Launch: block 256 (any multiple of 64), x = blocks over the slots of the
-// longest row (grid-stride), y = listed rows (grid-stride over n_rows, so a
-// grid smaller than the list is fine). rows/row_n: the listed rows and their
-// valid slot counts.
+// Launch: block LKV_OBSERVE_BLOCK (any multiple of 64), x = blocks over the
+// slots of the longest row (grid-stride), y = listed rows (grid-stride over
+// n_rows, so a grid smaller than the list is fine). rows/row_n: the listed
+// rows and their valid slot counts.
 #include "lkv_gpu.h"
 
 // Start of `row` in a [rows][cap] array: 64-bit, rows * cap may pass 2^32.

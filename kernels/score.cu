@@ -17,18 +17,11 @@
 // relative) absorbs. Nothing here forms an a * b + c the compiler could
 // contract into an FMA the oracle does not do. Max pooling, state and
 // recency are exact.
-// Launch: block 256 (any multiple of 64), x = blocks over the slots of the
-// longest row (lkv_score_slots) or over prior_k (lkv_score_prior), both
-// grid-stride; y = listed rows, grid-stride over n_rows.
-#include "lkv_gpu.h"
-
-#define LKV_SCORE_K_LAZY 0
-#define LKV_SCORE_K_STATE 1
-#define LKV_SCORE_K_GROUP_MEAN 2
-#define LKV_SCORE_K_RECENCY 3
-#define LKV_SCORE_K_POOL_AVG 4
-#define LKV_SCORE_K_POOL_MAX 5
-#define LKV_SCORE_K_NOISY 6
+// Launch: block LKV_SCORE_BLOCK (any multiple of 64), x = blocks over the
+// slots of the longest row (lkv_score_slots) or over prior_k
+// (lkv_score_prior), both grid-stride; y = listed rows, grid-stride over
+// n_rows.
+#include "lkv_gpu.h" // the kind codes LKV_SCORE_K_* are in lkv_kernel_abi.h
 
 // spec/policies.md section 1; an overflowing exp makes its term 0, never NaN.
 LKV_DEV double lkv_lazy_score(int mri, int delta)

@@ -12,7 +12,7 @@
 // the keys order the slots as its comparison does and equal keys go to the
 // lower slot; there is no arithmetic. k >= n keeps every slot; k == 0
 // writes nothing. Works at any warp width and any block of whole warps.
-// Launch: block 256 (LKV_BLOCK_MAX or any multiple of 64 below it), one
+// Launch: block LKV_SELECT_BLOCK (any multiple of 64 up to LKV_BLOCK_MAX), one
 // block per listed row, x = listed rows (grid-stride over n_rows).
 #include "lkv_gpu.h"
 

@@ -636,9 +636,9 @@ Test(bad_input, runtime_open_rejects_non_numeric_device_index)
     EXPECT_OPEN_FAILS("cpu:x", LKV_INVALID_ARGUMENT, "cpu:x");
 }
 
-/* Never a silent fallback to another backend: the caller asked for cuda. */
-/* Whichever backend this build left out: which ones are built depends on the
- * compilers found at configure time. */
+/* Asking for a backend this build left out is UNAVAILABLE naming it, never a
+ * silent fallback to another; which backends are built depends on the
+ * compilers found at configure time, so the test takes whichever is missing. */
 Test(bad_input, runtime_open_of_an_unbuilt_backend_is_unavailable_with_reason)
 {
     const char *unbuilt = NULL;

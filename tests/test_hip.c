@@ -5,17 +5,24 @@
  * for no device, a device without code and without hiprtc, a device whose
  * module must be exactly its code object from the bundle, hiprtc inside the
  * ROCm 5 runtime, and a failure at each step leaving nothing allocated.
- * Where a real hiprtc is installed, the embedded kernel source must compile
- * with it.
+ * The current device is per thread: every entry selects the device and
+ * puts the caller's back, from whichever thread calls it. The shared loader
+ * (gpu/gpu_host_util.h) searches and reports what it tried. Where a real
+ * hiprtc is installed, the embedded kernel source must compile with it.
  *
  * Each Criterion test runs in its own process, so the environment set here
  * (LAZYKV_HIP_LIBRARY, FAKE_HIP_*) never leaks into another test. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "error.h"
+#include "gpu/gpu_host_util.h"
 #include "hip/hip_internal.h"
 #include "test_util.h"
 
@@ -464,14 +471,18 @@ typedef struct fake {
     const char *(*last_kernel)(void);
     void (*last_launch)(unsigned grid[3], unsigned *block);
     int (*count)(const char *what);
+    int (*device_of)(const void *p);
+    int (*set_device)(int device); /* the fake runtime's own hipSetDevice / hipGetDevice */
+    int (*get_device)(int *device);
 } fake;
 
-#define HOOK(f, name)                                                                         \
+#define HOOK_AS(f, field, symbol)                                                             \
     do {                                                                                      \
-        void *sym_ = dlsym((f).handle, "fake_hip_" #name);                                    \
-        cr_assert_not_null(sym_, "the fake lacks fake_hip_" #name);                           \
-        memcpy(&(f).name, &sym_, sizeof sym_);                                                \
+        void *sym_ = dlsym((f).handle, symbol);                                               \
+        cr_assert_not_null(sym_, "the fake lacks " symbol);                                   \
+        memcpy(&(f).field, &sym_, sizeof sym_);                                               \
     } while (0)
+#define HOOK(f, name) HOOK_AS(f, name, "fake_hip_" #name)
 
 /* Points the backend at the ROCm 5 or 6 stand-in, with no hiprtc outside
  * it, and a device of architecture `arch`. */
@@ -492,6 +503,9 @@ static fake use_fake(int rocm, const char *arch)
     HOOK(f, last_kernel);
     HOOK(f, last_launch);
     HOOK(f, count);
+    HOOK(f, device_of);
+    HOOK_AS(f, set_device, "hipSetDevice");
+    HOOK_AS(f, get_device, "hipGetDevice");
     return f;
 }
 
@@ -692,6 +706,7 @@ Test(hip_fake, a_launch_runs_the_named_kernel_with_its_grid)
     lkv_device *dev = open_ok();
     int32_t arg = 5;
     void *args[] = {&arg};
+    TU_OK(dev->drv->enter(dev->api));
     for (int k = 0; k < LKV_GPU_KERNEL_COUNT; k++) {
         TU_OK(lkv_gpu_launch_kernel(dev, (lkv_gpu_kernel_id)k, 3, 2, 1, 128, args));
         cr_assert_str_eq(f.last_kernel(), lkv_gpu_kernel_names[k]);
@@ -699,8 +714,356 @@ Test(hip_fake, a_launch_runs_the_named_kernel_with_its_grid)
         f.last_launch(grid, &block);
         cr_assert(grid[0] == 3 && grid[1] == 2 && grid[2] == 1 && block == 128);
     }
+    dev->drv->leave(dev->api);
     lkv_backend_hip.close(dev);
     assert_nothing_left(&f);
+}
+
+/* A failed call reads as on CUDA: "<backend>: <call>: <error name> (<text>)". */
+Test(hip_fake, a_failed_call_names_the_call_and_the_error)
+{
+    fake f = use_fake(6, "gfx90a:sramecc+:xnack-");
+    lkv_device *dev = open_ok();
+    setenv("FAKE_HIP_FAIL", "hipMalloc", 1);
+    lkv_buffer *b = NULL;
+    lkv_status st = lkv_backend_hip.alloc(dev, 1000, &b);
+    cr_assert_eq(st, LKV_OUT_OF_MEMORY, "%s: %s", lkv_status_name(st), lkv_last_error());
+    cr_assert_null(b);
+    cr_assert(strstr(lkv_last_error(), "hip: hipMalloc(1008 bytes): hipErrorOutOfMemory (fake "
+                                       "failure)"), "message: %s", lkv_last_error());
+    unsetenv("FAKE_HIP_FAIL");
+    lkv_backend_hip.close(dev);
+    assert_nothing_left(&f);
+}
+
+/* ---- the current device, per thread ---- */
+
+static void expect_current(const fake *f, int want, const char *after)
+{
+    int d = -1;
+    cr_assert_eq(f->get_device(&d), 0);
+    cr_assert_eq(d, want, "after %s the thread's device is %d, it was %d", after, d, want);
+}
+
+/* A select on one row: a launch through the ops table. */
+static lkv_status select_one_row(lkv_device *dev, const lkv_buffer *scores, lkv_buffer *kept)
+{
+    const int32_t rows[1] = {0}, row_n[1] = {16}, row_k[1] = {4};
+    lkv_select_args a = {.capacity = 16, .n_rows = 1, .rows = rows, .row_n = row_n,
+                         .row_k = row_k, .scores = scores, .kept = kept};
+    return lkv_backend_hip.select(dev, &a);
+}
+
+/* Device 1 opened and used from a thread whose device is 0: the work goes
+ * to device 1, and the thread is back on 0 after every entry. */
+Test(hip_fake, every_entry_puts_back_the_callers_device)
+{
+    fake f = use_fake(6, "gfx90a:sramecc+:xnack-");
+    setenv("FAKE_HIP_DEVICES", "2", 1);
+    cr_assert_eq(f.set_device(0), 0);
+    lkv_device *dev = NULL;
+    TU_OK(lkv_backend_hip.open(1, &dev));
+    expect_current(&f, 0, "open");
+    const lkv_backend_ops *ops = &lkv_backend_hip;
+    lkv_buffer *a = NULL, *kept = NULL;
+    TU_OK(ops->alloc(dev, 64, &a));
+    expect_current(&f, 0, "alloc");
+    cr_assert_eq(f.device_of((const void *)(uintptr_t)a->ptr), 1, "allocated on the wrong device");
+    TU_OK(ops->alloc(dev, 64, &kept));
+    unsigned char in[64], out[64];
+    for (int i = 0; i < 64; i++)
+        in[i] = (unsigned char)(200 - i);
+    TU_OK(ops->write(dev, a, 0, in, sizeof in));
+    expect_current(&f, 0, "write");
+    TU_OK(ops->read(dev, a, 0, out, sizeof out));
+    expect_current(&f, 0, "read");
+    cr_assert_arr_eq(out, in, sizeof in);
+    TU_OK(select_one_row(dev, a, kept));
+    expect_current(&f, 0, "select");
+    cr_assert_eq(f.count("launch"), 1);
+    TU_OK(ops->sync(dev));
+    expect_current(&f, 0, "sync");
+    ops->free(dev, a);
+    ops->free(dev, kept);
+    expect_current(&f, 0, "free");
+    ops->close(dev);
+    expect_current(&f, 0, "close");
+    cr_assert_eq(f.count("wrong_device"), 0);
+    cr_assert_eq(f.count("bad_address"), 0);
+    assert_nothing_left(&f);
+}
+
+typedef struct thread_job {
+    lkv_device *dev;
+    const fake *f;
+    lkv_status alloc, write, read, select, without_enter;
+    int device_after; /* the thread's device after the ops */
+    unsigned char out[64];
+    char message[512];
+} thread_job;
+
+/* On a thread that never chose a device (so HIP's default, 0). */
+static void *use_from_another_thread(void *arg)
+{
+    thread_job *j = arg;
+    const lkv_backend_ops *ops = &lkv_backend_hip;
+    lkv_buffer *a = NULL, *kept = NULL;
+    unsigned char in[64];
+    for (int i = 0; i < 64; i++)
+        in[i] = (unsigned char)(3 * i + 1);
+    j->alloc = ops->alloc(j->dev, sizeof in, &a);
+    if (j->alloc == LKV_OK)
+        j->alloc = ops->alloc(j->dev, 64, &kept);
+    if (j->alloc == LKV_OK) {
+        j->write = ops->write(j->dev, a, 0, in, sizeof in);
+        j->read = ops->read(j->dev, a, 0, j->out, sizeof j->out);
+        j->select = select_one_row(j->dev, a, kept);
+    }
+    snprintf(j->message, sizeof j->message, "%s", lkv_last_error());
+    ops->free(j->dev, a);
+    ops->free(j->dev, kept);
+    j->device_after = -1;
+    j->f->get_device(&j->device_after);
+    return NULL;
+}
+
+static void run_on_a_thread(void *(*fn)(void *), thread_job *job)
+{
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, fn, job), 0);
+    cr_assert_eq(pthread_join(th, NULL), 0);
+}
+
+Test(hip_fake, a_device_opened_on_one_thread_works_from_another)
+{
+    fake f = use_fake(6, "gfx90a:sramecc+:xnack-");
+    setenv("FAKE_HIP_DEVICES", "2", 1);
+    thread_job job;
+    memset(&job, 0, sizeof job);
+    job.f = &f;
+    TU_OK(lkv_backend_hip.open(1, &job.dev));
+    run_on_a_thread(use_from_another_thread, &job);
+    cr_assert_eq(job.alloc, LKV_OK, "alloc: %s", job.message);
+    cr_assert_eq(job.write, LKV_OK, "write: %s", job.message);
+    cr_assert_eq(job.read, LKV_OK, "read: %s", job.message);
+    cr_assert_eq(job.select, LKV_OK, "select: %s", job.message);
+    for (int i = 0; i < 64; i++)
+        cr_assert_eq(job.out[i], (unsigned char)(3 * i + 1), "byte %d read back wrong", i);
+    cr_assert_eq(job.device_after, 0, "the thread was left on device %d", job.device_after);
+    cr_assert_eq(f.count("launch"), 1);
+    cr_assert_eq(f.count("wrong_device"), 0);
+    lkv_backend_hip.close(job.dev);
+    assert_nothing_left(&f);
+}
+
+static void *read_without_entering(void *arg)
+{
+    thread_job *j = arg;
+    lkv_buffer *b = j->dev->lists; /* any buffer of the device: the row lists of the select */
+    j->without_enter = j->dev->drv->dtoh(j->dev->api, j->out, b->ptr, 16);
+    snprintf(j->message, sizeof j->message, "%s", lkv_last_error());
+    return NULL;
+}
+
+/* The stand-in holds the backend to that: device 1's memory read from a
+ * thread on device 0 without selecting device 1 fails. */
+Test(hip_fake, a_call_on_a_thread_without_the_device_fails)
+{
+    fake f = use_fake(6, "gfx90a:sramecc+:xnack-");
+    setenv("FAKE_HIP_DEVICES", "2", 1);
+    thread_job job;
+    memset(&job, 0, sizeof job);
+    job.f = &f;
+    TU_OK(lkv_backend_hip.open(1, &job.dev));
+    lkv_buffer *a = NULL, *kept = NULL;
+    TU_OK(lkv_backend_hip.alloc(job.dev, 64, &a));
+    TU_OK(lkv_backend_hip.alloc(job.dev, 64, &kept));
+    TU_OK(select_one_row(job.dev, a, kept)); /* leaves the row-list buffer */
+    cr_assert_not_null(job.dev->lists);
+    run_on_a_thread(read_without_entering, &job);
+    cr_assert_eq(job.without_enter, LKV_DEVICE_ERROR, "%s", job.message);
+    cr_assert(strstr(job.message, "hip: hipMemcpyDtoH(16 bytes): hipErrorInvalidDevice"), "%s",
+              job.message);
+    cr_assert_eq(f.count("wrong_device"), 1);
+    lkv_backend_hip.free(job.dev, a);
+    lkv_backend_hip.free(job.dev, kept);
+    lkv_backend_hip.close(job.dev);
+    assert_nothing_left(&f);
+}
+
+/* ---- the shared loader (gpu/gpu_host_util.h) ---- */
+
+typedef struct scratch_dir {
+    char dir[64], lib[96], a[160], b[160];
+} scratch_dir;
+
+/* A temporary folder with lib/liblkv_test_b.so, a link to the ROCm 6
+ * stand-in (a library that loads). */
+static void make_scratch(scratch_dir *d)
+{
+    const char *real = getenv("LKV_FAKE_HIP6");
+    cr_assert(real && *real, "LKV_FAKE_HIP6 is not set (run through ctest)");
+    snprintf(d->dir, sizeof d->dir, "/tmp/lazykv-dl-XXXXXX");
+    cr_assert_not_null(mkdtemp(d->dir));
+    snprintf(d->lib, sizeof d->lib, "%s/lib", d->dir);
+    cr_assert_eq(mkdir(d->lib, 0700), 0);
+    snprintf(d->a, sizeof d->a, "%s/liblkv_test_a.so", d->lib);
+    snprintf(d->b, sizeof d->b, "%s/liblkv_test_b.so", d->lib);
+    cr_assert_eq(symlink(real, d->b), 0);
+    setenv("LKV_TEST_DIR", d->dir, 1);
+    unsetenv("LKV_TEST_OVERRIDE");
+}
+
+static void remove_scratch(const scratch_dir *d)
+{
+    unlink(d->a);
+    unlink(d->b);
+    rmdir(d->lib);
+    rmdir(d->dir);
+}
+
+static const char *const test_names[] = {"liblkv_test_a.so", "liblkv_test_b.so"};
+
+static lkv_gpu_dl_search test_search(void)
+{
+    lkv_gpu_dl_search s = {.env = "LKV_TEST_OVERRIDE", .names = test_names, .count = 2,
+                           .dir_env = "LKV_TEST_DIR"};
+    return s;
+}
+
+Test(gpu_dl, names_are_tried_on_the_loader_path_then_in_the_folder)
+{
+    scratch_dir d;
+    make_scratch(&d);
+    lkv_gpu_dl_search s = test_search();
+    char path[256], tried[512] = "", want[512];
+    void *h = lkv_gpu_dl_find(&s, path, sizeof path, tried, sizeof tried);
+    cr_assert_not_null(h, "nothing found; tried %s", tried);
+    cr_assert_str_eq(path, d.b);
+    cr_assert_not_null(dlsym(h, "hipInit"), "not the stand-in");
+    snprintf(want, sizeof want, "liblkv_test_a.so, liblkv_test_b.so, %s", d.a);
+    cr_assert_str_eq(tried, want);
+    dlclose(h);
+    remove_scratch(&d);
+}
+
+static int refuse(void *handle, void *ctx)
+{
+    (void)handle;
+    ++*(int *)ctx;
+    return 0;
+}
+
+Test(gpu_dl, a_refused_library_is_closed_and_the_search_goes_on)
+{
+    scratch_dir d;
+    make_scratch(&d);
+    FILE *junk = fopen(d.a, "w"); /* exists, but is no library */
+    cr_assert_not_null(junk);
+    fputs("not an ELF file\n", junk);
+    fclose(junk);
+    int refused = 0;
+    lkv_gpu_dl_search s = test_search();
+    s.accept = refuse;
+    s.ctx = &refused;
+    char path[256] = "untouched", tried[512] = "", want[512];
+    cr_assert_null(lkv_gpu_dl_find(&s, path, sizeof path, tried, sizeof tried));
+    cr_assert_eq(refused, 1);
+    cr_assert_str_eq(path, "untouched");
+    /* the junk file says why it did not load; the refused one is named */
+    snprintf(want, sizeof want, "liblkv_test_a.so, liblkv_test_b.so, %s (", d.a);
+    cr_assert(strncmp(tried, want, strlen(want)) == 0, "tried: %s", tried);
+    snprintf(want, sizeof want, "), %s", d.b);
+    cr_assert(strlen(tried) > strlen(want) &&
+              strcmp(tried + strlen(tried) - strlen(want), want) == 0, "tried: %s", tried);
+    remove_scratch(&d);
+}
+
+Test(gpu_dl, the_override_is_the_only_library_tried)
+{
+    scratch_dir d;
+    make_scratch(&d);
+    setenv("LKV_TEST_OVERRIDE", "/nonexistent/liblkv.so", 1);
+    lkv_gpu_dl_search s = test_search();
+    char path[256], tried[512] = "earlier";
+    cr_assert_null(lkv_gpu_dl_find(&s, path, sizeof path, tried, sizeof tried));
+    const char *want = "earlier, /nonexistent/liblkv.so from LKV_TEST_OVERRIDE: ";
+    cr_assert(strncmp(tried, want, strlen(want)) == 0, "tried: %s", tried);
+    cr_assert(!strstr(tried, "liblkv_test_"), "the search ran too: %s", tried);
+    setenv("LKV_TEST_OVERRIDE", d.b, 1);
+    void *h = lkv_gpu_dl_find(&s, path, sizeof path, tried, sizeof tried);
+    cr_assert_not_null(h);
+    cr_assert_str_eq(path, d.b);
+    dlclose(h);
+    remove_scratch(&d);
+}
+
+typedef struct two_fns {
+    int (*init)(unsigned int);
+    int (*absent)(void);
+} two_fns;
+
+Test(gpu_dl, resolve_names_the_first_missing_required_symbol)
+{
+    const char *real = getenv("LKV_FAKE_HIP6");
+    cr_assert(real && *real, "LKV_FAKE_HIP6 is not set (run through ctest)");
+    void *h = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(h, "%s", dlerror());
+    lkv_gpu_dl_symbol list[] = {{"hipInit", offsetof(two_fns, init), 1},
+                                {"lkv_no_such_entry", offsetof(two_fns, absent), 0}};
+    two_fns fns;
+    memset(&fns, 0x5a, sizeof fns);
+    cr_assert_null(lkv_gpu_dl_resolve(h, list, 2, &fns));
+    cr_assert_not_null(fns.init);
+    cr_assert_null(fns.absent, "a missing optional entry must be NULL");
+    cr_assert_eq(fns.init(0), 0, "hipInit of the stand-in");
+    list[1].required = 1;
+    cr_assert_str_eq(lkv_gpu_dl_resolve(h, list, 2, &fns), "lkv_no_such_entry");
+    dlclose(h);
+}
+
+/* ---- shared words ---- */
+
+Test(gpu_text, an_error_reads_name_then_text_with_the_number_standing_in)
+{
+    char buf[64];
+    lkv_gpu_error_text(2, "hipErrorOutOfMemory", "out of memory", buf, sizeof buf);
+    cr_assert_str_eq(buf, "hipErrorOutOfMemory (out of memory)");
+    lkv_gpu_error_text(2, "hipErrorOutOfMemory", NULL, buf, sizeof buf);
+    cr_assert_str_eq(buf, "hipErrorOutOfMemory");
+    lkv_gpu_error_text(999, NULL, "unknown", buf, sizeof buf);
+    cr_assert_str_eq(buf, "error 999 (unknown)");
+    lkv_gpu_error_text(-7, "", "", buf, sizeof buf);
+    cr_assert_str_eq(buf, "error -7");
+    cr_assert_eq(lkv_gpu_call_failed(LKV_DEVICE_ERROR, "cuda", "cuMemcpyDtoH", 999,
+                                     "CUDA_ERROR_UNKNOWN", "unknown error"), LKV_DEVICE_ERROR);
+    cr_assert_str_eq(lkv_last_error(), "cuda: cuMemcpyDtoH: CUDA_ERROR_UNKNOWN (unknown error)");
+}
+
+Test(gpu_text, uuids_are_grouped_hex_and_all_zero_is_none)
+{
+    unsigned char u[16];
+    for (int i = 0; i < 16; i++)
+        u[i] = (unsigned char)(0xf0 + i);
+    char buf[40];
+    lkv_gpu_uuid_text(u, buf, sizeof buf);
+    cr_assert_str_eq(buf, "f0f1f2f3-f4f5-f6f7-f8f9-fafbfcfdfeff");
+    memset(u, 0, sizeof u);
+    lkv_gpu_uuid_text(u, buf, sizeof buf);
+    cr_assert_str_eq(buf, "");
+}
+
+Test(gpu_text, append_separates_and_never_overruns)
+{
+    char buf[12] = "";
+    lkv_gpu_append(buf, sizeof buf, ", ", "abc");
+    cr_assert_str_eq(buf, "abc");
+    lkv_gpu_append(buf, sizeof buf, ", ", "def");
+    cr_assert_str_eq(buf, "abc, def");
+    lkv_gpu_append(buf, sizeof buf, ", ", "ghijkl");
+    cr_assert_str_eq(buf, "abc, def, g");
+    lkv_gpu_append(buf, sizeof buf, ", ", "more");
+    cr_assert_str_eq(buf, "abc, def, g");
 }
 
 /* ---- the embedded source and a real hiprtc, where one is installed ---- */
@@ -710,8 +1073,8 @@ Test(hip_rtc, the_embedded_source_compiles_with_the_installed_hiprtc, .timeout =
     unsetenv(LKV_HIPRTC_LIBRARY_ENV);
     lkv_hip_lib lib;
     memset(&lib, 0, sizeof lib);
-    const char *names[] = {"libamdhip64.so.6", "libamdhip64.so.5"};
-    for (size_t i = 0; i < 2 && !lib.handle; i++) {
+    const char *names[] = {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"};
+    for (size_t i = 0; i < 3 && !lib.handle; i++) {
         lib.handle = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         snprintf(lib.path, sizeof lib.path, "%s", names[i]);
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "gpu/gpu_host_util.h"
 
 #define HEADER_BYTES 16
 #define ENTRY_MIN_BYTES 64 /* nvcc's entries; extensions make them longer */
@@ -104,25 +105,14 @@ void lkv_fatbin_entry_name(const lkv_fatbin_entry *e, char *buf, size_t len)
         snprintf(buf, len, "kind %d arch %d", e->kind, e->arch);
 }
 
-/* Appends `text` at *at in buf (len bytes), keeping it NUL-terminated. */
-static void append(char *buf, size_t len, size_t *at, const char *text)
-{
-    int n = *at < len ? snprintf(buf + *at, len - *at, "%s", text) : 0;
-    if (n > 0)
-        *at += (size_t)n < len - *at ? (size_t)n : len - *at - 1;
-}
-
 void lkv_fatbin_list(const lkv_fatbin_info *fb, char *buf, size_t len)
 {
-    size_t at = 0;
     if (len)
         buf[0] = '\0';
     for (int i = 0; i < fb->count; i++) {
         char name[48];
         lkv_fatbin_entry_name(&fb->entries[i], name, sizeof name);
-        if (i)
-            append(buf, len, &at, " ");
-        append(buf, len, &at, name);
+        lkv_gpu_append(buf, len, " ", name);
     }
 }
 

@@ -31,18 +31,20 @@ extern const unsigned char lkv_cuda_fatbin[];
 extern const size_t lkv_cuda_fatbin_size;
 extern const int lkv_cuda_fatbin_toolkit;
 
-/* cuda_loader.c: dlopen of libcuda.so.1 (or $LAZYKV_CUDA_LIBRARY), the
- * entry points of cuda_symbols.h, cuInit(0) and the driver version. On
- * failure nothing stays loaded and the status is UNAVAILABLE. */
+/* cuda_loader.c: libcuda.so.1 (or $LAZYKV_CUDA_LIBRARY) found and resolved
+ * by the shared loader (gpu/gpu_host_util.h), the entry points of
+ * cuda_symbols.h, cuInit(0) and the driver version. On failure nothing stays
+ * loaded and the status is UNAVAILABLE. */
 lkv_status lkv_cu_load(lkv_cu_lib *out_lib);
 void lkv_cu_unload(lkv_cu_lib *lib);
 
-/* "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)", or the number
- * when the driver cannot name it. */
+/* "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)", or "error 7"
+ * when the driver cannot name it (lkv_gpu_error_text). */
 void lkv_cu_error_text(const lkv_cu_lib *lib, CUresult r, char *buf, size_t len);
 
 /* OK for CUDA_SUCCESS; else OUT_OF_MEMORY or DEVICE_ERROR with the message
- * "cuda: <what>: <error text>". */
+ * every GPU backend gives a failed call (lkv_gpu_call_failed):
+ * "cuda: <what>: CUDA_ERROR_NAME (text)". */
 lkv_status lkv_cu_check(const lkv_cu_lib *lib, CUresult r, const char *what);
 
 /* "CUDA 12.4" from a cuDriverGetVersion number. */

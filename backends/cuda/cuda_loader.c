@@ -3,46 +3,40 @@
  * says in words why it is unavailable. LAZYKV_CUDA_LIBRARY names another
  * library (the tests' fake drivers). */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
 #include "error.h"
+#include "gpu/gpu_host_util.h"
 
-/* The driver stays mapped after our dlclose: once cuInit has run, libcuda
- * has threads and exit handlers of its own, and the application may use it
- * too, so unmapping it under them would crash later. dlclose still balances
- * every dlopen. */
-#ifdef RTLD_NODELETE
-#define LKV_CU_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)
-#else
-#define LKV_CU_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL)
-#endif
+/* The driver's name and text for `r`, NULL where it has none. */
+static void error_words(const lkv_cu_lib *lib, CUresult r, const char **name, const char **text)
+{
+    *name = *text = NULL;
+    if (lib->fn.cuGetErrorName && lib->fn.cuGetErrorName(r, name) != LKV_CUDA_SUCCESS)
+        *name = NULL;
+    if (lib->fn.cuGetErrorString && lib->fn.cuGetErrorString(r, text) != LKV_CUDA_SUCCESS)
+        *text = NULL;
+}
 
 void lkv_cu_error_text(const lkv_cu_lib *lib, CUresult r, char *buf, size_t len)
 {
-    const char *name = NULL, *text = NULL;
-    if (lib->fn.cuGetErrorName && lib->fn.cuGetErrorName(r, &name) != LKV_CUDA_SUCCESS)
-        name = NULL;
-    if (lib->fn.cuGetErrorString && lib->fn.cuGetErrorString(r, &text) != LKV_CUDA_SUCCESS)
-        text = NULL;
-    if (name && text)
-        snprintf(buf, len, "%s (%s)", name, text);
-    else if (name)
-        snprintf(buf, len, "%s", name);
-    else
-        snprintf(buf, len, "CUresult %d", r);
+    const char *name, *text;
+    error_words(lib, r, &name, &text);
+    lkv_gpu_error_text(r, name, text, buf, len);
 }
 
 lkv_status lkv_cu_check(const lkv_cu_lib *lib, CUresult r, const char *what)
 {
     if (r == LKV_CUDA_SUCCESS)
         return LKV_OK;
-    char text[200];
-    lkv_cu_error_text(lib, r, text, sizeof text);
-    return lkv_fail(r == LKV_CUDA_ERROR_OUT_OF_MEMORY ? LKV_OUT_OF_MEMORY : LKV_DEVICE_ERROR,
-                    "cuda: %s: %s", what, text);
+    const char *name, *text;
+    error_words(lib, r, &name, &text);
+    return lkv_gpu_call_failed(r == LKV_CUDA_ERROR_OUT_OF_MEMORY ? LKV_OUT_OF_MEMORY
+                                                                 : LKV_DEVICE_ERROR,
+                               "cuda", what, r, name, text);
 }
 
 void lkv_cu_version_text(int version, char *buf, size_t len)
@@ -50,29 +44,21 @@ void lkv_cu_version_text(int version, char *buf, size_t len)
     snprintf(buf, len, "CUDA %d.%d", version / 1000, version % 1000 / 10);
 }
 
-static const char *library_name(void)
-{
-    const char *name = getenv("LAZYKV_CUDA_LIBRARY");
-    return name && *name ? name : "libcuda.so.1";
-}
-
-static lkv_status resolve(lkv_cu_lib *lib, const char *name)
-{
-    void *entry;
-    /* dlsym gives an object pointer; POSIX guarantees it converts to a
-     * function pointer, which memcpy does without an aliasing cast. */
-#define LKV_CU_REQ(sym, ...)                                                                 \
-    entry = dlsym(lib->handle, #sym);                                                        \
-    if (!entry)                                                                              \
-        return lkv_fail(LKV_UNAVAILABLE, "%s lacks %s: the NVIDIA driver is too old, or the " \
-                        "library is not the CUDA driver", name, #sym);                      \
-    memcpy(&lib->fn.sym, &entry, sizeof entry);
-#define LKV_CU_OPT(sym, ...)                                                                 \
-    entry = dlsym(lib->handle, #sym);                                                        \
-    memcpy(&lib->fn.sym, &entry, sizeof entry);
+static const lkv_gpu_dl_symbol cu_symbols[] = {
+#define LKV_CU_REQ(sym, ...) {#sym, offsetof(lkv_cu_fns, sym), 1},
+#define LKV_CU_OPT(sym, ...) {#sym, offsetof(lkv_cu_fns, sym), 0},
 #include "cuda_symbols.h"
 #undef LKV_CU_REQ
 #undef LKV_CU_OPT
+};
+
+static lkv_status resolve(lkv_cu_lib *lib, const char *name)
+{
+    const char *missing = lkv_gpu_dl_resolve(lib->handle, cu_symbols,
+                                             sizeof cu_symbols / sizeof cu_symbols[0], &lib->fn);
+    if (missing)
+        return lkv_fail(LKV_UNAVAILABLE, "%s lacks %s: the NVIDIA driver is too old, or the "
+                        "library is not the CUDA driver", name, missing);
     return LKV_OK;
 }
 
@@ -95,17 +81,21 @@ static lkv_status init_driver(lkv_cu_lib *lib)
     return LKV_OK;
 }
 
+/* The driver stays mapped after our dlclose (lkv_gpu_dl_find opens with
+ * RTLD_NODELETE): once cuInit has run, libcuda has threads and exit handlers
+ * of its own, and the application may use it too, so unmapping it under
+ * them would crash later. dlclose still balances every dlopen. */
 lkv_status lkv_cu_load(lkv_cu_lib *out_lib)
 {
+    static const char *const names[] = {"libcuda.so.1"};
+    const lkv_gpu_dl_search search = {.env = "LAZYKV_CUDA_LIBRARY", .names = names, .count = 1};
     lkv_cu_lib lib;
     memset(&lib, 0, sizeof lib);
-    const char *name = library_name();
-    lib.handle = dlopen(name, LKV_CU_DLOPEN_FLAGS);
-    if (!lib.handle) {
-        const char *err = dlerror();
-        return lkv_fail(LKV_UNAVAILABLE, "%s not found (%s): install the NVIDIA driver", name,
-                        err ? err : "no reason given");
-    }
+    char name[512], tried[512] = "";
+    lib.handle = lkv_gpu_dl_find(&search, name, sizeof name, tried, sizeof tried);
+    if (!lib.handle)
+        return lkv_fail(LKV_UNAVAILABLE, "libcuda not found (tried %s): install the NVIDIA driver",
+                        tried);
     lkv_status st = resolve(&lib, name);
     if (st == LKV_OK)
         st = init_driver(&lib);

@@ -9,6 +9,7 @@
 
 #include "cuda_internal.h"
 #include "error.h"
+#include "gpu/gpu_host_util.h"
 
 lkv_status lkv_cu_embedded_fatbin(lkv_fatbin_info *out)
 {
@@ -154,14 +155,10 @@ static void uuid_text(const lkv_cu_lib *lib, CUdevice dev, char *buf, size_t len
         r = lib->fn.cuDeviceGetUuid_v2(&u, dev);
     else if (lib->fn.cuDeviceGetUuid)
         r = lib->fn.cuDeviceGetUuid(&u, dev);
-    if (r != LKV_CUDA_SUCCESS) {
+    if (r != LKV_CUDA_SUCCESS)
         buf[0] = '\0';
-        return;
-    }
-    const unsigned char *b = (const unsigned char *)u.bytes;
-    snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-             b[14], b[15]);
+    else
+        lkv_gpu_uuid_text((const unsigned char *)u.bytes, buf, len);
 }
 
 static void report_device(const lkv_cu_lib *lib, const lkv_fatbin_info *fb, int ordinal,
@@ -198,13 +195,7 @@ static void report_device(const lkv_cu_lib *lib, const lkv_fatbin_info *fb, int 
 
 static void unavailable(lkv_device_report *out, int cap, int *out_count, const char *why)
 {
-    *out_count = 1;
-    if (cap < 1)
-        return;
-    memset(&out[0], 0, sizeof out[0]);
-    snprintf(out[0].backend, sizeof out[0].backend, "cuda");
-    out[0].device = -1;
-    snprintf(out[0].reason, sizeof out[0].reason, "%s", why);
+    lkv_gpu_report_unavailable(out, cap, out_count, "cuda", why);
 }
 
 lkv_status lkv_cu_probe(lkv_device_report *out, int cap, int *out_count)

@@ -8,34 +8,49 @@
  * group as on Vulkan: a batch of short caches then still fills the device,
  * and launches stay few when a caller attends every sequence of a layer at
  * once. The kernels find their group from prefix sums of slots and splits
- * uploaded with the group lists. A batch ends where its logits would pass
- * ATTEND_BATCH_BYTES (unless it is one group), so scratch stays bounded
- * however many groups a call lists; the grids stay within the device's
- * limits because a batch has at most max_grid_z groups.
+ * uploaded with the group lists. A batch ends where its scratch (logits,
+ * partials and log-sum-exps) could pass the batch budget, unless it is one
+ * group, so scratch stays bounded however many groups a call lists; and
+ * where one more group would take a grid dimension of one of its launches
+ * past the device's limits.
  *
- * Everything that can fail for want of memory (scratch, the lists) happens
- * before the first launch, so a failed call changes nothing. */
+ * The budget is ATTEND_BATCH_BYTES. For tests, the environment variable
+ * LAZYKV_GPU_ATTEND_BATCH_BYTES (an integer in 1..ATTEND_BATCH_BYTES, read
+ * when the device is created; any other value fails the open, naming it)
+ * makes it smaller, so a call runs as several batches on small caches.
+ *
+ * Failure. The arguments, every batch's plan and grids, the scratch and the
+ * upload of the lists are all checked or done before the first launch: a
+ * call that fails on any of them writes nothing the caller can see. Past
+ * that point only the driver can fail a launch (refusing it, or reporting
+ * an earlier fault there): then out and probs of the batches before the
+ * failing one are written, the failing batch's may be partly written and
+ * those after it are untouched; K, V and q never are. A kernel fault is
+ * sticky on CUDA and HIP, so the device is lost then anyway. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "error.h"
 #include "gpu_internal.h"
+#include "lkv_kernel_abi.h"
 
-#define ATTEND_BLOCK 256u         /* threads of a split or probs block */
-#define ATTEND_QBLOCK 8           /* query heads per split block (LKV_ATT_QBLOCK) */
-#define ATTEND_DIM_MAX 1024       /* the V pass holds at most 4 columns per thread */
-#define ATTEND_SPLIT_MIN 256      /* a shorter split costs more to merge than it saves */
-#define ATTEND_MAX_SPLITS 1024    /* per group, so the combine's loop stays short */
-#define ATTEND_BLOCKS_PER_SM 8    /* split blocks wanted per multiprocessor */
-#define ATTEND_BATCH_BYTES ((int64_t)64 << 20) /* logits of one batch */
-#define ATTEND_BATCH_GROUPS 65535
+#define ATTEND_SPLIT_MIN 256   /* a shorter split costs more to merge than it saves */
+#define ATTEND_BLOCKS_PER_SM 8 /* split blocks wanted per multiprocessor */
+#define ATTEND_BATCH_BYTES ((int64_t)64 << 20) /* scratch of one batch */
+#define ATTEND_BATCH_ENV "LAZYKV_GPU_ATTEND_BATCH_BYTES"
+
+enum { LAUNCH_SPLIT, LAUNCH_COMBINE, LAUNCH_PROBS, LAUNCHES };
+static const char *const launch_names[LAUNCHES] = {"split", "combine", "probs"};
 
 typedef struct attend_batch {
     int32_t first, count; /* groups [first, first + count) of the call */
-    int64_t slots;        /* their valid slots, summed */
     int32_t max_n;
     int32_t split_len;
+    int64_t slots;  /* their valid slots, summed */
     int64_t splits; /* sum over the groups of ceil(n / split_len) */
+    int64_t bytes;  /* the most scratch it may take (group_bytes, summed) */
+    uint32_t grid[LAUNCHES][3];
 } attend_batch;
 
 typedef struct attend_shape {
@@ -43,11 +58,38 @@ typedef struct attend_shape {
     size_t elem;
 } attend_shape;
 
+lkv_status lkv_gpu_attend_settings(const lkv_gpu_driver *drv, int64_t *out_batch_bytes)
+{
+    *out_batch_bytes = ATTEND_BATCH_BYTES;
+    const char *text = getenv(ATTEND_BATCH_ENV);
+    if (!text || !*text)
+        return LKV_OK;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || *end || v < 1 || v > ATTEND_BATCH_BYTES)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s '%s' is not an integer in 1..%lld",
+                        drv->name, ATTEND_BATCH_ENV, text, (long long)ATTEND_BATCH_BYTES);
+    *out_batch_bytes = v;
+    return LKV_OK;
+}
+
+/* a * b, or UINT64_MAX where that does not fit */
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+    return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+static size_t to_size(uint64_t bytes)
+{
+    return bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
+}
+
 static attend_shape shape_of(const lkv_attend_args *a)
 {
     attend_shape s;
     s.per = a->q_heads / a->cache_heads;
-    s.qblocks = (s.per + ATTEND_QBLOCK - 1) / ATTEND_QBLOCK;
+    s.qblocks = (s.per + LKV_ATT_QBLOCK - 1) / LKV_ATT_QBLOCK;
     s.dim = a->cache->head_dim;
     s.cap = a->cache->capacity;
     s.elem = a->cache->dtype == LKV_DTYPE_F16 ? 2 : 4;
@@ -67,11 +109,12 @@ static lkv_status check_shape(const lkv_device *d, const lkv_attend_args *a)
     if (c->dtype != LKV_DTYPE_F32 && c->dtype != LKV_DTYPE_F16)
         return lkv_fail(LKV_UNSUPPORTED, "%s attend: K/V dtype %d: only f32 and f16", drv,
                         (int)c->dtype);
-    if (c->head_dim < 1 || c->head_dim > ATTEND_DIM_MAX)
+    if (c->head_dim < 1 || c->head_dim > LKV_ATT_DIM_MAX)
         return lkv_fail(LKV_UNSUPPORTED, "%s attend: head_dim %d outside 1..%d", drv, c->head_dim,
-                        ATTEND_DIM_MAX);
+                        LKV_ATT_DIM_MAX);
     if (c->capacity < 1)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: capacity %d", drv, c->capacity);
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: capacity %d; it must be at least 1", drv,
+                        c->capacity);
     attend_shape s = shape_of(a);
     if ((uint64_t)a->cache_heads * (uint64_t)s.qblocks > d->lim.max_grid_y)
         return lkv_fail(LKV_UNSUPPORTED, "%s attend: %d cache heads x %d query-head blocks "
@@ -87,8 +130,10 @@ static lkv_status check_buffers(const lkv_device *d, const lkv_attend_args *a)
     const lkv_cache_buffers *c = a->cache;
     const char *drv = d->drv->name;
     attend_shape s = shape_of(a);
-    if (!a->q || !c->k || !c->v)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: q, K or V buffer missing", drv);
+    const char *missing = !a->q ? "q" : !c->k ? "K" : !c->v ? "V" : NULL;
+    if (missing)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: the %s buffer is missing (NULL)", drv,
+                        missing);
     uint64_t io = (uint64_t)a->n_groups * (uint64_t)a->q_heads * (uint64_t)s.dim * 4;
     if (a->q->size < io || (a->out && a->out->size < io))
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: q or out holds fewer than the %llu "
@@ -111,83 +156,154 @@ static lkv_status check_buffers(const lkv_device *d, const lkv_attend_args *a)
     return LKV_OK;
 }
 
-static int64_t ceil_div(int64_t a, int64_t b)
+/* The most scratch a group can take in a batch: its logits, partials of at
+ * most one split per ATTEND_SPLIT_MIN slots, its log-sum-exps. */
+static int64_t group_bytes(const lkv_attend_args *a, int32_t n)
 {
-    return (a + b - 1) / b;
+    uint64_t splits = lkv_gpu_div_up((uint64_t)n, ATTEND_SPLIT_MIN);
+    uint64_t per_head = (uint64_t)n + splits * ((uint64_t)a->cache->head_dim + 2) + 1;
+    uint64_t bytes = mul_sat(per_head, (uint64_t)a->q_heads * 4);
+    return bytes > INT64_MAX ? INT64_MAX : (int64_t)bytes;
+}
+
+/* The most groups a batch may hold so that every grid dimension of its
+ * launches stays within the device's limits (grids_of): split x <= groups *
+ * LKV_ATT_MAX_SPLITS and combine x = groups * q_heads within 2^31 - 1,
+ * probs z = groups within max_grid_z. At least 1. */
+static int32_t batch_groups_max(const lkv_device *d, const lkv_attend_args *a)
+{
+    int64_t most = d->lim.max_grid_z;
+    if (most > INT32_MAX / a->q_heads)
+        most = INT32_MAX / a->q_heads;
+    if (most > INT32_MAX / LKV_ATT_MAX_SPLITS)
+        most = INT32_MAX / LKV_ATT_MAX_SPLITS;
+    return most < 1 ? 1 : (int32_t)most;
 }
 
 /* Splits: enough blocks of the batch to fill the device (ATTEND_BLOCKS_PER_SM
- * per multiprocessor), none shorter than ATTEND_SPLIT_MIN slots and at most
- * ATTEND_MAX_SPLITS per group; lengths in whole blocks of slots. */
+ * per multiprocessor), none shorter than ATTEND_SPLIT_MIN slots, at most
+ * LKV_ATT_MAX_SPLITS per group and none longer than the longest group;
+ * lengths in whole blocks of slots. */
 static int32_t split_len_of(const lkv_device *d, const lkv_attend_args *a, const attend_batch *b)
 {
     attend_shape s = shape_of(a);
-    int64_t units = (int64_t)a->cache_heads * s.qblocks;
-    int64_t target = (int64_t)(d->lim.multiprocessors > 0 ? d->lim.multiprocessors : 1) *
-                     ATTEND_BLOCKS_PER_SM;
-    int64_t len = ceil_div(b->slots * units, target);
-    if (len < ATTEND_SPLIT_MIN)
-        len = ATTEND_SPLIT_MIN;
-    if (len < ceil_div(b->max_n, ATTEND_MAX_SPLITS))
-        len = ceil_div(b->max_n, ATTEND_MAX_SPLITS);
-    return (int32_t)(ceil_div(len, ATTEND_BLOCK) * ATTEND_BLOCK);
+    uint64_t units = (uint64_t)a->cache_heads * (uint64_t)s.qblocks;
+    uint64_t target = (uint64_t)(d->lim.multiprocessors > 0 ? d->lim.multiprocessors : 1) *
+                      ATTEND_BLOCKS_PER_SM;
+    uint64_t len = lkv_gpu_div_up(mul_sat((uint64_t)b->slots, units), target);
+    uint64_t least = lkv_gpu_div_up((uint64_t)b->max_n, LKV_ATT_MAX_SPLITS);
+    len = len < ATTEND_SPLIT_MIN ? ATTEND_SPLIT_MIN : len;
+    len = len < least ? least : len;
+    len = len > (uint64_t)b->max_n ? (uint64_t)b->max_n : len;
+    len = lkv_gpu_div_up(len > 0 ? len : 1, LKV_ATT_BLOCK) * LKV_ATT_BLOCK;
+    return len > INT32_MAX ? INT32_MAX : (int32_t)len;
 }
 
-/* The batch that starts at group `first`: as many groups as fit
- * ATTEND_BATCH_BYTES of logits and the grid, at least one. */
+/* The batch that starts at group `first`: as many groups as fit the scratch
+ * budget and batch_groups_max, at least one. */
 static attend_batch batch_at(const lkv_device *d, const lkv_attend_args *a, int32_t first)
 {
-    attend_batch b = {first, 0, 0, 0, 0, 0};
-    int64_t most = d->lim.max_grid_z < ATTEND_BATCH_GROUPS ? d->lim.max_grid_z : ATTEND_BATCH_GROUPS;
+    attend_batch b = {.first = first};
+    int32_t most = batch_groups_max(d, a);
     while (first + b.count < a->n_groups && b.count < most) {
         int32_t n = a->group_n[first + b.count];
-        if (b.count > 0 && (b.slots + n) * a->q_heads * 4 > ATTEND_BATCH_BYTES)
+        int64_t bytes = group_bytes(a, n);
+        if (b.count > 0 && bytes > d->attend_batch_bytes - b.bytes)
             break;
+        b.bytes += bytes;
         b.slots += n;
         b.max_n = n > b.max_n ? n : b.max_n;
         b.count++;
     }
     b.split_len = split_len_of(d, a, &b);
     for (int32_t g = first; g < first + b.count; g++)
-        b.splits += ceil_div(a->group_n[g], b.split_len);
+        b.splits += (int64_t)lkv_gpu_div_up((uint64_t)a->group_n[g], (uint64_t)b.split_len);
     return b;
 }
 
-/* The plan of a call: its batches' prefix sums (each batch's own, one entry
- * more than its groups, laid end to end: batch k's start at first + k) and
- * the scratch the largest batch needs. */
+/* The batch's launch grids (kernels/attend.cu), each dimension checked
+ * against the device's limits: x 2^31 - 1, y max_grid_y, z max_grid_z. */
+static lkv_status grids_of(const lkv_device *d, const lkv_attend_args *a, attend_batch *b)
+{
+    attend_shape s = shape_of(a);
+    uint64_t g[LAUNCHES][3] = {
+        {(uint64_t)b->splits, (uint64_t)a->cache_heads * (uint64_t)s.qblocks, 1},
+        {(uint64_t)b->count * (uint64_t)a->q_heads, 1, 1},
+        {lkv_gpu_div_up((uint64_t)b->max_n, LKV_ATT_BLOCK), (uint64_t)a->cache_heads,
+         (uint64_t)b->count},
+    };
+    for (int l = 0; l < LAUNCHES; l++) {
+        if (g[l][0] > INT32_MAX || g[l][1] > d->lim.max_grid_y || g[l][2] > d->lim.max_grid_z)
+            return lkv_fail(LKV_UNSUPPORTED, "%s attend: the %s launch of groups %d..%d needs a "
+                            "grid of %llu x %llu x %llu blocks, past the device's limits (x %d, "
+                            "y %u, z %u)", d->drv->name, launch_names[l], b->first,
+                            b->first + b->count - 1, (unsigned long long)g[l][0],
+                            (unsigned long long)g[l][1], (unsigned long long)g[l][2], INT32_MAX,
+                            (unsigned)d->lim.max_grid_y, (unsigned)d->lim.max_grid_z);
+        for (int i = 0; i < 3; i++)
+            b->grid[l][i] = (uint32_t)g[l][i];
+    }
+    return LKV_OK;
+}
+
+/* The plan of a call: its batches, their prefix sums (each batch's own, one
+ * entry more than its groups, laid end to end: batch k's start at first + k)
+ * and the scratch the largest batch needs. */
 typedef struct attend_plan {
-    int32_t *slot_off, *split_off; /* n_groups + batches entries each */
-    int32_t batches;
+    attend_batch *batches;
+    int32_t *slot_off, *split_off; /* n_groups + n_batches entries each */
+    int32_t n_batches;
     size_t logits_bytes, partial_bytes, lse_bytes;
 } attend_plan;
 
+static void keep_max(size_t *most, uint64_t bytes)
+{
+    size_t b = to_size(bytes);
+    *most = b > *most ? b : *most;
+}
+
+/* Lays out batch b (the plan's next) in the prefix sums and the scratch. */
+static void add_batch(const lkv_attend_args *a, attend_plan *p, const attend_batch *b)
+{
+    int32_t *so = p->slot_off + b->first + p->n_batches;
+    int32_t *sp = p->split_off + b->first + p->n_batches;
+    so[0] = sp[0] = 0;
+    for (int32_t i = 0; i < b->count; i++) {
+        int32_t n = a->group_n[b->first + i];
+        so[i + 1] = so[i] + n;
+        sp[i + 1] = sp[i] + (int32_t)lkv_gpu_div_up((uint64_t)n, (uint64_t)b->split_len);
+    }
+    uint64_t heads4 = (uint64_t)a->q_heads * 4;
+    keep_max(&p->logits_bytes, mul_sat((uint64_t)b->slots, heads4));
+    keep_max(&p->partial_bytes,
+             mul_sat(mul_sat((uint64_t)b->splits, heads4), (uint64_t)a->cache->head_dim + 2));
+    keep_max(&p->lse_bytes, mul_sat((uint64_t)b->count, heads4));
+    p->batches[p->n_batches++] = *b;
+}
+
+static void free_plan(attend_plan *p)
+{
+    free(p->batches);
+    free(p->slot_off);
+}
+
 static lkv_status plan_call(const lkv_device *d, const lkv_attend_args *a, attend_plan *p)
 {
-    attend_shape s = shape_of(a);
-    size_t entries = 2 * (size_t)a->n_groups;
-    p->slot_off = malloc(sizeof(int32_t) * 2 * entries);
-    if (!p->slot_off)
-        return lkv_fail(LKV_OUT_OF_MEMORY, "%s attend: no host memory for the lists of %d groups",
+    size_t groups = (size_t)a->n_groups;
+    p->batches = malloc(sizeof(attend_batch) * groups);
+    p->slot_off = malloc(sizeof(int32_t) * 4 * groups); /* at most 2 * groups entries each */
+    if (!p->batches || !p->slot_off)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "%s attend: no host memory for the plan of %d groups",
                         d->drv->name, a->n_groups);
-    p->split_off = p->slot_off + entries;
-    p->batches = 0;
+    p->split_off = p->slot_off + 2 * groups;
+    p->n_batches = 0;
     p->logits_bytes = p->partial_bytes = p->lse_bytes = 16;
-    for (int32_t first = 0; first < a->n_groups; p->batches++) {
+    for (int32_t first = 0; first < a->n_groups;) {
         attend_batch b = batch_at(d, a, first);
-        int32_t *so = p->slot_off + first + p->batches, *sp = p->split_off + first + p->batches;
-        so[0] = sp[0] = 0;
-        for (int32_t i = 0; i < b.count; i++) {
-            int32_t n = a->group_n[first + i];
-            so[i + 1] = so[i] + n;
-            sp[i + 1] = sp[i] + (int32_t)ceil_div(n, b.split_len);
-        }
-        size_t logits = (size_t)b.slots * (size_t)a->q_heads * 4;
-        size_t partials = (size_t)b.splits * (size_t)a->q_heads * ((size_t)s.dim + 2) * 4;
-        size_t lse = (size_t)b.count * (size_t)a->q_heads * 4;
-        p->logits_bytes = logits > p->logits_bytes ? logits : p->logits_bytes;
-        p->partial_bytes = partials > p->partial_bytes ? partials : p->partial_bytes;
-        p->lse_bytes = lse > p->lse_bytes ? lse : p->lse_bytes;
+        lkv_status st = grids_of(d, a, &b);
+        if (st != LKV_OK)
+            return st;
+        add_batch(a, p, &b);
         first += b.count;
     }
     return LKV_OK;
@@ -200,7 +316,7 @@ static lkv_gpu_kernel_id split_kernel(const lkv_attend_args *a)
 {
     const lkv_cache_buffers *c = a->cache;
     int f16 = c->dtype == LKV_DTYPE_F16;
-    int aligned = c->head_dim % (f16 ? 8 : 4) == 0 &&
+    int aligned = c->head_dim % (f16 ? LKV_ATT_F16_VEC : LKV_ATT_F32_VEC) == 0 &&
                   ((c->k->ptr | c->v->ptr | a->q->ptr) & 15) == 0;
     if (f16)
         return aligned ? LKV_GPU_K_lkv_attend_split_f16_vec : LKV_GPU_K_lkv_attend_split_f16;
@@ -212,6 +328,12 @@ static lkv_gpu_kernel_id split_kernel(const lkv_attend_args *a)
 typedef struct attend_lists {
     lkv_gpu_ptr row0, n, slot_off, split_off;
 } attend_lists;
+
+static lkv_status launch(lkv_device *d, lkv_gpu_kernel_id kernel, const uint32_t *grid,
+                         uint32_t block, void **args)
+{
+    return lkv_gpu_launch_kernel(d, kernel, grid[0], grid[1], grid[2], block, args);
+}
 
 static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const attend_batch *b,
                                const attend_lists *l, int32_t batch_index)
@@ -232,24 +354,19 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
 
     void *split_args[] = {&k, &v, &q, &logits, &part, &row0, &gn, &so, &sp, &groups, &cap, &dim,
                           &heads, &per, &split_len, &scale};
-    lkv_status st = lkv_gpu_launch_kernel(d, split_kernel(a), (uint32_t)b->splits,
-                                          (uint32_t)(heads * s.qblocks), 1, ATTEND_BLOCK,
-                                          split_args);
+    lkv_status st = launch(d, split_kernel(a), b->grid[LAUNCH_SPLIT], LKV_ATT_BLOCK, split_args);
     /* Threads over head_dim; whole warps of either width. */
     uint32_t combine_block = (uint32_t)(dim + 63) / 64 * 64;
-    combine_block = combine_block > ATTEND_BLOCK ? ATTEND_BLOCK : combine_block;
+    combine_block = combine_block > LKV_ATT_BLOCK ? LKV_ATT_BLOCK : combine_block;
     void *combine_args[] = {&part, &out, &lse, &sp, &q_heads, &dim, &has_out};
     if (st == LKV_OK)
-        st = lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_attend_combine,
-                                   (uint32_t)groups * (uint32_t)q_heads, 1, 1, combine_block,
-                                   combine_args);
+        st = launch(d, LKV_GPU_K_lkv_attend_combine, b->grid[LAUNCH_COMBINE], combine_block,
+                    combine_args);
     if (st != LKV_OK || !a->probs || b->max_n == 0)
         return st;
     lkv_gpu_ptr probs = a->probs->ptr;
     void *probs_args[] = {&logits, &lse, &probs, &row0, &gn, &so, &cap, &heads, &per, &reduce_max};
-    return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_attend_probs,
-                                 (uint32_t)ceil_div(b->max_n, ATTEND_BLOCK), (uint32_t)heads,
-                                 (uint32_t)groups, ATTEND_BLOCK, probs_args);
+    return launch(d, LKV_GPU_K_lkv_attend_probs, b->grid[LAUNCH_PROBS], LKV_ATT_BLOCK, probs_args);
 }
 
 static lkv_status run_plan(lkv_device *d, const lkv_attend_args *a, const attend_plan *p)
@@ -260,22 +377,22 @@ static lkv_status run_plan(lkv_device *d, const lkv_attend_args *a, const attend
     if (st == LKV_OK)
         st = lkv_gpu_reserve(d, &d->lse, p->lse_bytes);
     const int32_t *host[4] = {a->group_row0, a->group_n, p->slot_off, p->split_off};
-    size_t entries = (size_t)a->n_groups + (size_t)p->batches;
+    size_t entries = (size_t)a->n_groups + (size_t)p->n_batches;
     size_t counts[4] = {(size_t)a->n_groups, (size_t)a->n_groups, entries, entries};
     lkv_gpu_ptr ptrs[4];
     if (st == LKV_OK)
         st = lkv_gpu_upload(d, 4, host, counts, ptrs);
     if (st != LKV_OK)
         return st;
+    /* Nothing below fails but the driver (see the top of the file). */
     attend_lists lists = {ptrs[0], ptrs[1], ptrs[2], ptrs[3]};
-    int32_t first = 0;
-    for (int32_t k = 0; k < p->batches; k++) {
-        attend_batch b = batch_at(d, a, first);
-        st = launch_batch(d, a, &b, &lists, k);
+    for (int32_t k = 0; k < p->n_batches; k++) {
+        const attend_batch *b = &p->batches[k];
+        st = launch_batch(d, a, b, &lists, k);
         if (st != LKV_OK)
-            return lkv_fail_context(st, "%s attend (groups %d..%d, %d slots at most)",
-                                    d->drv->name, b.first, b.first + b.count - 1, b.max_n);
-        first += b.count;
+            return lkv_fail_context(st, "%s attend (batch %d of %d: groups %d..%d, %d slots at "
+                                    "most)", d->drv->name, k + 1, p->n_batches, b->first,
+                                    b->first + b->count - 1, b->max_n);
     }
     return LKV_OK;
 }
@@ -291,9 +408,8 @@ lkv_status lkv_gpu_attend(lkv_device *d, const lkv_attend_args *a)
         return st;
     attend_plan p = {0};
     st = plan_call(d, a, &p);
-    if (st != LKV_OK)
-        return st;
-    st = run_plan(d, a, &p);
-    free(p.slot_off);
+    if (st == LKV_OK)
+        st = run_plan(d, a, &p);
+    free_plan(&p);
     return st;
 }

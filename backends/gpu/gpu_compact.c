@@ -5,10 +5,9 @@
  * failure leaves the cache as it was, never with K/V moved and state not. */
 #include "error.h"
 #include "gpu_internal.h"
+#include "lkv_kernel_abi.h"
 
-#define COMPACT_BLOCK 256u
-#define COMPACT_MAX_SLICE 1024 /* units: COMPACT_BLOCK * LKV_COMPACT_PER_THREAD */
-#define COMPACT_MIN_BYTES 32   /* a slice's run per slot: one whole memory sector */
+#define COMPACT_MIN_BYTES 32 /* a slice's run per slot: one whole memory sector */
 
 /* How K and V move: the kernel variant, units per slot and the slice. */
 typedef struct compact_plan {
@@ -16,11 +15,6 @@ typedef struct compact_plan {
     int32_t units, slice_w;
     uint32_t slices;
 } compact_plan;
-
-static uint32_t div_up(uint64_t a, uint64_t b)
-{
-    return (uint32_t)((a + b - 1) / b);
-}
 
 /* The widest unit that divides a slot's row and both buffers' alignment;
  * then enough slices to give the device a few blocks per multiprocessor,
@@ -37,13 +31,15 @@ static compact_plan plan(const lkv_device *d, const lkv_compact_args *a)
     p.units = (int32_t)(row_bytes / unit);
     uint32_t min_w = COMPACT_MIN_BYTES / unit < (uint32_t)p.units ? COMPACT_MIN_BYTES / unit
                                                                    : (uint32_t)p.units;
-    uint32_t most = div_up((uint64_t)p.units, min_w ? min_w : 1);
-    uint32_t least = div_up((uint64_t)p.units, COMPACT_MAX_SLICE);
-    uint32_t want = div_up((uint64_t)d->lim.multiprocessors * 4, (uint64_t)a->n_rows * 2);
+    /* all small: units per slot and their slices fit 32 bits */
+    uint32_t most = (uint32_t)lkv_gpu_div_up((uint64_t)p.units, min_w ? min_w : 1);
+    uint32_t least = (uint32_t)lkv_gpu_div_up((uint64_t)p.units, LKV_COMPACT_MAX_SLICE);
+    uint32_t want = (uint32_t)lkv_gpu_div_up((uint64_t)d->lim.multiprocessors * 4,
+                                             (uint64_t)a->n_rows * 2);
     uint32_t slices = want > most ? most : want;
     slices = slices < least ? least : slices;
-    p.slice_w = (int32_t)div_up((uint64_t)p.units, slices ? slices : 1);
-    p.slices = div_up((uint64_t)p.units, (uint64_t)p.slice_w);
+    p.slice_w = (int32_t)lkv_gpu_div_up((uint64_t)p.units, slices ? slices : 1);
+    p.slices = (uint32_t)lkv_gpu_div_up((uint64_t)p.units, (uint64_t)p.slice_w);
     return p;
 }
 
@@ -67,6 +63,6 @@ lkv_status lkv_gpu_compact(lkv_device *d, const lkv_compact_args *a)
     int32_t cap = c->capacity, units = p.units, slice_w = p.slice_w, n_rows = a->n_rows;
     void *args[] = {&list[0], &list[1], &kept, &k,   &v,       &pos,   &sa,
                     &sb,      &sf,      &cap,  &units, &slice_w, &n_rows};
-    uint32_t gy = (uint32_t)n_rows < d->lim.max_grid_y ? (uint32_t)n_rows : d->lim.max_grid_y;
-    return lkv_gpu_launch_kernel(d, p.kernel, 2 * p.slices + 4, gy, 1, COMPACT_BLOCK, args);
+    return lkv_gpu_launch_kernel(d, p.kernel, 2 * p.slices + 4, lkv_gpu_rows_y(d, n_rows), 1,
+                                 LKV_COMPACT_BLOCK, args);
 }

@@ -1,7 +1,6 @@
 /* A CUDA-like device as the ops see it: the driver's table and state, its
  * limits, and the scratch every op shares. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "error.h"
 #include "gpu_internal.h"
@@ -23,7 +22,10 @@ static lkv_status check_limits(const lkv_gpu_driver *drv, const lkv_gpu_limits *
 lkv_status lkv_gpu_device_create(const lkv_gpu_driver *drv, void *api, const lkv_gpu_limits *lim,
                                  lkv_device **out_dev)
 {
+    int64_t attend_batch_bytes = 0;
     lkv_status st = check_limits(drv, lim);
+    if (st == LKV_OK)
+        st = lkv_gpu_attend_settings(drv, &attend_batch_bytes);
     lkv_device *d = st == LKV_OK ? calloc(1, sizeof *d) : NULL;
     if (st == LKV_OK && !d)
         st = lkv_fail(LKV_OUT_OF_MEMORY, "%s: no host memory for the device", drv->name);
@@ -38,6 +40,7 @@ lkv_status lkv_gpu_device_create(const lkv_gpu_driver *drv, void *api, const lkv
     d->drv = drv;
     d->api = api;
     d->lim = *lim;
+    d->attend_batch_bytes = attend_batch_bytes;
     *out_dev = d;
     return LKV_OK;
 }
@@ -46,11 +49,17 @@ void lkv_gpu_close(lkv_device *d)
 {
     if (!d)
         return;
+    lkv_buffer *scratch[] = {d->lists, d->logits, d->partials, d->lse, d->compact_scratch};
+    size_t count = sizeof scratch / sizeof scratch[0];
     if (d->drv->enter(d->api) == LKV_OK) {
-        lkv_buffer **scratch[] = {&d->lists, &d->logits, &d->partials, &d->lse, &d->compact_scratch};
-        for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
-            lkv_gpu_free(d, *scratch[i]);
+        for (size_t i = 0; i < count; i++)
+            lkv_gpu_free(d, scratch[i]);
         d->drv->leave(d->api);
+    } else {
+        /* Without the context current the driver cannot free; the device
+         * memory goes with the context below, the handles go now. */
+        for (size_t i = 0; i < count; i++)
+            free(scratch[i]);
     }
     /* close releases the context, and every allocation with it, even where
      * enter failed above */

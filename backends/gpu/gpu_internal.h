@@ -81,6 +81,7 @@ struct lkv_device {
     size_t lists_host_cap;
     /* Op scratch, grown on demand and kept (lkv_gpu_reserve). */
     lkv_buffer *logits, *partials, *lse, *compact_scratch;
+    int64_t attend_batch_bytes; /* scratch budget of an attend batch (gpu_attend.c) */
 };
 
 /* gpu_device.c: wraps an opened driver into a device, and tears it down. On
@@ -111,8 +112,46 @@ lkv_status lkv_gpu_upload(lkv_device *d, int n, const int32_t *const *host, cons
 lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t gx, uint32_t gy,
                                  uint32_t gz, uint32_t block, void **args);
 
+/* Launch arithmetic the ops share. */
+
+/* Most blocks along x for a kernel that strides over what is left. */
+#define LKV_GPU_STRIDE_GX 65535u
+
+/* a / b rounded up (b > 0), without overflow near UINT64_MAX */
+static inline uint64_t lkv_gpu_div_up(uint64_t a, uint64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+/* The most valid slots of the listed rows (0 for none). */
+static inline int32_t lkv_gpu_longest(const int32_t *row_n, int32_t n_rows)
+{
+    int32_t most = 0;
+    for (int32_t r = 0; r < n_rows; r++)
+        most = row_n[r] > most ? row_n[r] : most;
+    return most;
+}
+
+/* Grid x over `items` (slots) in blocks of `block`: at least 1, at most
+ * LKV_GPU_STRIDE_GX (the kernel strides over the rest). */
+static inline uint32_t lkv_gpu_stride_blocks(int32_t items, uint32_t block)
+{
+    uint64_t gx = lkv_gpu_div_up((uint64_t)(items > 0 ? items : 0), block);
+    return gx < 1 ? 1 : gx > LKV_GPU_STRIDE_GX ? LKV_GPU_STRIDE_GX : (uint32_t)gx;
+}
+
+/* Grid y over `n_rows` listed rows: one per row up to the device's limit,
+ * the kernel striding over the rest. */
+static inline uint32_t lkv_gpu_rows_y(const lkv_device *d, int32_t n_rows)
+{
+    return (uint32_t)n_rows < d->lim.max_grid_y ? (uint32_t)n_rows : d->lim.max_grid_y;
+}
+
 /* The five ops (gpu_attend.c ... gpu_compact.c), called with the lock held. */
 lkv_status lkv_gpu_attend(lkv_device *d, const lkv_attend_args *a);
+/* attend's scratch budget per batch, from the environment (gpu_attend.c
+ * says which variable); read when a device is created. */
+lkv_status lkv_gpu_attend_settings(const lkv_gpu_driver *drv, int64_t *out_batch_bytes);
 lkv_status lkv_gpu_observe(lkv_device *d, const lkv_observe_args *a);
 lkv_status lkv_gpu_score(lkv_device *d, const lkv_score_args *a);
 lkv_status lkv_gpu_select(lkv_device *d, const lkv_select_args *a);

@@ -10,7 +10,8 @@ lkv_status lkv_gpu_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf)
 {
     lkv_buffer *b = calloc(1, sizeof *b);
     if (!b)
-        return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for a buffer handle", d->drv->name);
+        return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for a buffer handle",
+                        d->drv->name);
     /* Whole 16-byte units, so a kernel's vector access of the last element
      * of an odd-sized buffer stays inside the allocation. */
     size_t padded = bytes > SIZE_MAX - 15 ? bytes : (bytes + 15) & ~(size_t)15;
@@ -85,7 +86,7 @@ lkv_status lkv_gpu_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes)
         return LKV_OK;
     /* Grow by half again, so a cache that lengthens step by step does not
      * reallocate on every step. */
-    size_t want = bytes + bytes / 2;
+    size_t want = bytes > SIZE_MAX / 3 * 2 ? bytes : bytes + bytes / 2;
     lkv_buffer *fresh = NULL;
     lkv_status st = lkv_gpu_alloc(d, want, &fresh);
     if (st != LKV_OK) {
@@ -148,6 +149,10 @@ lkv_status lkv_gpu_upload(lkv_device *d, int n, const int32_t *const *host, cons
 lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t gx, uint32_t gy,
                                  uint32_t gz, uint32_t block, void **args)
 {
+    /* the names below are indexed by it */
+    if ((int)kernel < 0 || (int)kernel >= LKV_GPU_KERNEL_COUNT)
+        return lkv_fail(LKV_INTERNAL, "%s: kernel id %d outside 0..%d", d->drv->name, (int)kernel,
+                        LKV_GPU_KERNEL_COUNT - 1);
     if (gx == 0 || gy == 0 || gz == 0)
         return LKV_OK; /* nothing to do: an empty grid is not an error */
     if (gy > d->lim.max_grid_y || gz > d->lim.max_grid_z || gx > INT32_MAX)

@@ -3,18 +3,7 @@
  * policy state untouched. */
 #include "error.h"
 #include "gpu_internal.h"
-
-#define OBSERVE_BLOCK 256u
-#define OBSERVE_MAX_GX 65535u /* the kernel strides over longer rows */
-
-static uint32_t slot_blocks(const int32_t *row_n, int32_t n_rows)
-{
-    int32_t most = 0;
-    for (int32_t r = 0; r < n_rows; r++)
-        most = row_n[r] > most ? row_n[r] : most;
-    uint32_t gx = ((uint32_t)most + OBSERVE_BLOCK - 1) / OBSERVE_BLOCK;
-    return gx < 1 ? 1 : gx > OBSERVE_MAX_GX ? OBSERVE_MAX_GX : gx;
-}
+#include "lkv_kernel_abi.h"
 
 lkv_status lkv_gpu_observe(lkv_device *d, const lkv_observe_args *a)
 {
@@ -36,12 +25,14 @@ lkv_status lkv_gpu_observe(lkv_device *d, const lkv_observe_args *a)
     int32_t cap = c->capacity, n_rows = a->n_rows, t = a->t;
     int32_t accumulate = a->kind == LKV_OBSERVE_ACCUMULATE;
     float alpha = a->alpha;
-    uint32_t gx = slot_blocks(a->row_n, a->n_rows);
-    uint32_t gy = (uint32_t)n_rows < d->lim.max_grid_y ? (uint32_t)n_rows : d->lim.max_grid_y;
+    uint32_t gx = lkv_gpu_stride_blocks(lkv_gpu_longest(a->row_n, n_rows), LKV_OBSERVE_BLOCK);
+    uint32_t gy = lkv_gpu_rows_y(d, n_rows);
     if (a->kind == LKV_OBSERVE_LAZY) {
         void *args[] = {&list[0], &list[1], &probs, &last, &mri, &cap, &n_rows, &t, &alpha};
-        return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_observe_lazy, gx, gy, 1, OBSERVE_BLOCK, args);
+        return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_observe_lazy, gx, gy, 1, LKV_OBSERVE_BLOCK,
+                                     args);
     }
     void *args[] = {&list[0], &list[1], &probs, &state, &cap, &n_rows, &accumulate};
-    return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_observe_state, gx, gy, 1, OBSERVE_BLOCK, args);
+    return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_observe_state, gx, gy, 1, LKV_OBSERVE_BLOCK,
+                                 args);
 }

@@ -3,23 +3,16 @@
  * selection's slots must rank first; stream order puts it second. */
 #include "error.h"
 #include "gpu_internal.h"
+#include "lkv_kernel_abi.h"
 
-#define SCORE_BLOCK 256u
-#define SCORE_MAX_GX 65535u /* the kernels stride over longer rows */
-
-static uint32_t blocks_for(int32_t slots)
-{
-    uint32_t gx = ((uint32_t)(slots > 0 ? slots : 0) + SCORE_BLOCK - 1) / SCORE_BLOCK;
-    return gx < 1 ? 1 : gx > SCORE_MAX_GX ? SCORE_MAX_GX : gx;
-}
-
-static int32_t longest(const int32_t *row_n, int32_t n_rows)
-{
-    int32_t most = 0;
-    for (int32_t r = 0; r < n_rows; r++)
-        most = row_n[r] > most ? row_n[r] : most;
-    return most;
-}
+/* The kernel takes the kind as a number (kernels/score.cu). */
+_Static_assert(LKV_SCORE_LAZY == LKV_SCORE_K_LAZY && LKV_SCORE_STATE == LKV_SCORE_K_STATE &&
+                   LKV_SCORE_GROUP_MEAN == LKV_SCORE_K_GROUP_MEAN &&
+                   LKV_SCORE_RECENCY == LKV_SCORE_K_RECENCY &&
+                   LKV_SCORE_POOL_AVG == LKV_SCORE_K_POOL_AVG &&
+                   LKV_SCORE_POOL_MAX == LKV_SCORE_K_POOL_MAX &&
+                   LKV_SCORE_NOISY == LKV_SCORE_K_NOISY,
+               "lkv_score_kind and the kernel's LKV_SCORE_K_* codes differ");
 
 static lkv_status check(const lkv_device *d, const lkv_score_args *a)
 {
@@ -39,8 +32,9 @@ static lkv_status launch_prior(lkv_device *d, const lkv_score_args *a, lkv_gpu_p
     lkv_gpu_ptr prior = a->prior_kept->ptr, scores = a->scores->ptr;
     int32_t cap = a->cache->capacity, n_rows = a->n_rows, prior_k = a->prior_k;
     void *args[] = {&rows, &prior, &scores, &cap, &n_rows, &prior_k};
-    return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_score_prior, blocks_for(prior_k), gy, 1,
-                                 SCORE_BLOCK, args);
+    return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_score_prior,
+                                 lkv_gpu_stride_blocks(prior_k, LKV_SCORE_BLOCK), gy, 1,
+                                 LKV_SCORE_BLOCK, args);
 }
 
 lkv_status lkv_gpu_score(lkv_device *d, const lkv_score_args *a)
@@ -61,11 +55,11 @@ lkv_status lkv_gpu_score(lkv_device *d, const lkv_score_args *a)
     int32_t head = a->protect_head, tail = a->protect_tail, pool = a->pool_kernel;
     int32_t per_group = a->rows_per_group > 0 ? a->rows_per_group : 1;
     uint64_t seed = a->seed;
-    uint32_t gy = (uint32_t)n_rows < d->lim.max_grid_y ? (uint32_t)n_rows : d->lim.max_grid_y;
+    uint32_t gy = lkv_gpu_rows_y(d, n_rows);
+    uint32_t gx = lkv_gpu_stride_blocks(lkv_gpu_longest(a->row_n, n_rows), LKV_SCORE_BLOCK);
     void *args[] = {&list[0], &list[1], &pos,  &last, &mri,  &state,     &scores, &cap,
                     &n_rows,  &kind,    &t,    &head, &tail, &pool, &per_group, &seed};
-    st = lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_score_slots, blocks_for(longest(a->row_n, n_rows)),
-                               gy, 1, SCORE_BLOCK, args);
+    st = lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_score_slots, gx, gy, 1, LKV_SCORE_BLOCK, args);
     if (st == LKV_OK && a->prior_kept && a->prior_k > 0)
         st = launch_prior(d, a, list[0], gy);
     return st;

@@ -2,8 +2,7 @@
  * scores' order keys (kernels/select.cu). */
 #include "error.h"
 #include "gpu_internal.h"
-
-#define SELECT_BLOCK 256u
+#include "lkv_kernel_abi.h"
 
 lkv_status lkv_gpu_select(lkv_device *d, const lkv_select_args *a)
 {
@@ -18,6 +17,6 @@ lkv_status lkv_gpu_select(lkv_device *d, const lkv_select_args *a)
     lkv_gpu_ptr scores = a->scores->ptr, kept = a->kept->ptr;
     int32_t cap = a->capacity, n_rows = a->n_rows;
     void *args[] = {&list[0], &list[1], &list[2], &scores, &kept, &cap, &n_rows};
-    return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_select_rows, (uint32_t)n_rows, 1, 1, SELECT_BLOCK,
-                                 args);
+    return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_select_rows, (uint32_t)n_rows, 1, 1,
+                                 LKV_SELECT_BLOCK, args);
 }

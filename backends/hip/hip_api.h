@@ -52,7 +52,12 @@ enum {
  *          hipDeviceArch_t bit field, the PCI ids and gcnArch);
  *   R0600 (ROCm 6 hipGetDevicePropertiesR0600, laid out like cudaDeviceProp
  *          with the HIP-only fields at the end): 1472 bytes, gcnArchName at
- *          1160 (after reserved[63] and hipReserved[32]). */
+ *          1160 (after reserved[63] and hipReserved[32]).
+ * ROCm 7 kept R0600: hipDeviceProp_t was not versioned again, and LLVM's
+ * offload-arch reads gcnArchName at 1160 through hipGetDevicePropertiesR0600
+ * on ROCm 7.1 (llvm-project #167695). A later renumbering would still be
+ * caught, not misread: hip_device.c checks the name is a "gfx..." string
+ * and falls back to the plain call. */
 #define LKV_HIP_PROPS_R0000_ARCH_OFFSET 396
 #define LKV_HIP_PROPS_R0600_ARCH_OFFSET 1160
 #define LKV_HIP_PROPS_ARCH_LEN 256

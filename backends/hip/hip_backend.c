@@ -7,18 +7,8 @@
 #include <string.h>
 
 #include "error.h"
+#include "gpu/gpu_host_util.h"
 #include "hip_internal.h"
-
-static void unavailable(lkv_device_report *out, int cap, int *out_count, const char *why)
-{
-    *out_count = 1;
-    if (cap < 1)
-        return;
-    memset(&out[0], 0, sizeof out[0]);
-    snprintf(out[0].backend, sizeof out[0].backend, "hip");
-    out[0].device = -1;
-    snprintf(out[0].reason, sizeof out[0].reason, "%s", why);
-}
 
 static void report_device(const lkv_hip_lib *lib, int ordinal, lkv_device_report *rep)
 {
@@ -49,7 +39,7 @@ static lkv_status hip_probe(lkv_device_report *out, int cap, int *out_count)
     lkv_hip_lib lib;
     int n = 0;
     if (lkv_hip_load(&lib, &n) != LKV_OK) {
-        unavailable(out, cap, out_count, lkv_last_error());
+        lkv_gpu_report_unavailable(out, cap, out_count, "hip", lkv_last_error());
         return LKV_OK;
     }
     for (int i = 0; i < n && i < cap; i++)
@@ -71,6 +61,7 @@ static lkv_status hip_open(int device, lkv_device **out_dev)
         return st;
     }
     a->ordinal = device;
+    a->saved_device = -1;
     lkv_hip_device_info info;
     if (device < 0 || device >= n)
         st = lkv_fail(LKV_INVALID_ARGUMENT, "hip device %d does not exist (%d found)", device, n);

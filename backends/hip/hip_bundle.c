@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "gpu/gpu_host_util.h"
 #include "hip_bundle.h"
 
 #define BUNDLE_MAGIC "__CLANG_OFFLOAD_BUNDLE__"
@@ -169,13 +170,8 @@ void lkv_hip_bundle_targets(const lkv_hip_code_list *b, char *out, size_t cap)
     if (cap == 0)
         return;
     out[0] = '\0';
-    size_t used = 0;
-    for (int i = 0; i < b->count && used < cap; i++) {
-        int w = snprintf(out + used, cap - used, "%s%s", i ? " " : "", b->code[i].target);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
+    for (int i = 0; i < b->count; i++)
+        lkv_gpu_append(out, cap, " ", b->code[i].target);
 }
 
 /* Whether `features` (":a+:b-", as after the processor) lists `f` of length n. */

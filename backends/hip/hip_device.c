@@ -3,7 +3,7 @@
  * name, memory, identity and launch limits.
  *
  * The architecture (gcnArchName, "gfx90a:sramecc+:xnack-") exists only in
- * hipDeviceProp_t, whose layout changed in ROCm 6. ROCm 6 exports
+ * hipDeviceProp_t, whose layout changed in ROCm 6. ROCm 6 and 7 export
  * hipGetDevicePropertiesR0600 (new layout) next to the plain
  * hipGetDeviceProperties (kept with the ROCm 5 layout for old binaries);
  * ROCm 5 exports only the plain one. So: R0600 when the runtime has it,
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "gpu/gpu_host_util.h"
 #include "hip_internal.h"
 
 static int arch_name_ok(const char *a)
@@ -104,9 +105,9 @@ static lkv_status limits(const lkv_hip_lib *lib, int ordinal, lkv_hip_device_inf
     if (warp != 32 && warp != 64)
         return lkv_fail(LKV_INCOMPATIBLE, "hip device %d (%s): wavefront size %d; the kernels "
                         "need 32 or 64", ordinal, out->arch, warp);
-    if (out->max_block < LKV_HIP_BLOCK_MAX)
+    if (out->max_block < LKV_BLOCK_MAX)
         return lkv_fail(LKV_INCOMPATIBLE, "hip device %d (%s): at most %d threads per block; the "
-                        "kernels launch %d", ordinal, out->arch, out->max_block, LKV_HIP_BLOCK_MAX);
+                        "kernels launch %d", ordinal, out->arch, out->max_block, LKV_BLOCK_MAX);
     out->lim.warp = warp;
     out->lim.multiprocessors = cus;
     out->lim.max_grid_y = gy > 0 ? (uint32_t)gy : 0;
@@ -134,17 +135,8 @@ static void identity(const lkv_hip_lib *lib, hipDevice_t dev, lkv_hip_device_inf
     snprintf(out->driver, sizeof out->driver, "HIP runtime %s, driver %s", rt_text, drv_text);
     hipUUID id;
     memset(&id, 0, sizeof id);
-    if (!lib->fn.hipDeviceGetUuid || lib->fn.hipDeviceGetUuid(&id, dev) != hipSuccess)
-        return;
-    const unsigned char *u = (const unsigned char *)id.bytes;
-    int any = 0;
-    for (int i = 0; i < 16; i++)
-        any |= u[i];
-    if (any)
-        snprintf(out->uuid, sizeof out->uuid,
-                 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-                 u[14], u[15]);
+    if (lib->fn.hipDeviceGetUuid && lib->fn.hipDeviceGetUuid(&id, dev) == hipSuccess)
+        lkv_gpu_uuid_text((const unsigned char *)id.bytes, out->uuid, sizeof out->uuid);
 }
 
 lkv_status lkv_hip_device_query(const lkv_hip_lib *lib, int ordinal, lkv_hip_device_info *out)

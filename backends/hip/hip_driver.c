@@ -16,18 +16,38 @@ static void *dev_ptr(lkv_gpu_ptr p)
 }
 
 /* HIP's current device is per thread, and ops may come from any thread (one
- * at a time, under the device lock), so every entry selects it. */
+ * at a time, under the device lock), so every entry selects it. The calling
+ * thread's own choice is saved first and put back by leave: the thread may
+ * run HIP code of its own, and a library must not change its device under
+ * it. Where hipGetDevice fails the thread has no device to go back to. */
+static hipError_t select_device(lkv_hip_api *a)
+{
+    int current = -1;
+    if (a->lib.fn.hipGetDevice(&current) != hipSuccess)
+        current = -1;
+    hipError_t e = a->lib.fn.hipSetDevice(a->ordinal);
+    a->saved_device = e == hipSuccess ? current : -1;
+    return e;
+}
+
+static void restore_device(lkv_hip_api *a)
+{
+    if (a->saved_device >= 0 && a->saved_device != a->ordinal)
+        (void)a->lib.fn.hipSetDevice(a->saved_device); /* nothing to do if it fails */
+    a->saved_device = -1;
+}
+
 static lkv_status hip_enter(void *api)
 {
     lkv_hip_api *a = api;
     char what[48];
     snprintf(what, sizeof what, "hipSetDevice(%d)", a->ordinal);
-    return lkv_hip_check(&a->lib, a->lib.fn.hipSetDevice(a->ordinal), what);
+    return lkv_hip_check(&a->lib, select_device(a), what);
 }
 
 static void hip_leave(void *api)
 {
-    (void)api;
+    restore_device(api);
 }
 
 static lkv_status hip_mem_alloc(void *api, size_t bytes, lkv_gpu_ptr *out_ptr)
@@ -106,8 +126,12 @@ static void hip_close(void *api)
     lkv_hip_api *a = api;
     if (!a)
         return;
-    if (a->module && a->lib.fn.hipSetDevice(a->ordinal) == hipSuccess)
+    /* raw calls: a failure here must not replace the message of the open
+     * that failed and is cleaning up */
+    if (a->module && select_device(a) == hipSuccess) {
         (void)a->lib.fn.hipModuleUnload(a->module);
+        restore_device(a);
+    }
     free(a->rtc_code);
     lkv_hip_unload(&a->lib);
     free(a);
@@ -128,7 +152,8 @@ const lkv_gpu_driver lkv_hip_driver = {
     .close = hip_close,
 };
 
-/* The bundle's targets in words, for messages. */
+/* The embedded offload bundle's code objects, parsed; INTERNAL when it does
+ * not parse (the build went wrong). */
 static lkv_status embedded_codes(lkv_hip_code_list *b)
 {
     lkv_status st = lkv_hip_bundle_parse(lkv_hip_bundle, lkv_hip_bundle_size, b);
@@ -217,9 +242,10 @@ lkv_status lkv_hip_module_load(lkv_hip_api *a, const char *arch)
     snprintf(what, sizeof what, "hipModuleLoadData(%s code object for device %s)",
              code ? code->target : "hiprtc", arch);
     st = lkv_hip_check(&a->lib, a->lib.fn.hipModuleLoadData(&a->module, image), what);
-    if (st != LKV_OK) {
+    if (st != LKV_OK)
         a->module = NULL;
-        return st;
-    }
-    return resolve_kernels(a, arch);
+    else
+        st = resolve_kernels(a, arch);
+    hip_leave(a);
+    return st;
 }

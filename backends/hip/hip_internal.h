@@ -17,14 +17,13 @@
 #include "gpu/gpu_internal.h"
 #include "hip_api.h"
 #include "hip_bundle.h"
+#include "lkv_kernel_abi.h" /* LKV_BLOCK_MAX: the most threads a launch uses */
 
 /* Environment knobs (tests, unusual installs): the one library to load
  * instead of the search. */
 #define LKV_HIP_LIBRARY_ENV "LAZYKV_HIP_LIBRARY"
 #define LKV_HIPRTC_LIBRARY_ENV "LAZYKV_HIPRTC_LIBRARY"
 
-/* The most threads a launch uses: LKV_BLOCK_MAX of kernels/lkv_gpu.h. */
-#define LKV_HIP_BLOCK_MAX 256
 
 typedef struct lkv_hip_fns {
 #define LKV_HIP_REQ(ret, name, params) ret(*name) params;
@@ -51,8 +50,9 @@ lkv_status lkv_hip_load(lkv_hip_lib *out, int *out_count);
 void lkv_hip_unload(lkv_hip_lib *lib);
 
 /* A failed HIP call as a status (OUT_OF_MEMORY, INCOMPATIBLE for an image
- * the device cannot run, else DEVICE_ERROR) with a message naming `what`
- * and the runtime's error name and text. */
+ * the device cannot run, else DEVICE_ERROR) with the message every GPU
+ * backend gives a failed call (lkv_gpu_call_failed):
+ * "hip: <what>: hipErrorName (text)". */
 lkv_status lkv_hip_check(const lkv_hip_lib *lib, hipError_t err, const char *what);
 
 /* hip_device.c */
@@ -80,8 +80,8 @@ typedef struct lkv_hip_rtc {
     lkv_hip_rtc_fns fn;
 } lkv_hip_rtc;
 
-/* hiprtc inside libamdhip64 (ROCm 5), else libhiprtc (ROCm 6). UNAVAILABLE
- * with what was tried when there is none. */
+/* hiprtc inside libamdhip64 (ROCm 5), else libhiprtc (ROCm 6 and 7).
+ * UNAVAILABLE with what was tried when there is none. */
 lkv_status lkv_hip_rtc_find(const lkv_hip_lib *lib, lkv_hip_rtc *out);
 void lkv_hip_rtc_close(lkv_hip_rtc *rtc);
 /* Compiles `source` for `arch` (a gcnArchName) into a code object, malloc'd
@@ -100,6 +100,10 @@ extern const size_t lkv_hip_source_size;
 typedef struct lkv_hip_api {
     lkv_hip_lib lib;
     int ordinal;
+    /* The calling thread's current device before enter, put back by leave;
+     * -1 when there is none to put back. One slot is enough: entries run one
+     * at a time under the device lock, and never nest. */
+    int saved_device;
     hipModule_t module;
     void *rtc_code; /* hiprtc's code object, kept while the module lives */
     hipFunction_t fn[LKV_GPU_KERNEL_COUNT + 1];

@@ -1,7 +1,7 @@
 /* Every HIP module-API entry point lazykv calls, one line each:
  *   LKV_HIP_REQ / LKV_HIP_OPT       from libamdhip64 (required / may be absent)
  *   LKV_HIPRTC_REQ / LKV_HIPRTC_OPT from hiprtc (inside libamdhip64 on ROCm 5,
- *                                   libhiprtc on ROCm 6)
+ *                                   libhiprtc on ROCm 6 and 7)
  * as (return type, name, parameter list). Signatures follow
  * hip/hip_runtime_api.h and hip/hiprtc.h; the types are in hip_api.h.
  *
@@ -29,6 +29,7 @@ LKV_HIP_REQ(hipError_t, hipDeviceGetAttribute, (int *value, hipDeviceAttribute_t
 LKV_HIP_REQ(hipError_t, hipDeviceTotalMem, (size_t *bytes, hipDevice_t device))
 LKV_HIP_REQ(hipError_t, hipDriverGetVersion, (int *version))
 LKV_HIP_REQ(hipError_t, hipRuntimeGetVersion, (int *version))
+LKV_HIP_REQ(hipError_t, hipGetDevice, (int *device))
 LKV_HIP_REQ(hipError_t, hipSetDevice, (int device))
 LKV_HIP_REQ(hipError_t, hipMalloc, (void **ptr, size_t bytes))
 LKV_HIP_REQ(hipError_t, hipFree, (void *ptr))

@@ -16,7 +16,12 @@
  * return `code` (default 999, CUDA_ERROR_UNKNOWN), to walk every failure
  * path. Device memory is host memory from malloc, so a buffer the backend
  * forgets to free is also a leak LeakSanitizer reports; copies, memsets and
- * frees are checked against the live allocations. */
+ * frees are checked against the live allocations.
+ *
+ * As in the real driver, the context stack is per thread: a call that acts
+ * on the current context fails with CUDA_ERROR_INVALID_CONTEXT on a thread
+ * that has not pushed one, so a backend entry that forgets to make its
+ * context current is caught when it runs on another thread than open. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +70,7 @@ static struct {
 static char function_names[MAX_FUNCTIONS][64];
 static int function_tokens[MAX_FUNCTIONS]; /* a CUfunction is the address of one */
 static int context_token;
+static _Thread_local int thread_ctx_depth; /* this thread's pushes not yet popped */
 
 FAKE_EXPORT fake_cuda_state *fake_cuda_get_state(void) { return &state; }
 
@@ -88,10 +94,10 @@ static CUresult injected(const char *name)
             return ERR_NOT_INITIALIZED;                                                      \
     } while (0)
 
-/* For the calls that act on the current context. */
+/* For the calls that act on the current context: the calling thread's. */
 #define FAKE_NEEDS_CONTEXT()                                                                 \
     do {                                                                                     \
-        if (state.ctx_depth < 1) {                                                           \
+        if (thread_ctx_depth < 1) {                                                          \
             state.without_context++;                                                         \
             return ERR_INVALID_CONTEXT;                                                      \
         }                                                                                    \
@@ -220,6 +226,7 @@ FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
     FAKE_ENTER("cuCtxPushCurrent_v2");
     if ((void *)ctx != (void *)&context_token || state.retains < 1)
         return ERR_INVALID_CONTEXT;
+    thread_ctx_depth++;
     state.ctx_depth++;
     return 0;
 }
@@ -228,6 +235,7 @@ FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
 {
     FAKE_ENTER("cuCtxPopCurrent_v2");
     FAKE_NEEDS_CONTEXT();
+    thread_ctx_depth--;
     state.ctx_depth--;
     if (ctx)
         *ctx = (CUcontext)(void *)&context_token;
@@ -290,6 +298,7 @@ FAKE_EXPORT CUresult cuModuleUnload(CUmodule module)
 FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name)
 {
     FAKE_ENTER("cuModuleGetFunction");
+    FAKE_NEEDS_CONTEXT();
     if ((void *)module != (void *)&state.modules || state.modules < 1 || !name)
         return ERR_INVALID_VALUE;
     for (int i = 0; i < MAX_FUNCTIONS; i++) {

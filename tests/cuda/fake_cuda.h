@@ -7,11 +7,11 @@
 typedef struct fake_cuda_state {
     int inits;              /* cuInit calls */
     int retains;            /* primary context retains not yet released */
-    int ctx_depth;          /* pushes not yet popped */
+    int ctx_depth;          /* pushes not yet popped, on every thread together */
     int modules;            /* modules loaded and not unloaded */
     int allocations;        /* device allocations not yet freed */
     int functions;          /* cuModuleGetFunction successes */
-    int without_context;    /* calls that needed a current context and had none */
+    int without_context;    /* calls that needed a context current on their thread and had none */
     int bad_addresses;      /* copies, memsets or frees outside any live allocation */
     int jit_log_given;      /* the last module load was given an error log buffer */
     int launches;

@@ -264,6 +264,15 @@ static lkv_status check_table(void)
     return LKV_OK;
 }
 
+/* The device LKV_EMU_WARP and LKV_EMU_MULTIPROCESSORS ask for; -1 with the
+ * reason naming the bad value. */
+static int settings_from_env(int *out_warp, int *out_mps, char *why, size_t why_len)
+{
+    if (lkv_emu_warp_from_env(out_warp, why, why_len) != 0)
+        return -1;
+    return lkv_emu_multiprocessors_from_env(out_mps, why, why_len);
+}
+
 static lkv_status emu_probe(lkv_device_report *out, int cap, int *out_count)
 {
     *out_count = 1;
@@ -273,16 +282,17 @@ static lkv_status emu_probe(lkv_device_report *out, int cap, int *out_count)
     memset(rep, 0, sizeof *rep);
     snprintf(rep->backend, sizeof rep->backend, "gpu-emu");
     rep->emulated = 1;
-    int warp;
+    int warp, mps;
     char why[160];
-    if (lkv_emu_warp_from_env(&warp, why, sizeof why) != 0) {
+    if (settings_from_env(&warp, &mps, why, sizeof why) != 0) {
         rep->device = -1;
         snprintf(rep->reason, sizeof rep->reason, "%s", why);
         return LKV_OK;
     }
     rep->device = 0;
     rep->available = 1;
-    snprintf(rep->name, sizeof rep->name, "CPU SIMT emulator (warp %d)", warp);
+    snprintf(rep->name, sizeof rep->name, "CPU SIMT emulator (warp %d, %d multiprocessors)",
+             warp, mps);
     snprintf(rep->reason, sizeof rep->reason,
              "runs kernels/*.cu on the CPU, one block at a time (test builds only)");
     snprintf(rep->driver, sizeof rep->driver, "lazykv gpu-emu");
@@ -294,9 +304,9 @@ static lkv_status emu_open(int device, lkv_device **out_dev)
     if (device != 0)
         return lkv_fail(LKV_INVALID_ARGUMENT, "gpu-emu: device %d does not exist; the emulator "
                         "has device 0 only", device);
-    int warp;
+    int warp, mps;
     char why[160];
-    if (lkv_emu_warp_from_env(&warp, why, sizeof why) != 0)
+    if (settings_from_env(&warp, &mps, why, sizeof why) != 0)
         return lkv_fail(LKV_INVALID_ARGUMENT, "gpu-emu: %s", why);
     lkv_status st = check_table();
     void *api = NULL;
@@ -304,7 +314,7 @@ static lkv_status emu_open(int device, lkv_device **out_dev)
         st = lkv_emu_api_create(warp, &api);
     if (st != LKV_OK)
         return st;
-    lkv_gpu_limits lim = {.warp = warp, .multiprocessors = 4, .max_grid_y = 65535,
+    lkv_gpu_limits lim = {.warp = warp, .multiprocessors = mps, .max_grid_y = 65535,
                           .max_grid_z = 65535};
     return lkv_gpu_device_create(&lkv_emu_driver, api, &lim, out_dev);
 }

@@ -108,7 +108,7 @@ LKV_KERNEL(emu_test_shuffle_vs_barrier)(int *__restrict__ out)
 }
 
 // Each block records its coordinates; every thread counts itself in.
-LKV_KERNEL(emu_test_geometry)(unsigned int *__restrict__ blocks, unsigned int *__restrict__ counts)
+LKV_KERNEL(emu_test_geometry)(unsigned int *__restrict__ blocks, unsigned int *__restrict__ count)
 {
     unsigned int linear = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
     if (threadIdx.x == 0) {
@@ -120,11 +120,23 @@ LKV_KERNEL(emu_test_geometry)(unsigned int *__restrict__ blocks, unsigned int *_
         blocks[linear * 7 + 5] = gridDim.z;
         blocks[linear * 7 + 6] = blockDim.x;
     }
-    atomicAdd(&counts[0], 1u);
-    atomicMax(&counts[1], linear * blockDim.x + threadIdx.x);
-    atomicMin(&counts[2], linear * blockDim.x + threadIdx.x);
-    atomicOr(&counts[3], 1u << (threadIdx.x % 32u));
-    atomicAdd((int *)&counts[4], -1);
+    atomicAdd(count, 1u);
+}
+
+// atomicAdd on shared memory hands each thread of a block a ticket (the old
+// value); on global memory every thread adds -1 to totals[1] and each block
+// its shared count to totals[0].
+LKV_KERNEL(emu_test_atomics)(int *__restrict__ tickets, int *__restrict__ totals)
+{
+    __shared__ int next;
+    if (threadIdx.x == 0)
+        next = 0;
+    __syncthreads();
+    tickets[blockIdx.x * blockDim.x + threadIdx.x] = atomicAdd(&next, 1);
+    atomicAdd(&totals[1], -1);
+    __syncthreads();
+    if (threadIdx.x == 0)
+        atomicAdd((unsigned int *)&totals[0], (unsigned int)next);
 }
 
 // Reads shared memory before any thread of the block wrote it.
@@ -173,8 +185,8 @@ LKV_KERNEL(emu_test_params)(int a, unsigned int b, float c, double d, unsigned l
     out_d[1] = d;
 }
 
-// 16-byte loads through the vector types, bit casts, min/max and the math
-// the header promises; thread 0 of block 0 only.
+// Loads through the vector types, the bit casts and the math the header
+// promises, NaN and infinity included; thread 0 of block 0 only.
 LKV_KERNEL(emu_test_misc)(const float *__restrict__ in, unsigned int *__restrict__ out_u,
                           float *__restrict__ out_f)
 {
@@ -184,27 +196,19 @@ LKV_KERNEL(emu_test_misc)(const float *__restrict__ in, unsigned int *__restrict
     uint4 u4 = ((const uint4 *)in)[0];
     float2 f2 = ((const float2 *)in)[1];
     uint2 u2 = ((const uint2 *)in)[2];
-    int4 i4 = make_int4(-3, 5, -7, 9);
     out_f[0] = f4.x + f4.y + f4.z + f4.w;
     out_u[0] = u4.x ^ u4.y ^ u4.z ^ u4.w;
     out_f[1] = f2.x * f2.y;
     out_u[1] = u2.x + u2.y;
     out_u[2] = __float_as_uint(in[0]);
     out_f[2] = __uint_as_float(0x3f800000u);
-    out_u[3] = (unsigned int)__float_as_int(-2.0f);
-    out_f[3] = __int_as_float(0x40400000);
-    out_u[4] = (unsigned int)min(i4.x, i4.y) + (unsigned int)max(i4.z, i4.w) * 100u;
-    out_u[5] = min(3u, 4000000000u) + max(1u, 2u);
-    out_f[4] = fmaxf(in[0], in[1]) + fminf(in[2], in[3]);
-    out_f[5] = expf(0.0f) + logf(1.0f) + (float)(exp(0.0) + log(1.0));
-    out_u[6] = isnan(NAN) && !isnan(INFINITY) && INFINITY > 1e38f ? 1u : 0u;
-    uint4 mk = make_uint4(1u, 2u, 3u, 4u);
-    uint2 mk2 = make_uint2(5u, 6u);
-    float4 mkf = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
-    float2 mkf2 = make_float2(5.0f, 6.0f);
-    int2 mki = make_int2(7, 8);
-    out_u[7] = mk.x + mk.y + mk.z + mk.w + mk2.x + mk2.y + (unsigned int)(mki.x + mki.y);
-    out_f[6] = mkf.x + mkf.y + mkf.z + mkf.w + mkf2.x + mkf2.y;
+    out_f[3] = fmaxf(in[0], in[1]) + fminf(in[2], in[3]);
+    out_f[4] = expf(0.0f) + logf(1.0f) + expf(-INFINITY) + (float)(exp(0.0) + log(1.0));
+    float nan = __uint_as_float(0x7fc00000u);
+    out_u[3] = isnan(nan) && isnan((double)nan) && !isnan(INFINITY) && !isnan(in[0]) ? 1u : 0u;
+    // fmaxf and fminf return the other operand of a NaN, as on the GPU
+    out_f[5] = fmaxf(nan, 2.0f) + fminf(3.0f, nan);
+    out_f[6] = -INFINITY;
 }
 
 extern "C" {
@@ -217,6 +221,7 @@ const lkv_emu_kernel lkv_emu_test_shuffle_missing_lane =
     LKV_EMU_BIND(emu_test_shuffle_missing_lane);
 const lkv_emu_kernel lkv_emu_test_shuffle_vs_barrier = LKV_EMU_BIND(emu_test_shuffle_vs_barrier);
 const lkv_emu_kernel lkv_emu_test_geometry = LKV_EMU_BIND(emu_test_geometry);
+const lkv_emu_kernel lkv_emu_test_atomics = LKV_EMU_BIND(emu_test_atomics);
 const lkv_emu_kernel lkv_emu_test_shared_fresh = LKV_EMU_BIND(emu_test_shared_fresh);
 const lkv_emu_kernel lkv_emu_test_missing_barrier = LKV_EMU_BIND(emu_test_missing_barrier);
 const lkv_emu_kernel lkv_emu_test_half = LKV_EMU_BIND(emu_test_half);

@@ -16,6 +16,7 @@ extern const lkv_emu_kernel lkv_emu_test_two_barriers;
 extern const lkv_emu_kernel lkv_emu_test_shuffle_missing_lane;
 extern const lkv_emu_kernel lkv_emu_test_shuffle_vs_barrier;
 extern const lkv_emu_kernel lkv_emu_test_geometry;
+extern const lkv_emu_kernel lkv_emu_test_atomics;
 extern const lkv_emu_kernel lkv_emu_test_shared_fresh;
 extern const lkv_emu_kernel lkv_emu_test_missing_barrier;
 extern const lkv_emu_kernel lkv_emu_test_half;

@@ -94,7 +94,7 @@ __asm__(".text\n"
 #endif
 
 // The device environment's state (gpu_emu.h).
-uint3 lkv_emu_thread_idx, lkv_emu_block_idx, lkv_emu_block_dim, lkv_emu_grid_dim;
+lkv_emu_dim3 lkv_emu_thread_idx, lkv_emu_block_idx, lkv_emu_block_dim, lkv_emu_grid_dim;
 int lkv_emu_warp_size = 32;
 
 // The linker's bounds of the shared-memory section; null when no kernel in
@@ -559,14 +559,14 @@ extern "C" int lkv_emu_run(const lkv_emu_kernel *kernel, void *const *args,
         g.warp = warp;
         g.cur = nullptr;
         lkv_emu_warp_size = warp;
-        lkv_emu_thread_idx = uint3{0, 0, 0};
-        lkv_emu_block_dim = uint3{block, 1, 1};
-        lkv_emu_grid_dim = uint3{grid[0], grid[1], grid[2]};
+        lkv_emu_thread_idx = lkv_emu_dim3{0, 0, 0};
+        lkv_emu_block_dim = lkv_emu_dim3{block, 1, 1};
+        lkv_emu_grid_dim = lkv_emu_dim3{grid[0], grid[1], grid[2]};
         uint64_t linear = 0;
         for (uint32_t z = 0; ok && z < grid[2]; z++)
             for (uint32_t y = 0; ok && y < grid[1]; y++)
                 for (uint32_t x = 0; ok && x < grid[0]; x++, linear++) {
-                    lkv_emu_block_idx = uint3{x, y, z};
+                    lkv_emu_block_idx = lkv_emu_dim3{x, y, z};
                     ok = run_block(linear, why, why_len);
                 }
         g.p = nullptr;
@@ -587,6 +587,28 @@ extern "C" int lkv_emu_warp_from_env(int *out_warp, char *why, size_t why_len)
         return 0;
     }
     say(why, why_len, "LKV_EMU_WARP=%.40s: the emulated warp is 32 or 64 threads", s);
+    return -1;
+}
+
+extern "C" int lkv_emu_multiprocessors_from_env(int *out_count, char *why, size_t why_len)
+{
+    const char *s = getenv("LKV_EMU_MULTIPROCESSORS");
+    if (!s || !*s) {
+        *out_count = 4;
+        return 0;
+    }
+    // Digits only (no sign, no spaces); stops once past the limit, so no
+    // overflow however long the string.
+    long v = 0;
+    size_t i = 0;
+    for (; s[i] >= '0' && s[i] <= '9' && v <= 1024; i++)
+        v = v * 10 + (s[i] - '0');
+    if (s[i] == '\0' && v >= 1 && v <= 1024) {
+        *out_count = (int)v;
+        return 0;
+    }
+    say(why, why_len, "LKV_EMU_MULTIPROCESSORS=%.40s: the emulated device has 1 to 1024 "
+        "multiprocessors", s);
     return -1;
 }
 

@@ -1,5 +1,8 @@
 // The device environment of the CPU SIMT emulator: what kernels/lkv_gpu.h
-// promises kernels, for g++ with -DLKV_GPU_EMU. The scheduler
+// promises kernels, for g++ with -DLKV_GPU_EMU, and nothing more. It
+// includes no standard header, so a kernel that calls anything the contract
+// does not list (sqrtf, min, make_uint4, uint32_t, std::...) fails to build
+// here rather than on one GPU toolchain only. The scheduler
 // (gpu_emu.cpp) runs the blocks of a launch one at a time on one OS thread,
 // each thread of a block a fiber that runs until it reaches a sync point
 // (__syncthreads or a shuffle); so plain memory operations need no atomicity
@@ -23,37 +26,31 @@
 #error "gpu_emu.h is the kernels' environment: compile them as C++ (g++ -x c++ -DLKV_GPU_EMU)"
 #endif
 
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <type_traits>
+static_assert(sizeof(unsigned int) == 4 && sizeof(float) == 4,
+              "the emulator exchanges 32-bit lanes");
 
-// CUDA qualifiers with no meaning on the CPU. __restrict__ is g++'s own.
-#define __device__
-#define __global__
-#define __host__
-#define __forceinline__
-#define __launch_bounds__(...)
 // Shared memory is static storage in one section, which the scheduler
 // poisons before each block (gpu_emu.cpp, poison_shared).
 #define __shared__ static __attribute__((section("lkv_emu_shared")))
 
 // ---- thread geometry -----------------------------------------------------
 
-struct uint3 {
+// Not CUDA's uint3/dim3: HIP's threadIdx has another type, so kernels read
+// the members and never name the type.
+struct lkv_emu_dim3 {
     unsigned int x, y, z;
 };
 
 // Written by the scheduler only: threadIdx changes at each fiber switch,
 // which happens inside an out-of-line call (a sync point), so a kernel never
 // holds a stale copy.
-extern uint3 lkv_emu_thread_idx, lkv_emu_block_idx, lkv_emu_block_dim, lkv_emu_grid_dim;
+extern lkv_emu_dim3 lkv_emu_thread_idx, lkv_emu_block_idx, lkv_emu_block_dim, lkv_emu_grid_dim;
 extern int lkv_emu_warp_size;
 
-static const uint3 &threadIdx = lkv_emu_thread_idx;
-static const uint3 &blockIdx = lkv_emu_block_idx;
-static const uint3 &blockDim = lkv_emu_block_dim;
-static const uint3 &gridDim = lkv_emu_grid_dim;
+static const lkv_emu_dim3 &threadIdx = lkv_emu_thread_idx;
+static const lkv_emu_dim3 &blockIdx = lkv_emu_block_idx;
+static const lkv_emu_dim3 &blockDim = lkv_emu_block_dim;
+static const lkv_emu_dim3 &gridDim = lkv_emu_grid_dim;
 
 static inline int lkv_warp(void) { return lkv_emu_warp_size; }
 
@@ -62,7 +59,7 @@ static inline int lkv_warp(void) { return lkv_emu_warp_size; }
 enum { LKV_EMU_SHFL_XOR = 0, LKV_EMU_SHFL_IDX = 1 };
 
 void lkv_emu_barrier(const char *file, int line);
-std::uint32_t lkv_emu_shuffle(std::uint32_t bits, int kind, int arg, const char *file, int line);
+unsigned int lkv_emu_shuffle(unsigned int bits, int kind, int arg, const char *file, int line);
 
 // The call site (file and line) names the barrier: threads waiting at two
 // different __syncthreads are divergent even though a GPU might let them
@@ -75,16 +72,29 @@ static inline void __syncthreads(const char *file = __builtin_FILE(), int line =
     __asm__ __volatile__("" ::: "memory");
 }
 
+// Only the three types the contract lets a shuffle carry.
+template <typename T> struct lkv_emu_lane_type {
+    static constexpr bool ok = false;
+};
+template <> struct lkv_emu_lane_type<int> {
+    static constexpr bool ok = true;
+};
+template <> struct lkv_emu_lane_type<unsigned int> {
+    static constexpr bool ok = true;
+};
+template <> struct lkv_emu_lane_type<float> {
+    static constexpr bool ok = true;
+};
+
 template <typename T> struct lkv_emu_shuffled {
-    static_assert(std::is_same<T, int>::value || std::is_same<T, unsigned int>::value ||
-                      std::is_same<T, float>::value,
+    static_assert(lkv_emu_lane_type<T>::ok,
                   "lkv_shfl and lkv_shfl_xor exchange int, unsigned or float");
     static T exchange(T v, int kind, int arg, const char *file, int line)
     {
-        std::uint32_t bits;
-        std::memcpy(&bits, &v, sizeof bits);
+        unsigned int bits;
+        __builtin_memcpy(&bits, &v, sizeof bits);
         bits = lkv_emu_shuffle(bits, kind, arg, file, line);
-        std::memcpy(&v, &bits, sizeof bits);
+        __builtin_memcpy(&v, &bits, sizeof bits);
         return v;
     }
 };
@@ -111,25 +121,13 @@ static inline T lkv_shfl(T v, int lane, const char *file = __builtin_FILE(),
 static inline unsigned int __float_as_uint(float f)
 {
     unsigned int u;
-    std::memcpy(&u, &f, sizeof u);
+    __builtin_memcpy(&u, &f, sizeof u);
     return u;
 }
 static inline float __uint_as_float(unsigned int u)
 {
     float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-}
-static inline int __float_as_int(float f)
-{
-    int i;
-    std::memcpy(&i, &f, sizeof i);
-    return i;
-}
-static inline float __int_as_float(int i)
-{
-    float f;
-    std::memcpy(&f, &i, sizeof f);
+    __builtin_memcpy(&f, &u, sizeof f);
     return f;
 }
 
@@ -159,16 +157,24 @@ static inline float lkv_half_to_float(unsigned short h)
     return __uint_as_float(bits);
 }
 
-// min and max as CUDA device code overloads them for integers.
-static inline int min(int a, int b) { return a < b ? a : b; }
-static inline int max(int a, int b) { return a > b ? a : b; }
-static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
-static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
-
-// Kernels call these unqualified, as CUDA's math headers allow.
-using std::isfinite;
-using std::isinf;
-using std::isnan;
+// The math the contract lists, called unqualified as on the GPU; the host's
+// libm computes them (error bounds differ from the device libraries: the
+// README says so). INFINITY is spelt as glibc spells it, so a later
+// <math.h> redefines it identically.
+#define INFINITY (__builtin_inff ())
+static inline float expf(float x) { return __builtin_expf(x); }
+static inline float logf(float x) { return __builtin_logf(x); }
+static inline float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
+static inline float fminf(float a, float b) { return __builtin_fminf(a, b); }
+static inline double exp(double x) { return __builtin_exp(x); }
+static inline double log(double x) { return __builtin_log(x); }
+// CUDA and HIP overload exp and log for float (in float precision) where a
+// C compiler would promote to double; refused, so a kernel writes expf/logf
+// or a (double) cast and every platform computes the same thing.
+float exp(float) = delete;
+float log(float) = delete;
+static inline bool isnan(float x) { return __builtin_isnan(x); }
+static inline bool isnan(double x) { return __builtin_isnan(x); }
 
 // ---- vectors -----------------------------------------------------------------
 
@@ -177,52 +183,15 @@ using std::isnan;
 struct __attribute__((aligned(16), may_alias)) uint4 {
     unsigned int x, y, z, w;
 };
-struct __attribute__((aligned(16), may_alias)) int4 {
-    int x, y, z, w;
-};
 struct __attribute__((aligned(16), may_alias)) float4 {
     float x, y, z, w;
 };
 struct __attribute__((aligned(8), may_alias)) uint2 {
     unsigned int x, y;
 };
-struct __attribute__((aligned(8), may_alias)) int2 {
-    int x, y;
-};
 struct __attribute__((aligned(8), may_alias)) float2 {
     float x, y;
 };
-
-static inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w)
-{
-    uint4 r = {x, y, z, w};
-    return r;
-}
-static inline int4 make_int4(int x, int y, int z, int w)
-{
-    int4 r = {x, y, z, w};
-    return r;
-}
-static inline float4 make_float4(float x, float y, float z, float w)
-{
-    float4 r = {x, y, z, w};
-    return r;
-}
-static inline uint2 make_uint2(unsigned int x, unsigned int y)
-{
-    uint2 r = {x, y};
-    return r;
-}
-static inline int2 make_int2(int x, int y)
-{
-    int2 r = {x, y};
-    return r;
-}
-static inline float2 make_float2(float x, float y)
-{
-    float2 r = {x, y};
-    return r;
-}
 
 // ---- atomics -------------------------------------------------------------------
 
@@ -239,42 +208,6 @@ static inline unsigned int atomicAdd(unsigned int *p, unsigned int v)
 {
     unsigned int old = *p;
     *p = old + v;
-    return old;
-}
-static inline int atomicMax(int *p, int v)
-{
-    int old = *p;
-    *p = max(old, v);
-    return old;
-}
-static inline unsigned int atomicMax(unsigned int *p, unsigned int v)
-{
-    unsigned int old = *p;
-    *p = max(old, v);
-    return old;
-}
-static inline int atomicMin(int *p, int v)
-{
-    int old = *p;
-    *p = min(old, v);
-    return old;
-}
-static inline unsigned int atomicMin(unsigned int *p, unsigned int v)
-{
-    unsigned int old = *p;
-    *p = min(old, v);
-    return old;
-}
-static inline int atomicOr(int *p, int v)
-{
-    int old = *p;
-    *p = old | v;
-    return old;
-}
-static inline unsigned int atomicOr(unsigned int *p, unsigned int v)
-{
-    unsigned int old = *p;
-    *p = old | v;
     return old;
 }
 

@@ -1,6 +1,6 @@
 /* The CPU SIMT emulator as the test suite's C code sees it: the kernel table
  * (emu_kernels.cpp, from backends/gpu/gpu_kernels.h), the launch
- * (gpu_emu.cpp) and the warp width setting. */
+ * (gpu_emu.cpp) and the device's settings from the environment. */
 #ifndef LKV_GPU_EMU_API_H
 #define LKV_GPU_EMU_API_H
 
@@ -36,6 +36,12 @@ int lkv_emu_run(const lkv_emu_kernel *kernel, void *const *args, const uint32_t 
 /* The warp width LKV_EMU_WARP asks for: 32 when unset or empty, 64; anything
  * else is -1 with the reason. */
 int lkv_emu_warp_from_env(int *out_warp, char *why, size_t why_len);
+
+/* The multiprocessor count LKV_EMU_MULTIPROCESSORS asks for: 4 when unset or
+ * empty, else 1 to 1024 in decimal digits; anything else is -1 with the
+ * reason. The emulator runs one block at a time whatever the count: it only
+ * changes how the host code divides work (132 plans splits as for an H200). */
+int lkv_emu_multiprocessors_from_env(int *out_count, char *why, size_t why_len);
 
 /* Fiber switches the calling OS thread's scheduler has made (for measuring). */
 uint64_t lkv_emu_switch_count(void);

@@ -35,13 +35,6 @@ static uint32_t next_u32(uint64_t *s)
     return (uint32_t)(*s >> 33);
 }
 
-static float bits_float(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 static uint32_t float_bits(float f)
 {
     uint32_t u;
@@ -267,9 +260,9 @@ Test(gpu_emu, every_block_of_a_3d_grid_runs_once_with_its_coordinates)
 {
     enum { GX = 3, GY = 2, GZ = 2, BLOCK = 128, NB = GX * GY * GZ };
     unsigned blocks[NB * 7];
-    unsigned counts[5] = {0, 0, UINT32_MAX, 0, 0};
+    unsigned count = 0;
     memset(blocks, 0xab, sizeof blocks);
-    uint64_t pb = addr(blocks), pc = addr(counts);
+    uint64_t pb = addr(blocks), pc = addr(&count);
     void *args[] = {&pb, &pc};
     uint32_t grid[3] = {GX, GY, GZ};
     char why[WHY];
@@ -282,11 +275,31 @@ Test(gpu_emu, every_block_of_a_3d_grid_runs_once_with_its_coordinates)
                 for (int k = 0; k < 7; k++)
                     cr_assert_eq(blocks[b * 7 + k], want[k], "block %u field %d", b, k);
             }
-    cr_assert_eq(counts[0], NB * BLOCK, "atomicAdd counted %u threads", counts[0]);
-    cr_assert_eq(counts[1], NB * BLOCK - 1, "atomicMax");
-    cr_assert_eq(counts[2], 0u, "atomicMin");
-    cr_assert_eq(counts[3], UINT32_MAX, "atomicOr");
-    cr_assert_eq((int)counts[4], -(NB * BLOCK), "atomicAdd on int");
+    cr_assert_eq(count, NB * BLOCK, "atomicAdd counted %u threads", count);
+}
+
+Test(gpu_emu, atomic_add_returns_the_old_value_in_shared_and_global_memory)
+{
+    enum { BLOCKS = 3, BLOCK = 128 };
+    int tickets[BLOCKS * BLOCK];
+    memset(tickets, 0xff, sizeof tickets);
+    /* int addition wraps on the GPU: start near INT32_MIN and count down past it */
+    int32_t totals[2] = {0, INT32_MIN + 10};
+    uint64_t pt = addr(tickets), ps = addr(totals);
+    void *args[] = {&pt, &ps};
+    char why[WHY];
+    cr_assert_eq(run(&lkv_emu_test_atomics, args, BLOCKS, BLOCK, 32, why), 0, "%s", why);
+    for (int b = 0; b < BLOCKS; b++) {
+        int seen[BLOCK] = {0};
+        for (int t = 0; t < BLOCK; t++) {
+            int k = tickets[b * BLOCK + t];
+            cr_assert(k >= 0 && k < BLOCK && !seen[k], "block %d thread %d: ticket %d", b, t, k);
+            seen[k] = 1;
+        }
+    }
+    cr_assert_eq(totals[0], BLOCKS * BLOCK, "shared counts summed in global memory");
+    uint32_t want = (uint32_t)INT32_MIN + 10u - (uint32_t)(BLOCKS * BLOCK);
+    cr_assert_eq((uint32_t)totals[1], want, "int atomicAdd wraps: %d", totals[1]);
 }
 
 Test(gpu_emu, shared_memory_starts_as_garbage_in_every_block)
@@ -372,7 +385,7 @@ Test(gpu_emu, scalar_and_pointer_parameters_arrive_as_passed)
     cr_assert_eq(od[1], -2.25e100);
 }
 
-Test(gpu_emu, vector_loads_bit_casts_min_max_and_math_behave_as_on_the_gpu)
+Test(gpu_emu, vector_loads_bit_casts_and_math_behave_as_on_the_gpu)
 {
     _Alignas(16) float in[8] = {1.5f, -2.0f, 3.25f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f};
     unsigned ou[8] = {0};
@@ -388,15 +401,11 @@ Test(gpu_emu, vector_loads_bit_casts_min_max_and_math_behave_as_on_the_gpu)
     cr_assert_eq(ou[1], float_bits(in[4]) + float_bits(in[5]), "uint2 load");
     cr_assert_eq(ou[2], float_bits(1.5f), "__float_as_uint");
     cr_assert_eq(of[2], 1.0f, "__uint_as_float");
-    cr_assert_eq(ou[3], 0xc0000000u, "__float_as_int");
-    cr_assert_eq(of[3], bits_float(0x40400000u), "__int_as_float");
-    cr_assert_eq(ou[4], (unsigned)-3 + 900u, "int min/max");
-    cr_assert_eq(ou[5], 5u, "unsigned min/max");
-    cr_assert_eq(of[4], 4.75f, "fmaxf/fminf");
-    cr_assert_eq(of[5], 2.0f, "expf/logf/exp/log");
-    cr_assert_eq(ou[6], 1u, "isnan/NAN/INFINITY");
-    cr_assert_eq(ou[7], 36u, "make_uint4/uint2/int2");
-    cr_assert_eq(of[6], 21.0f, "make_float4/float2");
+    cr_assert_eq(of[3], 4.75f, "fmaxf/fminf");
+    cr_assert_eq(of[4], 2.0f, "expf/logf/exp/log");
+    cr_assert_eq(ou[3], 1u, "isnan on float and double, INFINITY");
+    cr_assert_eq(of[5], 5.0f, "fmaxf/fminf with a NaN operand");
+    cr_assert(isinf(of[6]) && of[6] < 0, "-INFINITY is %a", (double)of[6]);
 }
 
 /* ---- the warp setting ---- */
@@ -414,6 +423,64 @@ Test(gpu_emu, lkv_emu_warp_chooses_32_or_64_and_names_anything_else)
     setenv("LKV_EMU_WARP", "48", 1);
     cr_assert_eq(lkv_emu_warp_from_env(&warp, why, WHY), -1);
     cr_assert(strstr(why, "LKV_EMU_WARP=48"), "%s", why);
+}
+
+Test(gpu_emu, lkv_emu_multiprocessors_chooses_1_to_1024_and_names_anything_else)
+{
+    int n = 0;
+    char why[WHY];
+    unsetenv("LKV_EMU_MULTIPROCESSORS");
+    cr_assert_eq(lkv_emu_multiprocessors_from_env(&n, why, WHY), 0);
+    cr_assert_eq(n, 4);
+    static const struct {
+        const char *set;
+        int want;
+    } good[] = {{"", 4}, {"1", 1}, {"132", 132}, {"1024", 1024}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        setenv("LKV_EMU_MULTIPROCESSORS", good[i].set, 1);
+        cr_assert_eq(lkv_emu_multiprocessors_from_env(&n, why, WHY), 0, "%s", good[i].set);
+        cr_assert_eq(n, good[i].want, "LKV_EMU_MULTIPROCESSORS=%s gave %d", good[i].set, n);
+    }
+    static const char *const bad[] = {"0", "1025", "99999999999999999999", "-4", "+4", " 4",
+                                      "4 ", "4x", "many"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("LKV_EMU_MULTIPROCESSORS", bad[i], 1);
+        n = -7;
+        cr_assert_eq(lkv_emu_multiprocessors_from_env(&n, why, WHY), -1, "%s", bad[i]);
+        cr_assert_eq(n, -7, "a refused value changed the count");
+        char want[64];
+        snprintf(want, sizeof want, "LKV_EMU_MULTIPROCESSORS=%s:", bad[i]);
+        cr_assert(strstr(why, want), "%s", why);
+    }
+    unsetenv("LKV_EMU_MULTIPROCESSORS");
+}
+
+Test(gpu_emu, the_device_has_the_multiprocessors_the_environment_asks_for)
+{
+    lkv_device_report rep;
+    int count = 0;
+    lkv_device *dev = NULL;
+    unsetenv("LKV_EMU_WARP");
+    setenv("LKV_EMU_MULTIPROCESSORS", "132", 1);
+    TU_OK(lkv_backend_gpu_emu.probe(&rep, 1, &count));
+    cr_assert_eq(rep.available, 1);
+    cr_assert(strstr(rep.name, "132 multiprocessors"), "%s", rep.name);
+    TU_OK(lkv_backend_gpu_emu.open(0, &dev));
+    cr_assert_eq(dev->lim.multiprocessors, 132);
+    lkv_backend_gpu_emu.close(dev);
+    unsetenv("LKV_EMU_MULTIPROCESSORS");
+    TU_OK(lkv_backend_gpu_emu.open(0, &dev));
+    cr_assert_eq(dev->lim.multiprocessors, 4);
+    lkv_backend_gpu_emu.close(dev);
+    setenv("LKV_EMU_MULTIPROCESSORS", "0", 1);
+    TU_OK(lkv_backend_gpu_emu.probe(&rep, 1, &count));
+    cr_assert_eq(rep.available, 0);
+    cr_assert(strstr(rep.reason, "LKV_EMU_MULTIPROCESSORS=0"), "%s", rep.reason);
+    dev = NULL;
+    cr_assert_eq(lkv_backend_gpu_emu.open(0, &dev), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "LKV_EMU_MULTIPROCESSORS=0"), "%s", lkv_last_error());
+    cr_assert_null(dev);
+    unsetenv("LKV_EMU_MULTIPROCESSORS");
 }
 
 Test(gpu_emu, the_backend_reports_one_emulated_device_with_its_warp)

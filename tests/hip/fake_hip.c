@@ -11,7 +11,15 @@
  *   FAKE_HIP_ARCH     gcnArchName (default "gfx90a:sramecc+:xnack-")
  *   FAKE_HIP_FAIL     the name of one entry point that fails
  *   FAKE_HIPRTC_FAIL  hiprtcCompileProgram fails with a log
- * Test hooks (fake_hip_*) report what the backend did. */
+ * Test hooks (fake_hip_*) report what the backend did.
+ *
+ * The current device is per thread, as in HIP (0 for a thread that never
+ * chose one). Every allocation and module remembers the device it was made
+ * on, and a call on it from a thread whose current device is another one
+ * fails with hipErrorInvalidDevice and is counted ("wrong_device"): stricter
+ * than the runtime, so an entry that forgets to select its device is caught
+ * when it runs on another thread than open. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,14 +51,15 @@ enum {
 #define EM_AMDGPU 224
 
 static atomic_int live;      /* allocations, modules and programs not yet released */
-static atomic_int current = -1;
+static _Thread_local int current = -1; /* this thread's hipSetDevice, -1 before any */
 static size_t loaded_size;
 static uint64_t loaded_hash;
 static unsigned loaded_mach;
 static const char *last_kernel;
 static unsigned last_grid[3], last_block;
 
-#define COUNTED(X) X(r0600) X(props) X(rtc_compile) X(launch) X(module_load)
+#define COUNTED(X)                                                                           \
+    X(r0600) X(props) X(rtc_compile) X(launch) X(module_load) X(wrong_device) X(bad_address)
 #define DECLARE(name) static atomic_int count_##name;
 COUNTED(DECLARE)
 
@@ -228,53 +237,153 @@ int hipSetDevice(int device)
     return OK;
 }
 
+/* The calling thread's device: HIP's default is device 0. */
+static int thread_device(void)
+{
+    return current < 0 ? 0 : current;
+}
+
+int hipGetDevice(int *device)
+{
+    if (failing("hipGetDevice"))
+        return INVALID_VALUE;
+    *device = thread_device();
+    return OK;
+}
+
+/* Whether something made on `device` may be used from this thread. */
+static int on_this_device(int device)
+{
+    if (device == thread_device())
+        return 1;
+    atomic_fetch_add(&count_wrong_device, 1);
+    return 0;
+}
+
+#define MAX_ALLOCS 4096
+static struct {
+    unsigned char *base;
+    size_t size;
+    int device;
+} allocs[MAX_ALLOCS];
+static pthread_mutex_t allocs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* OK when [p, p + bytes) lies in one live allocation of this thread's
+ * device, with its index in *out (when wanted). */
+static int check_range(const void *p, size_t bytes, int *out)
+{
+    uintptr_t at = (uintptr_t)p;
+    int found = -1;
+    pthread_mutex_lock(&allocs_lock);
+    for (int i = 0; i < MAX_ALLOCS && found < 0; i++) {
+        uintptr_t base = (uintptr_t)allocs[i].base;
+        if (allocs[i].base && at >= base && at - base <= allocs[i].size &&
+            bytes <= allocs[i].size - (at - base))
+            found = i;
+    }
+    int device = found >= 0 ? allocs[found].device : -1;
+    pthread_mutex_unlock(&allocs_lock);
+    if (found < 0) {
+        atomic_fetch_add(&count_bad_address, 1);
+        return INVALID_VALUE;
+    }
+    if (!on_this_device(device))
+        return INVALID_DEVICE;
+    if (out)
+        *out = found;
+    return OK;
+}
+
 int hipMalloc(void **ptr, size_t bytes)
 {
     if (failing("hipMalloc"))
         return OUT_OF_MEMORY;
-    *ptr = calloc(1, bytes ? bytes : 1);
-    if (!*ptr)
+    unsigned char *p = calloc(1, bytes ? bytes : 1);
+    if (!p)
         return OUT_OF_MEMORY;
+    int stored = 0;
+    pthread_mutex_lock(&allocs_lock);
+    for (int i = 0; i < MAX_ALLOCS && !stored; i++)
+        if (!allocs[i].base) {
+            allocs[i].base = p;
+            allocs[i].size = bytes;
+            allocs[i].device = thread_device();
+            stored = 1;
+        }
+    pthread_mutex_unlock(&allocs_lock);
+    if (!stored) {
+        free(p);
+        return OUT_OF_MEMORY;
+    }
     atomic_fetch_add(&live, 1);
+    *ptr = p;
     return OK;
 }
 
 int hipFree(void *ptr)
 {
-    if (ptr)
-        atomic_fetch_sub(&live, 1);
+    if (!ptr)
+        return OK;
+    int i = -1;
+    int e = check_range(ptr, 0, &i);
+    if (e != OK)
+        return e;
+    pthread_mutex_lock(&allocs_lock);
+    int exact = allocs[i].base == ptr;
+    if (exact)
+        allocs[i].base = NULL;
+    pthread_mutex_unlock(&allocs_lock);
+    if (!exact) {
+        atomic_fetch_add(&count_bad_address, 1);
+        return INVALID_VALUE;
+    }
+    atomic_fetch_sub(&live, 1);
     free(ptr);
     return OK;
 }
 
 int hipMemset(void *dst, int value, size_t bytes)
 {
-    memset(dst, value, bytes);
-    return OK;
+    int e = check_range(dst, bytes, NULL);
+    if (e == OK)
+        memset(dst, value, bytes);
+    return e;
 }
 
 int hipMemcpyHtoD(void *dst, void *src, size_t bytes)
 {
-    memcpy(dst, src, bytes);
-    return OK;
+    int e = check_range(dst, bytes, NULL);
+    if (e == OK)
+        memcpy(dst, src, bytes);
+    return e;
 }
 
 int hipMemcpyDtoH(void *dst, void *src, size_t bytes)
 {
-    memcpy(dst, src, bytes);
-    return OK;
+    int e = check_range(src, bytes, NULL);
+    if (e == OK)
+        memcpy(dst, src, bytes);
+    return e;
 }
 
 int hipMemcpyDtoD(void *dst, void *src, size_t bytes)
 {
-    memmove(dst, src, bytes);
-    return OK;
+    int e = check_range(dst, bytes, NULL);
+    if (e == OK)
+        e = check_range(src, bytes, NULL);
+    if (e == OK)
+        memmove(dst, src, bytes);
+    return e;
 }
 
 typedef struct fake_module {
     const unsigned char *image;
     size_t size;
+    int device;
+    struct fake_module *next; /* the live modules, for a launch to find its own */
 } fake_module;
+
+static fake_module *modules;
 
 /* One ELF code object for the current device's processor, sized by its
  * section header table (which clang puts last). */
@@ -295,6 +404,11 @@ int hipModuleLoadData(void **module, const void *image)
         return OUT_OF_MEMORY;
     m->image = p;
     m->size = size;
+    m->device = thread_device();
+    pthread_mutex_lock(&allocs_lock);
+    m->next = modules;
+    modules = m;
+    pthread_mutex_unlock(&allocs_lock);
     loaded_size = size;
     loaded_mach = mach;
     loaded_hash = fnv1a(p, size);
@@ -305,9 +419,32 @@ int hipModuleLoadData(void **module, const void *image)
 
 int hipModuleUnload(void *module)
 {
+    fake_module *m = module;
+    if (!on_this_device(m->device))
+        return INVALID_DEVICE;
+    pthread_mutex_lock(&allocs_lock);
+    for (fake_module **at = &modules; *at; at = &(*at)->next)
+        if (*at == m) {
+            *at = m->next;
+            break;
+        }
+    pthread_mutex_unlock(&allocs_lock);
     atomic_fetch_sub(&live, 1);
     free(module);
     return OK;
+}
+
+/* The live module whose image holds `fn` (a name in its string table). */
+static const fake_module *module_of(const void *fn)
+{
+    const unsigned char *p = fn;
+    const fake_module *found = NULL;
+    pthread_mutex_lock(&allocs_lock);
+    for (const fake_module *m = modules; m && !found; m = m->next)
+        if (p >= m->image && p < m->image + m->size)
+            found = m;
+    pthread_mutex_unlock(&allocs_lock);
+    return found;
 }
 
 /* The function handle points at the name in the image's string table, so
@@ -317,6 +454,8 @@ int hipModuleGetFunction(void **fn, void *module, const char *name)
     const fake_module *m = module;
     if (failing("hipModuleGetFunction"))
         return NOT_FOUND;
+    if (!on_this_device(m->device))
+        return INVALID_DEVICE;
     size_t n = strlen(name) + 1; /* with its NUL, as a symbol name */
     for (size_t i = 0; i + n <= m->size; i++)
         if (memcmp(m->image + i, name, n) == 0 && (i == 0 || m->image[i - 1] == '\0')) {
@@ -336,6 +475,11 @@ int hipModuleLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsig
     (void)extra;
     if (failing("hipModuleLaunchKernel") || by != 1 || bz != 1)
         return INVALID_VALUE;
+    const fake_module *m = module_of(fn);
+    if (!m)
+        return INVALID_VALUE;
+    if (!on_this_device(m->device))
+        return INVALID_DEVICE;
     atomic_fetch_add(&count_launch, 1);
     last_kernel = fn;
     last_grid[0] = gx;
@@ -509,6 +653,19 @@ uint64_t fake_hip_loaded_hash(void)
 unsigned fake_hip_loaded_mach(void)
 {
     return loaded_mach;
+}
+
+/* The device the live allocation holding `p` was made on, -1 if none. */
+int fake_hip_device_of(const void *p)
+{
+    int device = -1;
+    pthread_mutex_lock(&allocs_lock);
+    for (int i = 0; i < MAX_ALLOCS; i++)
+        if (allocs[i].base && (const unsigned char *)p >= allocs[i].base &&
+            (const unsigned char *)p < allocs[i].base + (allocs[i].size ? allocs[i].size : 1))
+            device = allocs[i].device;
+    pthread_mutex_unlock(&allocs_lock);
+    return device;
 }
 
 const char *fake_hip_last_kernel(void)

@@ -1,0 +1,80 @@
+/* The numbers the kernels (the .cu files in kernels/) and the host code
+ * that launches them (backends/gpu/) must agree on, in one place: launch
+ * blocks, tile sizes the kernels' shared and register arrays are sized by,
+ * the limits the host checks so those arrays suffice, and codes passed as
+ * kernel parameters. Plain C and C++ with no includes, so nvcc, hipcc,
+ * hiprtc (the source cmake/hip_kernels.cmake writes inlines it), g++
+ * (tests/gpu_emu/) and the C host all read the same file. Where a relation
+ * rather than an equality must hold, a static assertion at the end says
+ * which. */
+#ifndef LKV_KERNEL_ABI_H
+#define LKV_KERNEL_ABI_H
+
+/* Threads per block: at most this, and a multiple of 64 so a block is whole
+ * warps at either width (kernels size per-thread and per-warp shared arrays
+ * by it). */
+#define LKV_BLOCK_MAX 256
+
+/* attend (kernels/attend.cu, backends/gpu/gpu_attend.c) */
+#define LKV_ATT_BLOCK 256      /* threads of a split or probs block */
+#define LKV_ATT_QBLOCK 8       /* query heads per split block (a pass over a K/V row) */
+#define LKV_ATT_COLS 4         /* V columns a thread holds on the scalar path */
+#define LKV_ATT_F32_VEC 4      /* floats per 16-byte chunk (f32 vector path) */
+#define LKV_ATT_F16_VEC 8      /* halves per 16-byte chunk (f16 vector path) */
+/* head_dim: the V pass holds LKV_ATT_COLS columns of a thread on the scalar
+ * path and one chunk on the vector paths */
+#define LKV_ATT_DIM_MAX (LKV_ATT_COLS * LKV_ATT_BLOCK)
+#define LKV_ATT_MAX_SPLITS 1024 /* per group, so the combine's loops stay short */
+#define LKV_ATT_SCALES 1024     /* combine: split scales kept in shared memory */
+
+/* observe, score, select (kernels/observe.cu, score.cu, select.cu): any
+ * block of whole warps up to LKV_BLOCK_MAX works; these are the ones used. */
+#define LKV_OBSERVE_BLOCK 256
+#define LKV_SCORE_BLOCK 256
+#define LKV_SELECT_BLOCK 256
+
+/* compact (kernels/compact.cu, backends/gpu/gpu_compact.c): a block moves a
+ * slice of at most LKV_COMPACT_PER_THREAD units per thread of each slot. */
+#define LKV_COMPACT_BLOCK 256
+#define LKV_COMPACT_PER_THREAD 4
+#define LKV_COMPACT_MAX_SLICE 1024 /* units */
+
+/* score kinds as the kernel takes them: lkv_score_kind's values
+ * (backends/backend.h; gpu_score.c asserts they match) */
+#define LKV_SCORE_K_LAZY 0
+#define LKV_SCORE_K_STATE 1
+#define LKV_SCORE_K_GROUP_MEAN 2
+#define LKV_SCORE_K_RECENCY 3
+#define LKV_SCORE_K_POOL_AVG 4
+#define LKV_SCORE_K_POOL_MAX 5
+#define LKV_SCORE_K_NOISY 6
+
+#ifdef __cplusplus
+#define LKV_ABI_ASSERT(cond, why) static_assert(cond, why)
+#else
+#define LKV_ABI_ASSERT(cond, why) _Static_assert(cond, why)
+#endif
+
+#define LKV_ABI_BLOCK_OK(b) ((b) % 64 == 0 && (b) >= 64 && (b) <= LKV_BLOCK_MAX)
+LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_BLOCK_MAX), "LKV_BLOCK_MAX: whole warps of 64");
+LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_ATT_BLOCK), "attend block: whole warps, <= LKV_BLOCK_MAX");
+LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_OBSERVE_BLOCK), "observe block: whole warps, <= LKV_BLOCK_MAX");
+LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_SCORE_BLOCK), "score block: whole warps, <= LKV_BLOCK_MAX");
+LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_SELECT_BLOCK), "select block: whole warps, <= LKV_BLOCK_MAX");
+LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_COMPACT_BLOCK), "compact block: whole warps, <= LKV_BLOCK_MAX");
+/* the reduce-scatter of the pass over K halves 8, 4, 2 values */
+LKV_ABI_ASSERT(LKV_ATT_QBLOCK == 8, "lkv_att_reduce_scatter handles 1, 2, 4 or 8 heads");
+/* every head_dim the host accepts fits the V pass of every split variant */
+LKV_ABI_ASSERT(LKV_ATT_DIM_MAX <= LKV_ATT_COLS * LKV_ATT_BLOCK,
+               "scalar V pass: head_dim <= columns per thread * block");
+LKV_ABI_ASSERT(LKV_ATT_DIM_MAX <= LKV_ATT_F32_VEC * LKV_ATT_BLOCK,
+               "f32 vector V pass: head_dim <= one float4 per thread of the block");
+LKV_ABI_ASSERT(LKV_ATT_DIM_MAX <= LKV_ATT_F16_VEC * LKV_ATT_BLOCK,
+               "f16 vector V pass: head_dim <= one uint4 of halves per thread of the block");
+/* more splits than scales still combine right, but recompute exp per column */
+LKV_ABI_ASSERT(LKV_ATT_MAX_SPLITS <= LKV_ATT_SCALES,
+               "a group's split scales fit the combine's shared memory");
+LKV_ABI_ASSERT(LKV_COMPACT_MAX_SLICE <= LKV_COMPACT_PER_THREAD * LKV_COMPACT_BLOCK,
+               "lkv_compact_march: a slice of w units needs w <= block * per thread");
+
+#endif /* LKV_KERNEL_ABI_H */
