@@ -27,11 +27,6 @@ static const conf_xfail known[] = {
     {"vulkan", "f32 scores", "score(kind=noisy,*",
      "no shaderFloat64: Gumbel noise -log(-log u) in f32 loses digits as u "
      "nears 1; the same Philox bits, so the same sample up to ~1e-2"},
-    {"vulkan", NULL, "attend(*,masked,probs=*",
-     "a query head whose every logit is -inf gets out 0 from attend_combine.comp where "
-     "the oracle's exp(-inf - -inf) gives NaN, and under probs=max a row all of whose "
-     "query heads are so gets probabilities 0 where the oracle's fmax gives -inf (the "
-     "CUDA/HIP kernels follow the oracle)"},
 };
 
 const char *conf_xfail_reason(const char *backend, const char *traits, const char *case_name)

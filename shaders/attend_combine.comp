@@ -4,7 +4,8 @@
 // M = max_s m_s and L = sum_s l_s exp(m_s - M).
 // Launch: x = query heads of the chunk (a workgroup each), invocations over
 // dimensions. Partials and lse are chunk-relative, out is the group's.
-// With no valid slot, out is 0 and lse is -inf, as on the CPU.
+// With no valid slot, out is 0 and lse is -inf, as on the CPU; with valid
+// slots whose every logit is -inf, out is NaN, as the CPU's exp(-inf - -inf).
 
 layout(local_size_x_id = 0) in;
 #define WG gl_WorkGroupSize.x
@@ -42,7 +43,11 @@ void main()
 #ifdef LKV_FAULT_FLIP_SIGN
             o = -o; // fault injection for the conformance self-test; never shipped
 #endif
-            outv[pc.out_base + qh * pc.dim + e] = total > 0.0 ? o / total : 0.0;
+            // No split at all is no valid slot: 0, as on the CPU. Splits
+            // whose every logit is -inf are the CPU's exp(-inf - -inf): NaN.
+            outv[pc.out_base + qh * pc.dim + e] = total > 0.0 ? o / total
+                                                : pc.n_splits == 0u ? 0.0
+                                                : uintBitsToFloat(0x7fc00000u);
         }
     if (tid == 0u)
         lse[rel] = big + log(total);

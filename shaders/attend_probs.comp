@@ -23,11 +23,16 @@ void main()
 {
     uint chr = gl_WorkGroupID.y;
     for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
-        float acc = 0.0;
+        // max starts at -inf and passes over NaN, as the CPU's fmax does: a
+        // query head whose every logit is -inf has lse -inf and p NaN here.
+        float acc = pc.reduce_max != 0u ? uintBitsToFloat(0xff800000u) : 0.0;
         for (uint j = 0u; j < pc.per; j++) {
             uint qh = chr * pc.per + j; // chunk-relative
             float p = exp(logits[qh * pc.n + i] - lse[qh]);
-            acc = pc.reduce_max != 0u ? max(acc, p) : acc + p;
+            if (pc.reduce_max == 0u)
+                acc += p;
+            else if (!isnan(p))
+                acc = max(acc, p);
         }
         probs[pc.probs_skew + chr * pc.cap + i] = pc.reduce_max != 0u ? acc : acc / float(pc.per);
     }

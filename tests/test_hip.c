@@ -23,6 +23,7 @@
 
 #include "error.h"
 #include "gpu/gpu_host_util.h"
+#include "hip/amdgpu_elf.h"
 #include "hip/hip_internal.h"
 #include "test_util.h"
 
@@ -33,40 +34,6 @@
 #ifndef LKV_TEST_HIP_ARCHS
 #error "tests/CMakeLists.txt passes LAZYKV_HIP_TARGETS as LKV_TEST_HIP_ARCHS"
 #endif
-
-/* ---- ELF facts, from the ELF spec and LLVM's ELF.h (EF_AMDGPU_MACH_*) ---- */
-
-#define EM_AMDGPU 224
-
-static unsigned mach_of(const char *target)
-{
-    static const struct {
-        const char *name;
-        unsigned mach;
-    } table[] = {{"gfx900", 0x2c}, {"gfx906", 0x2f},  {"gfx908", 0x30}, {"gfx90a", 0x3f},
-                 {"gfx940", 0x40}, {"gfx1030", 0x36}, {"gfx1100", 0x41}};
-    size_t n = strcspn(target, ":");
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strlen(table[i].name) == n && strncmp(table[i].name, target, n) == 0)
-            return table[i].mach;
-    return 0;
-}
-
-static uint64_t rd(const unsigned char *p, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = bytes - 1; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t fnv1a(const unsigned char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
 
 static const lkv_hip_code_list *embedded(void)
 {

@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amdgpu_elf.h"
+
 #ifndef FAKE_HIP_ROCM
 #error "define FAKE_HIP_ROCM (5 or 6)"
 #endif
@@ -47,8 +49,6 @@ enum {
 #define R0000_ARCH 396
 #define R0600_SIZE 1472
 #define R0600_ARCH 1160
-
-#define EM_AMDGPU 224
 
 static atomic_int live;      /* allocations, modules and programs not yet released */
 static _Thread_local int current = -1; /* this thread's hipSetDevice, -1 before any */
@@ -84,37 +84,6 @@ static int failing(const char *fn)
 static int valid_device(int d)
 {
     return d >= 0 && d < devices();
-}
-
-/* EF_AMDGPU_MACH of the device's processor (LLVM's ELF.h), 0 if unknown. */
-static unsigned mach_of(const char *target)
-{
-    static const struct {
-        const char *name;
-        unsigned mach;
-    } table[] = {{"gfx900", 0x2c},  {"gfx906", 0x2f},  {"gfx908", 0x30}, {"gfx90a", 0x3f},
-                 {"gfx940", 0x40},  {"gfx1030", 0x36}, {"gfx1100", 0x41}};
-    size_t n = strcspn(target, ":");
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strlen(table[i].name) == n && strncmp(table[i].name, target, n) == 0)
-            return table[i].mach;
-    return 0;
-}
-
-static uint64_t rd(const unsigned char *p, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = bytes - 1; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t fnv1a(const unsigned char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
 }
 
 int hipInit(unsigned int flags)
