@@ -8,7 +8,6 @@
  * kernels run in the GPU emulator's tests and on a real GPU in
  * scripts/device-check.sh. */
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -731,13 +730,6 @@ static void *use_from_another_thread(void *arg)
     return NULL;
 }
 
-static void run_on_a_thread(void *(*fn)(void *), thread_job *job)
-{
-    pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, fn, job), 0);
-    cr_assert_eq(pthread_join(th, NULL), 0);
-}
-
 /* The context stack is per thread: every entry pushes the device's context
  * on the thread that calls it, so a device opened on one thread works on
  * another. */
@@ -747,7 +739,7 @@ Test(driver, a_device_opened_on_one_thread_works_from_another)
     thread_job job;
     memset(&job, 0, sizeof job);
     TU_OK(lkv_backend_cuda.open(0, &job.dev));
-    run_on_a_thread(use_from_another_thread, &job);
+    tu_run_on_a_thread(use_from_another_thread, &job);
     cr_assert_eq(job.alloc, LKV_OK, "alloc: %s", job.message);
     cr_assert_eq(job.write, LKV_OK, "write: %s", job.message);
     cr_assert_eq(job.read, LKV_OK, "read: %s", job.message);
@@ -779,7 +771,7 @@ Test(driver, a_driver_call_on_a_thread_without_the_context_fails)
     thread_job job;
     memset(&job, 0, sizeof job);
     TU_OK(lkv_backend_cuda.open(0, &job.dev));
-    run_on_a_thread(alloc_without_entering, &job);
+    tu_run_on_a_thread(alloc_without_entering, &job);
     cr_assert_eq(job.without_enter, LKV_DEVICE_ERROR, "%s", job.message);
     cr_assert(strstr(job.message, "cuda: cuMemAlloc of 64 bytes: CUDA_ERROR_INVALID_CONTEXT "
                                   "(invalid device context)"), "%s", job.message);

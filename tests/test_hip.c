@@ -13,7 +13,6 @@
  * Each Criterion test runs in its own process, so the environment set here
  * (LAZYKV_HIP_LIBRARY, FAKE_HIP_*) never leaks into another test. */
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -794,13 +793,6 @@ static void *use_from_another_thread(void *arg)
     return NULL;
 }
 
-static void run_on_a_thread(void *(*fn)(void *), thread_job *job)
-{
-    pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, fn, job), 0);
-    cr_assert_eq(pthread_join(th, NULL), 0);
-}
-
 Test(hip_fake, a_device_opened_on_one_thread_works_from_another)
 {
     fake f = use_fake(6, "gfx90a:sramecc+:xnack-");
@@ -809,7 +801,7 @@ Test(hip_fake, a_device_opened_on_one_thread_works_from_another)
     memset(&job, 0, sizeof job);
     job.f = &f;
     TU_OK(lkv_backend_hip.open(1, &job.dev));
-    run_on_a_thread(use_from_another_thread, &job);
+    tu_run_on_a_thread(use_from_another_thread, &job);
     cr_assert_eq(job.alloc, LKV_OK, "alloc: %s", job.message);
     cr_assert_eq(job.write, LKV_OK, "write: %s", job.message);
     cr_assert_eq(job.read, LKV_OK, "read: %s", job.message);
@@ -847,7 +839,7 @@ Test(hip_fake, a_call_on_a_thread_without_the_device_fails)
     TU_OK(lkv_backend_hip.alloc(job.dev, 64, &kept));
     TU_OK(select_one_row(job.dev, a, kept)); /* leaves the row-list buffer */
     cr_assert_not_null(job.dev->lists);
-    run_on_a_thread(read_without_entering, &job);
+    tu_run_on_a_thread(read_without_entering, &job);
     cr_assert_eq(job.without_enter, LKV_DEVICE_ERROR, "%s", job.message);
     cr_assert(strstr(job.message, "hip: hipMemcpyDtoH(16 bytes): hipErrorInvalidDevice"), "%s",
               job.message);

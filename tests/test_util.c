@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,4 +154,11 @@ char *tu_replay(const char *trace_text, const char *policy, lkv_status *out_stat
         return NULL;
     }
     return t.s;
+}
+
+void tu_run_on_a_thread(void *(*fn)(void *), void *arg)
+{
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, fn, arg), 0);
+    cr_assert_eq(pthread_join(th, NULL), 0);
 }

@@ -39,6 +39,10 @@ void tu_decode_random(lkv_cache *c, uint64_t *state);
 /* Positions of one cache head (caller frees); *out_n gets the count. */
 int32_t *tu_positions(const lkv_cache *c, int32_t seq, int32_t layer, int32_t head, int32_t *out_n);
 
+/* Runs fn(arg) on a new thread and waits for it: the thread-affinity tests of
+ * the GPU backends (a device opened on one thread, used from another). */
+void tu_run_on_a_thread(void *(*fn)(void *), void *arg);
+
 /* Path under the shared folder (LKV_SHARED_DIR), in a static buffer. */
 const char *tu_shared_path(const char *rel);
 
