@@ -1,30 +1,22 @@
 # Compiles shaders/*.comp to SPIR-V with glslc and embeds them in a C file:
-# lkv_spirv_sources(<out.c> <suffix> [EXTRA_DEFINE <pipe> <define>]) writes
-# one array per pipeline of backends/vulkan/vk_pipelines.h, named
-# lkv_spv_<pipeline>, with its size in bytes.
+# lkv_spirv_sources(<out.c> <suffix> <fault>) writes one array per pipeline
+# of backends/bind/bind_pipes.h, named lkv_spv_<pipeline>, with its size in
+# bytes.
 #
-# Each pipeline is (name, shader, defines): the f16 and f64 variants are the
-# same source compiled with LKV_F16 or LKV_F64.
-set(LKV_SPIRV_PIPELINES
-  "attend_logits_f32|attend_logits|"
-  "attend_logits_f16|attend_logits|LKV_F16"
-  "attend_logits_f32_vec|attend_logits|LKV_VEC"
-  "attend_logits_f16_vec|attend_logits|LKV_F16,LKV_VEC"
-  "attend_split_f32|attend_split|"
-  "attend_split_f16|attend_split|LKV_F16"
-  "attend_split_f32_vec|attend_split_vec|"
-  "attend_split_f16_vec|attend_split_vec|LKV_F16"
-  "attend_combine|attend_combine|"
-  "attend_probs|attend_probs|"
-  "observe|observe|"
-  "score_f32|score|"
-  "score_f64|score|LKV_F64"
-  "score_prior|score_prior|"
-  "select|select|"
-  "compact_kv|compact_kv|"
-  "compact_kv_vec|compact_kv|LKV_VEC"
-  "compact_kv_halves|compact_kv|LKV_HALVES"
-  "compact_meta|compact_meta|")
+# Each pipeline is (name, source, defines): the f16 and f64 variants are the
+# same source compiled with LKV_F16 or LKV_F64. The list is read from
+# bind_pipes.h, which the C side expands, so the two never disagree.
+file(STRINGS ${PROJECT_SOURCE_DIR}/backends/bind/bind_pipes.h LKV_PIPE_LINES
+     REGEX "^LKV_BIND_PIPE\\(")
+set(LKV_SPIRV_PIPELINES "")
+foreach(line ${LKV_PIPE_LINES})
+  if(NOT line MATCHES "^LKV_BIND_PIPE\\(([a-z0-9_]+), ([a-z0-9_]+), \"([A-Z0-9_,]*)\", [0-9]+, [0-9]+\\)$")
+    message(FATAL_ERROR "backends/bind/bind_pipes.h: cannot read the line '${line}'")
+  endif()
+  list(APPEND LKV_SPIRV_PIPELINES "${CMAKE_MATCH_1}|${CMAKE_MATCH_2}|${CMAKE_MATCH_3}")
+endforeach()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             ${PROJECT_SOURCE_DIR}/backends/bind/bind_pipes.h)
 
 file(GLOB LKV_SHADER_INCLUDES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/shaders/*.glsl)
 

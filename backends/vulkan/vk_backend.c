@@ -49,28 +49,43 @@ static lkv_status vk_sync(lkv_device *d)
 
 static lkv_status vk_attend(lkv_device *d, const lkv_attend_args *a)
 {
-    LKV_VK_LOCKED(d, lkv_vk_attend(d, a));
+    LKV_VK_LOCKED(d, lkv_bind_attend(d, a));
 }
 
 static lkv_status vk_observe(lkv_device *d, const lkv_observe_args *a)
 {
-    LKV_VK_LOCKED(d, lkv_vk_observe(d, a));
+    LKV_VK_LOCKED(d, lkv_bind_observe(d, a));
 }
 
 static lkv_status vk_score(lkv_device *d, const lkv_score_args *a)
 {
-    LKV_VK_LOCKED(d, lkv_vk_score(d, a));
+    LKV_VK_LOCKED(d, lkv_bind_score(d, a));
 }
 
 static lkv_status vk_select(lkv_device *d, const lkv_select_args *a)
 {
-    LKV_VK_LOCKED(d, lkv_vk_select(d, a));
+    LKV_VK_LOCKED(d, lkv_bind_select(d, a));
 }
 
 static lkv_status vk_compact(lkv_device *d, const lkv_compact_args *a)
 {
-    LKV_VK_LOCKED(d, lkv_vk_compact(d, a));
+    LKV_VK_LOCKED(d, lkv_bind_compact(d, a));
 }
+
+static uint64_t vk_size(const lkv_buffer *b)
+{
+    return b->size;
+}
+
+const lkv_bind_driver lkv_vk_bind_driver = {
+    .name = "vulkan",
+    .pipe_ready = lkv_vk_pipe_ready,
+    .dispatch = lkv_vk_dispatch,
+    .list_room = lkv_vk_list_room,
+    .list_put = lkv_vk_list_put,
+    .reserve = lkv_vk_reserve,
+    .size = vk_size,
+};
 
 const lkv_backend_ops lkv_backend_vulkan = {
     .name = "vulkan",

@@ -32,7 +32,7 @@ static lkv_status create_device(lkv_device *d)
 {
     VkPhysicalDeviceFeatures want;
     memset(&want, 0, sizeof want);
-    want.shaderFloat64 = d->has_f64 ? VK_TRUE : VK_FALSE;
+    want.shaderFloat64 = d->bind.lim.has_f64 ? VK_TRUE : VK_FALSE;
     d->family = compute_family(d);
     float prio = 1.0f;
     VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -82,10 +82,10 @@ void lkv_vk_close(lkv_device *d)
         d->vi.fn.vkDeviceWaitIdle(d->dev);
         lkv_vk_free(d, d->arena);
         lkv_vk_free(d, d->staging);
-        lkv_vk_free(d, d->logits);
-        lkv_vk_free(d, d->partials);
-        lkv_vk_free(d, d->lse);
-        lkv_vk_free(d, d->compact_scratch);
+        lkv_vk_free(d, d->bind.logits);
+        lkv_vk_free(d, d->bind.partials);
+        lkv_vk_free(d, d->bind.lse);
+        lkv_vk_free(d, d->bind.compact_scratch);
         lkv_vk_pipelines_destroy(d);
         if (d->fence)
             d->vi.fn.vkDestroyFence(d->dev, d->fence, NULL);
@@ -95,6 +95,7 @@ void lkv_vk_close(lkv_device *d)
     } else if (d->dev && d->vi.fn.vkDestroyDevice) {
         d->vi.fn.vkDestroyDevice(d->dev, NULL);
     }
+    lkv_bind_release(&d->bind);
     if (d->locked)
         pthread_mutex_destroy(&d->lock);
     lkv_vk_instance_destroy(&d->vi);

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "backend.h"
+#include "bind/bind_internal.h"
 
 typedef struct lkv_vk_fns {
     PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
@@ -32,13 +33,6 @@ typedef struct lkv_vk_instance {
     VkDebugUtilsMessengerEXT messenger;
 } lkv_vk_instance;
 
-typedef enum lkv_vk_pipe_id {
-#define LKV_VK_PIPE(name, bindings, push) LKV_VK_PIPE_##name,
-#include "vk_pipelines.h"
-#undef LKV_VK_PIPE
-    LKV_VK_PIPE_COUNT
-} lkv_vk_pipe_id;
-
 typedef struct lkv_vk_pipeline {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout layout;
@@ -55,6 +49,7 @@ struct lkv_buffer {
 #define LKV_VK_MAX_DEVICES 16
 
 struct lkv_device {
+    lkv_bind_device bind; /* first: the shared op plans reach it (backends/bind/) */
     pthread_mutex_t lock; /* held by every op entry (vk_backend.c) */
     int locked;           /* lock initialised */
     lkv_vk_instance vi;
@@ -65,11 +60,7 @@ struct lkv_device {
     int fns_loaded;    /* every LKV_VK_DEVICE entry point resolved */
     VkQueue queue;
     uint32_t family;
-    int has_f64;       /* shaderFloat64: scores in double, as the oracle */
-    uint32_t wg;       /* workgroup size: a power of two, a specialization constant */
-    uint32_t max_groups; /* workgroups worth launching at once (see workgroup_budget) */
-    VkDeviceSize max_range, align; /* storage-buffer binding limits */
-    VkDeviceSize max_alloc;        /* largest single allocation */
+    VkDeviceSize max_alloc; /* largest single allocation */
     VkCommandPool pool;
     VkCommandBuffer cmd;
     VkFence fence;
@@ -77,24 +68,8 @@ struct lkv_device {
     lkv_buffer *arena; /* host-visible: row lists of the recorded dispatches */
     VkDeviceSize arena_used;
     lkv_buffer *staging; /* host-visible bounce buffer when buffers are not */
-    lkv_buffer *logits, *partials, *lse; /* attend scratch, grown on demand */
-    lkv_buffer *compact_scratch;         /* compact's gather rounds */
-    lkv_vk_pipeline pipes[LKV_VK_PIPE_COUNT];
+    lkv_vk_pipeline pipes[LKV_BIND_PIPE_COUNT];
 };
-
-/* One storage-buffer binding of a dispatch. */
-typedef struct lkv_vk_binding {
-    const lkv_buffer *buf;
-    VkDeviceSize offset, range;
-} lkv_vk_binding;
-
-/* A window over rows [lo, hi] of a [rows][per_row] buffer of `elem`-byte
- * values: the binding and the elements that precede row lo in it (the
- * binding offset is rounded down to the device's alignment). */
-typedef struct lkv_vk_window {
-    lkv_vk_binding bind;
-    uint32_t skew;
-} lkv_vk_window;
 
 /* vk_loader.c */
 /* Messages the validation layer has sent in this process. */
@@ -128,49 +103,16 @@ lkv_status lkv_vk_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes);
 lkv_status lkv_vk_begin(lkv_device *d);
 lkv_status lkv_vk_flush(lkv_device *d); /* submit what is recorded and wait */
 void lkv_vk_barrier(lkv_device *d);
-/* Makes room for `bytes` of lists (one op's, all runs, alignment included)
- * before the op records anything, so putting them cannot fail half-way. */
-lkv_status lkv_vk_arena_room(lkv_device *d, size_t bytes);
-/* Room for an op's lists of `n_rows` entries of `ncols` columns. */
-static inline size_t lkv_vk_list_bytes(const lkv_device *d, int32_t n_rows, int ncols)
-{
-    return (size_t)n_rows * ((size_t)ncols * 4 + (size_t)d->align) + (size_t)d->align;
-}
-/* Writes entries first .. first+len of `ncols` host int32 columns (rows,
- * row_n, ...) interleaved into the arena, for the shader's `list`. */
-lkv_status lkv_vk_put_list(lkv_device *d, const int32_t *const *cols, int ncols, int32_t first,
-                           int32_t len, lkv_vk_binding *out_bind);
-
-/* vk_pipeline.c */
-lkv_status lkv_vk_dispatch(lkv_device *d, lkv_vk_pipe_id pipe, const lkv_vk_binding *binds,
+/* The driver table of the shared op plans (backends/bind/): list room and
+ * placement in the host-visible arena (vk_submit.c), dispatch and pipeline
+ * building (vk_pipeline.c). */
+extern const lkv_bind_driver lkv_vk_bind_driver;
+lkv_status lkv_vk_list_room(lkv_device *d, size_t bytes);
+lkv_status lkv_vk_list_put(lkv_device *d, const uint32_t *words, size_t bytes, lkv_bind_buf *out_bind);
+lkv_status lkv_vk_dispatch(lkv_device *d, lkv_bind_pipe pipe, const lkv_bind_buf *binds,
                            const void *push, uint32_t gx, uint32_t gy, uint32_t gz);
-/* Builds a pipeline now, so an op can acquire everything before recording. */
-lkv_status lkv_vk_pipe_ready(lkv_device *d, lkv_vk_pipe_id id);
+lkv_status lkv_vk_pipe_ready(lkv_device *d, lkv_bind_pipe id);
 void lkv_vk_pipelines_destroy(lkv_device *d);
-
-/* vk_window.c */
-lkv_vk_window lkv_vk_window_of(const lkv_device *d, const lkv_buffer *b, int64_t row_lo,
-                               int64_t row_hi, VkDeviceSize row_bytes, uint32_t elem);
-/* Splits a row list into runs that fit one dispatch: rows spanning at most
- * `rows_fit` consecutive rows, at most the device's group count, whole
- * multiples of `unit` entries. Returns the run length starting at `first`. */
-int32_t lkv_vk_run(const lkv_device *d, const int32_t *rows, int32_t count, int32_t first,
-                   int64_t rows_fit, int32_t unit, int64_t *out_lo, int64_t *out_hi);
-/* The largest of v[first .. first+len): a run's longest row, which sizes
- * its grid. */
-int32_t lkv_vk_longest(const int32_t *v, int32_t first, int32_t len);
-/* How many consecutive rows of `row_bytes` one binding can span. */
-int64_t lkv_vk_rows_fit(const lkv_device *d, VkDeviceSize row_bytes);
-/* Workgroups along x for `items` invocations in each of `rows` rows of a
- * grid-stride dispatch: one per item, within the device's budget. */
-uint32_t lkv_vk_groups(const lkv_device *d, int64_t items, int64_t rows);
-
-/* The ops (one file each). */
-lkv_status lkv_vk_attend(lkv_device *d, const lkv_attend_args *a);
-lkv_status lkv_vk_observe(lkv_device *d, const lkv_observe_args *a);
-lkv_status lkv_vk_score(lkv_device *d, const lkv_score_args *a);
-lkv_status lkv_vk_select(lkv_device *d, const lkv_select_args *a);
-lkv_status lkv_vk_compact(lkv_device *d, const lkv_compact_args *a);
 
 extern const lkv_backend_ops lkv_backend_vulkan;
 

@@ -8,27 +8,24 @@
 #include "error.h"
 #include "vk_internal.h"
 
-#define LKV_VK_PIPE(name, bindings, push)                                                    \
+#define LKV_BIND_PIPE(name, source, defines, bindings, push)                                 \
     extern const uint32_t lkv_spv_##name[];                                                  \
     extern const size_t lkv_spv_##name##_size;
-#include "vk_pipelines.h"
-#undef LKV_VK_PIPE
+#include "bind/bind_pipes.h"
+#undef LKV_BIND_PIPE
 
-typedef struct pipe_info {
-    const char *name;
+typedef struct spirv {
     const uint32_t *code;
-    const size_t *code_size;
-    uint32_t bindings;
-    uint32_t push_bytes;
-} pipe_info;
+    const size_t *size;
+} spirv;
 
-static const pipe_info pipes[LKV_VK_PIPE_COUNT] = {
-#define LKV_VK_PIPE(name, bindings, push) {#name, lkv_spv_##name, &lkv_spv_##name##_size, bindings, push},
-#include "vk_pipelines.h"
-#undef LKV_VK_PIPE
+static const spirv code_of[LKV_BIND_PIPE_COUNT] = {
+#define LKV_BIND_PIPE(name, source, defines, bindings, push) {lkv_spv_##name, &lkv_spv_##name##_size},
+#include "bind/bind_pipes.h"
+#undef LKV_BIND_PIPE
 };
 
-#define LKV_VK_MAX_BINDINGS 8
+#define LKV_VK_MAX_BINDINGS LKV_BIND_MAX_BINDINGS
 
 static void destroy(lkv_device *d, lkv_vk_pipeline *p)
 {
@@ -42,10 +39,10 @@ static void destroy(lkv_device *d, lkv_vk_pipeline *p)
     memset(p, 0, sizeof *p);
 }
 
-static lkv_status build(lkv_device *d, lkv_vk_pipe_id id)
+static lkv_status build(lkv_device *d, lkv_bind_pipe id)
 {
     const lkv_vk_fns *fn = &d->vi.fn;
-    const pipe_info *info = &pipes[id];
+    const lkv_bind_pipe_info *info = &lkv_bind_pipes[id];
     lkv_vk_pipeline *p = &d->pipes[id];
     VkDescriptorSetLayoutBinding b[LKV_VK_MAX_BINDINGS];
     for (uint32_t i = 0; i < info->bindings; i++)
@@ -70,8 +67,8 @@ static lkv_status build(lkv_device *d, lkv_vk_pipe_id id)
         st = lkv_vk_check(fn->vkCreatePipelineLayout(d->dev, &lci, NULL, &p->layout),
                           "vkCreatePipelineLayout");
     VkShaderModuleCreateInfo mci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                    .codeSize = *info->code_size,
-                                    .pCode = info->code};
+                                    .codeSize = *code_of[id].size,
+                                    .pCode = code_of[id].code};
     VkShaderModule module = VK_NULL_HANDLE;
     if (st == LKV_OK)
         st = lkv_vk_check(fn->vkCreateShaderModule(d->dev, &mci, NULL, &module), "vkCreateShaderModule");
@@ -79,7 +76,7 @@ static lkv_status build(lkv_device *d, lkv_vk_pipe_id id)
     VkSpecializationInfo spec = {.mapEntryCount = 1,
                                  .pMapEntries = &entry,
                                  .dataSize = sizeof(uint32_t),
-                                 .pData = &d->wg};
+                                 .pData = &d->bind.lim.wg};
     VkComputePipelineCreateInfo cci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
@@ -100,12 +97,12 @@ static lkv_status build(lkv_device *d, lkv_vk_pipe_id id)
     return LKV_OK;
 }
 
-lkv_status lkv_vk_pipe_ready(lkv_device *d, lkv_vk_pipe_id id)
+lkv_status lkv_vk_pipe_ready(lkv_device *d, lkv_bind_pipe id)
 {
     return d->pipes[id].pipeline ? LKV_OK : build(d, id);
 }
 
-lkv_status lkv_vk_dispatch(lkv_device *d, lkv_vk_pipe_id id, const lkv_vk_binding *binds,
+lkv_status lkv_vk_dispatch(lkv_device *d, lkv_bind_pipe id, const lkv_bind_buf *binds,
                            const void *push, uint32_t gx, uint32_t gy, uint32_t gz)
 {
     const lkv_vk_fns *fn = &d->vi.fn;
@@ -117,7 +114,7 @@ lkv_status lkv_vk_dispatch(lkv_device *d, lkv_vk_pipe_id id, const lkv_vk_bindin
         return st;
     if (gx == 0 || gy == 0 || gz == 0)
         return LKV_OK;
-    const pipe_info *info = &pipes[id];
+    const lkv_bind_pipe_info *info = &lkv_bind_pipes[id];
     VkDescriptorBufferInfo bi[LKV_VK_MAX_BINDINGS];
     VkWriteDescriptorSet w[LKV_VK_MAX_BINDINGS];
     for (uint32_t i = 0; i < info->bindings; i++) {
@@ -139,6 +136,6 @@ lkv_status lkv_vk_dispatch(lkv_device *d, lkv_vk_pipe_id id, const lkv_vk_bindin
 
 void lkv_vk_pipelines_destroy(lkv_device *d)
 {
-    for (int i = 0; i < LKV_VK_PIPE_COUNT; i++)
+    for (int i = 0; i < LKV_BIND_PIPE_COUNT; i++)
         destroy(d, &d->pipes[i]);
 }

@@ -44,11 +44,11 @@ static lkv_status workgroup_size(lkv_device *d)
         st = lkv_fail(LKV_INVALID_ARGUMENT, "LAZYKV_VULKAN_WG '%lld' is not a power of two", v);
     if (st != LKV_OK)
         return st;
-    d->wg = (uint32_t)v;
-    while (d->wg > 1 && (d->wg > l->maxComputeWorkGroupInvocations ||
-                         d->wg > l->maxComputeWorkGroupSize[0] ||
-                         d->wg * LKV_VK_SHARED_PER_INVOCATION > l->maxComputeSharedMemorySize))
-        d->wg /= 2;
+    uint32_t wg = (uint32_t)v;
+    while (wg > 1 && (wg > l->maxComputeWorkGroupInvocations || wg > l->maxComputeWorkGroupSize[0] ||
+                      wg * LKV_VK_SHARED_PER_INVOCATION > l->maxComputeSharedMemorySize))
+        wg /= 2;
+    d->bind.lim.wg = wg;
     return LKV_OK;
 }
 
@@ -66,15 +66,18 @@ static uint32_t workgroup_budget(const VkPhysicalDeviceProperties *p)
 
 static lkv_status binding_limits(lkv_device *d)
 {
-    d->max_range = d->props.limits.maxStorageBufferRange;
-    d->align = d->props.limits.minStorageBufferOffsetAlignment;
-    if (d->align < 4)
-        d->align = 4;
+    lkv_bind_limits *lim = &d->bind.lim;
+    lim->max_range = d->props.limits.maxStorageBufferRange;
+    lim->align = d->props.limits.minStorageBufferOffsetAlignment;
+    if (lim->align < 4)
+        lim->align = 4;
+    lim->max_count[0] = d->props.limits.maxComputeWorkGroupCount[0];
+    lim->max_count[1] = d->props.limits.maxComputeWorkGroupCount[1];
     long long v = 0;
     int set = 0;
-    lkv_status st = env_long("LAZYKV_VULKAN_MAX_RANGE", 4096, (long long)d->max_range, &v, &set);
+    lkv_status st = env_long("LAZYKV_VULKAN_MAX_RANGE", 4096, (long long)lim->max_range, &v, &set);
     if (st == LKV_OK && set)
-        d->max_range = (VkDeviceSize)v;
+        lim->max_range = (uint64_t)v;
     VkPhysicalDeviceMaintenance3Properties m3 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
@@ -91,7 +94,7 @@ static lkv_status f64_scores(lkv_device *d)
     long long v = 1;
     int set = 0;
     lkv_status st = env_long("LAZYKV_VULKAN_F64", 0, 1, &v, &set);
-    d->has_f64 = have.shaderFloat64 == VK_TRUE && v == 1;
+    d->bind.lim.has_f64 = have.shaderFloat64 == VK_TRUE && v == 1;
     return st;
 }
 
@@ -99,7 +102,8 @@ lkv_status lkv_vk_settings(lkv_device *d)
 {
     d->vi.fn.vkGetPhysicalDeviceProperties(d->phys, &d->props);
     d->vi.fn.vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem_props);
-    d->max_groups = workgroup_budget(&d->props);
+    d->bind.drv = &lkv_vk_bind_driver;
+    d->bind.lim.max_groups = workgroup_budget(&d->props);
     lkv_status st = workgroup_size(d);
     if (st == LKV_OK)
         st = binding_limits(d);

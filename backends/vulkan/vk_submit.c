@@ -57,9 +57,10 @@ lkv_status lkv_vk_flush(lkv_device *d)
     return st;
 }
 
-lkv_status lkv_vk_arena_room(lkv_device *d, size_t bytes)
+lkv_status lkv_vk_list_room(lkv_device *d, size_t bytes)
 {
-    VkDeviceSize at = (d->arena_used + d->align - 1) / d->align * d->align;
+    VkDeviceSize align = d->bind.lim.align;
+    VkDeviceSize at = (d->arena_used + align - 1) / align * align;
     if (at + bytes <= d->arena->size)
         return LKV_OK;
     /* Full. Recorded dispatches read their lists from the arena when they
@@ -74,18 +75,14 @@ lkv_status lkv_vk_arena_room(lkv_device *d, size_t bytes)
     return st;
 }
 
-lkv_status lkv_vk_put_list(lkv_device *d, const int32_t *const *cols, int ncols, int32_t first,
-                           int32_t len, lkv_vk_binding *out_bind)
+lkv_status lkv_vk_list_put(lkv_device *d, const uint32_t *words, size_t bytes, lkv_bind_buf *out_bind)
 {
-    size_t bytes = (size_t)len * (size_t)ncols * sizeof(uint32_t);
-    lkv_status st = lkv_vk_arena_room(d, bytes);
+    lkv_status st = lkv_vk_list_room(d, bytes);
     if (st != LKV_OK)
         return st;
-    VkDeviceSize at = (d->arena_used + d->align - 1) / d->align * d->align;
-    uint32_t *out = (uint32_t *)(void *)(d->arena->map + at);
-    for (int32_t i = 0; i < len; i++)
-        for (int c = 0; c < ncols; c++)
-            out[(size_t)i * (size_t)ncols + (size_t)c] = (uint32_t)cols[c][first + i];
+    VkDeviceSize align = d->bind.lim.align;
+    VkDeviceSize at = (d->arena_used + align - 1) / align * align;
+    memcpy(d->arena->map + at, words, bytes);
     d->arena_used = at + bytes;
     out_bind->buf = d->arena;
     out_bind->offset = at;

@@ -1,20 +1,20 @@
-/* compact on Vulkan: compact_kv.comp moves K and V, compact_meta.comp the
+/* compact: compact_kv.comp moves K and V, compact_meta.comp the
  * position and state, in rounds of gather-to-scratch then write (see the
  * shaders for why in place is safe). Every round covers every row of a run,
  * so all workgroups of the device share the work; the scratch, and so the
- * extra memory an eviction needs, is bounded by LKV_VK_COMPACT_SCRATCH.
+ * extra memory an eviction needs, is bounded by LKV_BIND_COMPACT_SCRATCH.
  *
  * The op plans every run first and acquires what they need (pipelines,
  * scratch, room for the row lists) before recording anything: a failure
  * then leaves the cache as it was, never with K/V moved and state not. */
 #include "error.h"
-#include "vk_internal.h"
+#include "bind_internal.h"
 
-#define LKV_VK_COMPACT_SCRATCH ((VkDeviceSize)16 << 20)
+#define LKV_BIND_COMPACT_SCRATCH ((uint64_t)16 << 20)
 
 /* How one run of rows moves its K and V. */
 typedef struct kv_plan {
-    lkv_vk_pipe_id pipe;
+    lkv_bind_pipe pipe;
     uint32_t words;      /* per slot, in the shader's units */
     uint32_t skew;       /* the same units before row lo's slot 0 in the window */
     uint32_t slot_words; /* scratch words per slot */
@@ -33,9 +33,9 @@ static uint32_t elem_of(const lkv_cache_buffers *c)
     return c->dtype == LKV_DTYPE_F16 ? 2 : 4;
 }
 
-static VkDeviceSize kv_row_bytes(const lkv_cache_buffers *c)
+static uint64_t kv_row_bytes(const lkv_cache_buffers *c)
 {
-    return (VkDeviceSize)c->capacity * (VkDeviceSize)c->head_dim * elem_of(c);
+    return (uint64_t)c->capacity * (uint64_t)c->head_dim * elem_of(c);
 }
 
 /* Whole 32-bit words per slot, in 16-byte units where slots and the window
@@ -53,25 +53,25 @@ static kv_plan plan_kv(const lkv_cache_buffers *c, uint32_t skew_elems)
     p.slot_words = halves ? (p.words + 3) / 2 : p.words;
     int vec = !halves && p.words % 4 == 0 && p.skew % 4 == 0;
     p.unit = vec ? 4 : 1;
-    p.pipe = halves ? LKV_VK_PIPE_compact_kv_halves
-                    : vec ? LKV_VK_PIPE_compact_kv_vec : LKV_VK_PIPE_compact_kv;
+    p.pipe = halves ? LKV_BIND_PIPE_compact_kv_halves
+                    : vec ? LKV_BIND_PIPE_compact_kv_vec : LKV_BIND_PIPE_compact_kv;
     return p;
 }
 
 /* Slots per round per row, when each slot takes `bytes` of scratch. */
-static uint32_t round_slots(const lkv_device *d, int32_t rows, VkDeviceSize bytes)
+static uint32_t round_slots(lkv_device *d, int32_t rows, uint64_t bytes)
 {
-    VkDeviceSize cap = LKV_VK_COMPACT_SCRATCH < d->max_range - d->align ? LKV_VK_COMPACT_SCRATCH
-                                                                        : d->max_range - d->align;
-    VkDeviceSize w = cap / ((VkDeviceSize)rows * bytes);
+    uint64_t cap = LKV_BIND_COMPACT_SCRATCH < lkv_bind_lim(d)->max_range - lkv_bind_lim(d)->align ? LKV_BIND_COMPACT_SCRATCH
+                                                                        : lkv_bind_lim(d)->max_range - lkv_bind_lim(d)->align;
+    uint64_t w = cap / ((uint64_t)rows * bytes);
     return w < 1 ? 1 : (uint32_t)w;
 }
 
 /* compact_kv takes a slot per workgroup: one per slot of the round, within
  * the device's budget (the workgroups loop over the rest). */
-static uint32_t slot_groups(const lkv_device *d, int32_t rows, uint32_t slots)
+static uint32_t slot_groups(lkv_device *d, int32_t rows, uint32_t slots)
 {
-    uint32_t g = d->max_groups / (uint32_t)rows;
+    uint32_t g = lkv_bind_lim(d)->max_groups / (uint32_t)rows;
     g = g < 1 ? 1 : g;
     return g < slots ? g : slots;
 }
@@ -80,105 +80,106 @@ static compact_run plan_run(lkv_device *d, const lkv_compact_args *a, int32_t fi
 {
     const lkv_cache_buffers *c = a->cache;
     compact_run r = {.first = first};
-    r.len = lkv_vk_run(d, a->rows, a->n_rows, first, fit, 1, &r.lo, &r.hi);
-    lkv_vk_window k = lkv_vk_window_of(d, c->k, r.lo, r.hi, kv_row_bytes(c), elem_of(c));
+    r.len = lkv_bind_run(d, a->rows, a->n_rows, first, fit, 1, &r.lo, &r.hi);
+    lkv_bind_window k = lkv_bind_window_of(d, c->k, r.lo, r.hi, kv_row_bytes(c), elem_of(c));
     r.kv = plan_kv(c, k.skew);
-    r.kv_round = round_slots(d, r.len, (VkDeviceSize)r.kv.slot_words * 8);
+    r.kv_round = round_slots(d, r.len, (uint64_t)r.kv.slot_words * 8);
     r.meta_round = round_slots(d, r.len, 16);
     return r;
 }
 
-static VkDeviceSize kv_scratch(const compact_run *r)
+static uint64_t kv_scratch(const compact_run *r)
 {
-    return (VkDeviceSize)r->len * r->kv_round * r->kv.slot_words * 8;
+    return (uint64_t)r->len * r->kv_round * r->kv.slot_words * 8;
 }
 
-static VkDeviceSize meta_scratch(const compact_run *r)
+static uint64_t meta_scratch(const compact_run *r)
 {
-    return (VkDeviceSize)r->len * r->meta_round * 16;
+    return (uint64_t)r->len * r->meta_round * 16;
 }
 
 /* Pipelines, scratch and list room for every run, before any recording. */
 static lkv_status acquire(lkv_device *d, const lkv_compact_args *a, int64_t fit)
 {
-    VkDeviceSize scratch = 0;
-    lkv_status st = lkv_vk_pipe_ready(d, LKV_VK_PIPE_compact_meta);
+    uint64_t scratch = 0;
+    lkv_status st = lkv_bind_pipe_ready(d, LKV_BIND_PIPE_compact_meta);
     for (int32_t first = 0; st == LKV_OK && first < a->n_rows;) {
         compact_run r = plan_run(d, a, first, fit);
-        st = lkv_vk_pipe_ready(d, r.kv.pipe);
+        st = lkv_bind_pipe_ready(d, r.kv.pipe);
         scratch = kv_scratch(&r) > scratch ? kv_scratch(&r) : scratch;
         scratch = meta_scratch(&r) > scratch ? meta_scratch(&r) : scratch;
         first += r.len;
     }
     if (st == LKV_OK)
-        st = lkv_vk_reserve(d, &d->compact_scratch, (size_t)scratch);
+        st = lkv_bind_reserve(d, &lkv_bind_of(d)->compact_scratch, (size_t)scratch);
     if (st == LKV_OK)
-        st = lkv_vk_arena_room(d, lkv_vk_list_bytes(d, a->n_rows, 2));
+        st = lkv_bind_list_room(d, a->n_rows, 2);
     return st;
 }
 
 static lkv_status move_kv(lkv_device *d, const lkv_compact_args *a, const compact_run *r,
-                          lkv_vk_binding list, lkv_vk_window kept)
+                          lkv_bind_buf list, lkv_bind_window kept)
 {
     const lkv_cache_buffers *c = a->cache;
     const kv_plan *p = &r->kv;
-    VkDeviceSize scratch = kv_scratch(r);
-    lkv_vk_binding b[5] = {list, kept.bind,
-                           lkv_vk_window_of(d, c->k, r->lo, r->hi, kv_row_bytes(c), elem_of(c)).bind,
-                           lkv_vk_window_of(d, c->v, r->lo, r->hi, kv_row_bytes(c), elem_of(c)).bind,
-                           {d->compact_scratch, 0, scratch}};
-    int64_t most = lkv_vk_longest(a->row_k, r->first, r->len);
+    uint64_t scratch = kv_scratch(r);
+    lkv_bind_buf b[5] = {list, kept.bind,
+                           lkv_bind_window_of(d, c->k, r->lo, r->hi, kv_row_bytes(c), elem_of(c)).bind,
+                           lkv_bind_window_of(d, c->v, r->lo, r->hi, kv_row_bytes(c), elem_of(c)).bind,
+                           {lkv_bind_of(d)->compact_scratch, 0, scratch}};
+    int64_t most = lkv_bind_longest(a->row_k, r->first, r->len);
     lkv_status st = LKV_OK;
     for (int64_t first = 0; st == LKV_OK && first < most; first += r->kv_round)
         for (uint32_t phase = 0; st == LKV_OK && phase < 2; phase++) {
             struct { uint32_t cap, words, skew, row_base, meta_skew, phase, first, slots, half; } push =
                 {(uint32_t)c->capacity, p->words / p->unit, p->skew / p->unit, (uint32_t)r->lo,
                  kept.skew, phase, (uint32_t)first, r->kv_round, (uint32_t)(scratch / 8 / p->unit)};
-            st = lkv_vk_dispatch(d, p->pipe, b, &push, slot_groups(d, r->len, r->kv_round),
+            st = lkv_bind_dispatch(d, p->pipe, b, &push, slot_groups(d, r->len, r->kv_round),
                                  (uint32_t)r->len, 1);
         }
     return st;
 }
 
 static lkv_status move_meta(lkv_device *d, const lkv_compact_args *a, const compact_run *r,
-                            lkv_vk_binding list, lkv_vk_window kept)
+                            lkv_bind_buf list, lkv_bind_window kept)
 {
     const lkv_cache_buffers *c = a->cache;
-    VkDeviceSize row = (VkDeviceSize)c->capacity * 4;
-    lkv_vk_binding b[7] = {list, kept.bind,
-                           lkv_vk_window_of(d, c->pos, r->lo, r->hi, row, 4).bind,
-                           lkv_vk_window_of(d, c->state_a, r->lo, r->hi, row, 4).bind,
-                           lkv_vk_window_of(d, c->state_b, r->lo, r->hi, row, 4).bind,
-                           lkv_vk_window_of(d, c->state_f, r->lo, r->hi, row, 4).bind,
-                           {d->compact_scratch, 0, meta_scratch(r)}};
-    int64_t most = lkv_vk_longest(a->row_k, r->first, r->len);
+    uint64_t row = (uint64_t)c->capacity * 4;
+    lkv_bind_buf b[7] = {list, kept.bind,
+                           lkv_bind_window_of(d, c->pos, r->lo, r->hi, row, 4).bind,
+                           lkv_bind_window_of(d, c->state_a, r->lo, r->hi, row, 4).bind,
+                           lkv_bind_window_of(d, c->state_b, r->lo, r->hi, row, 4).bind,
+                           lkv_bind_window_of(d, c->state_f, r->lo, r->hi, row, 4).bind,
+                           {lkv_bind_of(d)->compact_scratch, 0, meta_scratch(r)}};
+    int64_t most = lkv_bind_longest(a->row_k, r->first, r->len);
     lkv_status st = LKV_OK;
     for (int64_t first = 0; st == LKV_OK && first < most; first += r->meta_round)
         for (uint32_t phase = 0; st == LKV_OK && phase < 2; phase++) {
             struct { uint32_t cap, skew, row_base, phase, first, slots; } push =
                 {(uint32_t)c->capacity, kept.skew, (uint32_t)r->lo, phase, (uint32_t)first,
                  r->meta_round};
-            st = lkv_vk_dispatch(d, LKV_VK_PIPE_compact_meta, b, &push,
-                                 lkv_vk_groups(d, r->meta_round, r->len), (uint32_t)r->len, 1);
+            st = lkv_bind_dispatch(d, LKV_BIND_PIPE_compact_meta, b, &push,
+                                 lkv_bind_groups(d, r->meta_round, r->len), (uint32_t)r->len, 1);
         }
     return st;
 }
 
-lkv_status lkv_vk_compact(lkv_device *d, const lkv_compact_args *a)
+lkv_status lkv_bind_compact(lkv_device *d, const lkv_compact_args *a)
 {
     const lkv_cache_buffers *c = a->cache;
-    int64_t fit = lkv_vk_rows_fit(d, kv_row_bytes(c));
+    int64_t fit = lkv_bind_rows_fit(d, kv_row_bytes(c));
     if (fit < 1)
-        return lkv_fail(LKV_UNSUPPORTED, "vulkan compact: one cache row (%llu bytes) exceeds this "
-                        "device's %llu-byte storage-buffer range",
-                        (unsigned long long)kv_row_bytes(c), (unsigned long long)d->max_range);
+        return lkv_fail(LKV_UNSUPPORTED, "%s compact: one cache row (%llu bytes) exceeds this "
+                        "device's %llu-byte binding range",
+                        lkv_bind_name(d), (unsigned long long)kv_row_bytes(c),
+                        (unsigned long long)lkv_bind_lim(d)->max_range);
     lkv_status st = acquire(d, a, fit);
     const int32_t *cols[2] = {a->rows, a->row_k};
     for (int32_t first = 0; st == LKV_OK && first < a->n_rows;) {
         compact_run r = plan_run(d, a, first, fit);
-        lkv_vk_binding list;
-        st = lkv_vk_put_list(d, cols, 2, r.first, r.len, &list);
-        lkv_vk_window kept = lkv_vk_window_of(d, a->kept, r.lo, r.hi, (VkDeviceSize)c->capacity * 4, 4);
+        lkv_bind_buf list;
+        st = lkv_bind_put_list(d, cols, 2, r.first, r.len, &list);
+        lkv_bind_window kept = lkv_bind_window_of(d, a->kept, r.lo, r.hi, (uint64_t)c->capacity * 4, 4);
         if (st == LKV_OK)
             st = move_kv(d, a, &r, list, kept);
         if (st == LKV_OK)

@@ -1,0 +1,146 @@
+/* attend: four dispatches per chunk of cache heads (see the kernels,
+ * shaders/attend_*.comp and kernels/opencl/attend_*.cl, for the arithmetic and how it differs from the CPU oracle):
+ *   attend_logits   logits of every slot for every query head
+ *   attend_split    flash-decoding partials over splits of the cache
+ *   attend_combine  out and the log-sum-exp per query head
+ *   attend_probs    per-slot probabilities, combined per cache head
+ * A chunk is as many cache heads of a group as one binding window holds
+ * (all of them unless the cache is very long). */
+#include "error.h"
+#include "bind_internal.h"
+
+/* A split covers at least this many slots, and a cache is cut into at most
+ * LKV_BIND_MAX_SPLITS, so the combine pass stays short. */
+#define LKV_BIND_SPLIT_MIN 256
+#define LKV_BIND_MAX_SPLITS 1024
+
+typedef struct attend_plan {
+    uint32_t n, per, dim, cap, split_len, n_splits, qblocks, dblocks, elem;
+    int64_t heads_fit; /* cache heads per chunk */
+} attend_plan;
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static lkv_status plan_group(lkv_device *d, const lkv_attend_args *a, int32_t n, attend_plan *p)
+{
+    const lkv_cache_buffers *c = a->cache;
+    p->n = (uint32_t)n;
+    p->per = (uint32_t)(a->q_heads / a->cache_heads);
+    p->dim = (uint32_t)c->head_dim;
+    p->cap = (uint32_t)c->capacity;
+    p->elem = c->dtype == LKV_DTYPE_F16 ? 2 : 4;
+    /* Splits: enough workgroups to fill the device, at most LKV_BIND_MAX_SPLITS. */
+    uint32_t blocks = (uint32_t)a->cache_heads * ((p->per + 7) / 8);
+    uint32_t want = lkv_bind_lim(d)->max_groups / (blocks ? blocks : 1);
+    want = want < 1 ? 1 : want > LKV_BIND_MAX_SPLITS ? LKV_BIND_MAX_SPLITS : want;
+    uint32_t len = (p->n + want - 1) / want;
+    len = len < LKV_BIND_SPLIT_MIN ? LKV_BIND_SPLIT_MIN : len;
+    p->split_len = (len + lkv_bind_lim(d)->wg - 1) / lkv_bind_lim(d)->wg * lkv_bind_lim(d)->wg;
+    p->n_splits = (p->n + p->split_len - 1) / p->split_len;
+    p->qblocks = (p->per + 7) / 8;
+    p->dblocks = (p->dim + lkv_bind_lim(d)->wg - 1) / lkv_bind_lim(d)->wg;
+    uint64_t kv_row = (uint64_t)p->cap * p->dim * p->elem;
+    uint64_t logit_row = (uint64_t)p->per * (p->n ? p->n : 1) * 4;
+    uint64_t part_row = (uint64_t)p->per * (p->n_splits ? p->n_splits : 1) * (p->dim + 2) * 4;
+    p->heads_fit = min64(lkv_bind_rows_fit(d, kv_row), lkv_bind_rows_fit(d, (uint64_t)p->cap * 4));
+    p->heads_fit = min64(p->heads_fit, min64(lkv_bind_rows_fit(d, logit_row), lkv_bind_rows_fit(d, part_row)));
+    p->heads_fit = min64(p->heads_fit, a->cache_heads);
+    if (p->heads_fit < 1)
+        return lkv_fail(LKV_UNSUPPORTED, "%s attend: one cache head (%llu bytes of K) exceeds this "
+                        "device's %llu-byte binding range; lower capacity or head_dim",
+                        lkv_bind_name(d), (unsigned long long)kv_row, (unsigned long long)lkv_bind_lim(d)->max_range);
+    size_t heads = (size_t)p->heads_fit;
+    lkv_status st = lkv_bind_reserve(d, &lkv_bind_of(d)->logits, heads * logit_row);
+    if (st == LKV_OK)
+        st = lkv_bind_reserve(d, &lkv_bind_of(d)->partials, heads * part_row);
+    if (st == LKV_OK)
+        st = lkv_bind_reserve(d, &lkv_bind_of(d)->lse, heads * p->per * 4);
+    return st;
+}
+
+/* The 16-byte-load variant needs every K row and q vector to start on a
+ * 16-byte boundary of the window. */
+static lkv_bind_pipe logits_pipe(lkv_dtype dtype, uint32_t dim, uint32_t skew)
+{
+    uint32_t vec = dtype == LKV_DTYPE_F16 ? 8 : 4;
+    int aligned = dim % vec == 0 && skew % vec == 0;
+    if (dtype == LKV_DTYPE_F16)
+        return aligned ? LKV_BIND_PIPE_attend_logits_f16_vec : LKV_BIND_PIPE_attend_logits_f16;
+    return aligned ? LKV_BIND_PIPE_attend_logits_f32_vec : LKV_BIND_PIPE_attend_logits_f32;
+}
+
+static lkv_status chunk(lkv_device *d, const lkv_attend_args *a, const attend_plan *p, int32_t g,
+                        uint32_t ch_first, uint32_t nch)
+{
+    const lkv_cache_buffers *c = a->cache;
+    int64_t lo = a->group_row0[g] + (int64_t)ch_first, hi = lo + nch - 1;
+    uint64_t kv_row = (uint64_t)p->cap * p->dim * p->elem;
+    lkv_bind_window k = lkv_bind_window_of(d, c->k, lo, hi, kv_row, p->elem);
+    lkv_bind_window v = lkv_bind_window_of(d, c->v, lo, hi, kv_row, p->elem);
+    lkv_bind_buf logits = {lkv_bind_of(d)->logits, 0, (uint64_t)nch * p->per * (p->n ? p->n : 1) * 4};
+    lkv_bind_buf parts = lkv_bind_whole(d, lkv_bind_of(d)->partials), lse = lkv_bind_whole(d, lkv_bind_of(d)->lse);
+    uint32_t q_base = (uint32_t)g * (uint32_t)a->q_heads * p->dim;
+
+    struct { uint32_t n, cap, dim, per, ch_first, kv_skew, q_base; float scale; } lp =
+        {p->n, p->cap, p->dim, p->per, ch_first, k.skew, q_base, a->scale};
+    lkv_bind_buf b1[3] = {k.bind, lkv_bind_whole(d, a->q), logits};
+    lkv_status st = lkv_bind_dispatch(d, logits_pipe(c->dtype, p->dim, k.skew), b1, &lp,
+                                    lkv_bind_groups(d, p->n, (int64_t)nch * p->qblocks), nch, p->qblocks);
+    struct { uint32_t n, cap, dim, per, kv_skew, split_len, n_splits, dblocks; } sp =
+        {p->n, p->cap, p->dim, p->per, v.skew, p->split_len, p->n_splits, p->dblocks};
+    lkv_bind_buf b2[3] = {v.bind, logits, parts};
+    int vec = p->dim % 4 == 0 && p->dim <= 4 * lkv_bind_lim(d)->wg && v.skew % 4 == 0;
+    lkv_bind_pipe split = c->dtype == LKV_DTYPE_F16
+                               ? (vec ? LKV_BIND_PIPE_attend_split_f16_vec : LKV_BIND_PIPE_attend_split_f16)
+                               : (vec ? LKV_BIND_PIPE_attend_split_f32_vec : LKV_BIND_PIPE_attend_split_f32);
+    if (st == LKV_OK && p->n > 0)
+        st = lkv_bind_dispatch(d, split, b2, &sp, p->n_splits, nch, p->qblocks * (vec ? 1 : p->dblocks));
+    struct { uint32_t n_splits, dim, qh_first, out_base, has_out; } cp =
+        {p->n_splits, p->dim, ch_first * p->per, q_base, a->out != NULL};
+    /* Without an output the binding is a stand-in the shader never writes. */
+    lkv_bind_buf b3[3] = {parts, a->out ? lkv_bind_whole(d, a->out) : lse, lse};
+    if (st == LKV_OK)
+        st = lkv_bind_dispatch(d, LKV_BIND_PIPE_attend_combine, b3, &cp, nch * p->per, 1, 1);
+    if (st != LKV_OK || !a->probs || p->n == 0)
+        return st;
+    lkv_bind_window pr = lkv_bind_window_of(d, a->probs, lo, hi, (uint64_t)p->cap * 4, 4);
+    struct { uint32_t n, cap, per, probs_skew, reduce_max; } pp =
+        {p->n, p->cap, p->per, pr.skew, a->reduce == LKV_REDUCE_MAX};
+    lkv_bind_buf b4[3] = {logits, lse, pr.bind};
+    return lkv_bind_dispatch(d, LKV_BIND_PIPE_attend_probs, b4, &pp, lkv_bind_groups(d, p->n, nch), nch, 1);
+}
+
+/* q and out are bound whole: they hold a few vectors per group, but a caller
+ * could pass more groups than one binding spans. */
+static lkv_status check_io(lkv_device *d, const lkv_attend_args *a)
+{
+    const lkv_buffer *io[2] = {a->q, a->out};
+    for (int i = 0; i < 2; i++)
+        if (io[i] && lkv_bind_size(d, io[i]) > lkv_bind_lim(d)->max_range)
+            return lkv_fail(LKV_UNSUPPORTED, "%s attend: a %s buffer of %llu bytes exceeds this "
+                            "device's %llu-byte storage-buffer range; attend fewer groups at once",
+                            lkv_bind_name(d), i ? "out" : "q", (unsigned long long)lkv_bind_size(d, io[i]),
+                            (unsigned long long)lkv_bind_lim(d)->max_range);
+    return LKV_OK;
+}
+
+lkv_status lkv_bind_attend(lkv_device *d, const lkv_attend_args *a)
+{
+    lkv_status st0 = check_io(d, a);
+    if (st0 != LKV_OK)
+        return st0;
+    for (int32_t g = 0; g < a->n_groups; g++) {
+        attend_plan p;
+        lkv_status st = plan_group(d, a, a->group_n[g], &p);
+        for (uint32_t ch = 0; st == LKV_OK && ch < (uint32_t)a->cache_heads; ch += (uint32_t)p.heads_fit) {
+            uint32_t nch = (uint32_t)min64(p.heads_fit, a->cache_heads - (int64_t)ch);
+            st = chunk(d, a, &p, g, ch, nch);
+        }
+        if (st != LKV_OK)
+            return lkv_fail_context(st, "%s attend (group %d of %d slots)", lkv_bind_name(d), g, a->group_n[g]);
+    }
+    return LKV_OK;
+}

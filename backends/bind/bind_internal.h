@@ -1,0 +1,166 @@
+/* The host side shared by the APIs whose kernels take buffer bindings:
+ * Vulkan (descriptors and push constants, kernels in shaders/) and OpenCL
+ * (kernel arguments, kernels in kernels/opencl/). Every op is planned here
+ * once, as dispatches of the pipelines of bind_pipes.h: each names its
+ * storage buffers as windows (buffer, byte offset, range), its scalars as a
+ * push-constant struct of 4-byte fields, and a grid of one-dimensional
+ * work-groups. A backend only supplies the driver table below.
+ *
+ * Dispatches of one device run in the order issued, each seeing the writes
+ * of those before it (Vulkan records a barrier after each, an in-order
+ * OpenCL queue gives it for free).
+ *
+ * A backend's `struct lkv_device` begins with an lkv_bind_device, so the
+ * shared code reaches it through lkv_bind_of(). */
+#ifndef LKV_BIND_INTERNAL_H
+#define LKV_BIND_INTERNAL_H
+
+#include <stdint.h>
+
+#include "backend.h"
+
+typedef enum lkv_bind_pipe {
+#define LKV_BIND_PIPE(name, source, defines, bindings, push) LKV_BIND_PIPE_##name,
+#include "bind_pipes.h"
+#undef LKV_BIND_PIPE
+    LKV_BIND_PIPE_COUNT
+} lkv_bind_pipe;
+
+/* A pipeline as bind_pipes.h lists it (bind_window.c). */
+typedef struct lkv_bind_pipe_info {
+    const char *name, *source, *defines; /* defines: comma-separated, "" for none */
+    uint32_t bindings, push_bytes;
+} lkv_bind_pipe_info;
+extern const lkv_bind_pipe_info lkv_bind_pipes[LKV_BIND_PIPE_COUNT];
+
+#define LKV_BIND_MAX_BINDINGS 8
+
+/* One storage-buffer binding of a dispatch: `range` bytes from `offset`. */
+typedef struct lkv_bind_buf {
+    const lkv_buffer *buf;
+    uint64_t offset, range;
+} lkv_bind_buf;
+
+/* A window over rows [lo, hi] of a [rows][per_row] buffer of `elem`-byte
+ * values: the binding and the elements that precede row lo in it (the
+ * binding offset is rounded down to the device's alignment). */
+typedef struct lkv_bind_window {
+    lkv_bind_buf bind;
+    uint32_t skew;
+} lkv_bind_window;
+
+/* What the plans need to know of the device, filled by the backend. */
+typedef struct lkv_bind_limits {
+    uint32_t wg;          /* work-group size: a power of two */
+    uint32_t max_groups;  /* work-groups worth launching at once (kernels loop over the rest) */
+    uint32_t max_count[2]; /* most work-groups along x and along y of one dispatch */
+    uint64_t max_range;   /* most bytes one binding spans */
+    uint64_t align;       /* binding offsets are multiples of this (>= 4) */
+    int has_f64;          /* scores in double, as the oracle */
+} lkv_bind_limits;
+
+/* What a backend does for the shared plans. Every call may fail with a
+ * status and a message naming the driver call. */
+typedef struct lkv_bind_driver {
+    const char *name; /* "vulkan", "opencl": prefixes messages */
+    /* Builds a pipeline now, so an op acquires everything before it issues
+     * any work; dispatch builds it too if needed. */
+    lkv_status (*pipe_ready)(lkv_device *d, lkv_bind_pipe pipe);
+    /* Issues one dispatch; `push` holds the pipeline's push_bytes. A grid
+     * with a zero dimension issues nothing. */
+    lkv_status (*dispatch)(lkv_device *d, lkv_bind_pipe pipe, const lkv_bind_buf *binds,
+                           const void *push, uint32_t gx, uint32_t gy, uint32_t gz);
+    /* Makes room for `bytes` of row lists (alignment included) before the
+     * op issues anything, so placing them cannot fail half-way. */
+    lkv_status (*list_room)(lkv_device *d, size_t bytes);
+    /* Places `bytes` of list words where the next dispatches can read them
+     * and gives the binding. Room was made by list_room. */
+    lkv_status (*list_put)(lkv_device *d, const uint32_t *words, size_t bytes,
+                           lkv_bind_buf *out_bind);
+    /* Grows *buf to at least `bytes` (contents not kept). */
+    lkv_status (*reserve)(lkv_device *d, lkv_buffer **buf, size_t bytes);
+    uint64_t (*size)(const lkv_buffer *b);
+} lkv_bind_driver;
+
+typedef struct lkv_bind_device {
+    const lkv_bind_driver *drv;
+    lkv_bind_limits lim;
+    lkv_buffer *logits, *partials, *lse; /* attend scratch, grown on demand */
+    lkv_buffer *compact_scratch;         /* compact's gather rounds */
+    uint32_t *list_words;                /* host staging of one list (bind_window.c) */
+    size_t list_cap;
+} lkv_bind_device;
+
+static inline lkv_bind_device *lkv_bind_of(lkv_device *d)
+{
+    return (lkv_bind_device *)(void *)d;
+}
+
+static inline const lkv_bind_limits *lkv_bind_lim(lkv_device *d)
+{
+    return &lkv_bind_of(d)->lim;
+}
+
+static inline const char *lkv_bind_name(lkv_device *d)
+{
+    return lkv_bind_of(d)->drv->name;
+}
+
+static inline lkv_status lkv_bind_dispatch(lkv_device *d, lkv_bind_pipe pipe, const lkv_bind_buf *binds,
+                                           const void *push, uint32_t gx, uint32_t gy, uint32_t gz)
+{
+    return lkv_bind_of(d)->drv->dispatch(d, pipe, binds, push, gx, gy, gz);
+}
+
+static inline lkv_status lkv_bind_pipe_ready(lkv_device *d, lkv_bind_pipe pipe)
+{
+    return lkv_bind_of(d)->drv->pipe_ready(d, pipe);
+}
+
+static inline lkv_status lkv_bind_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes)
+{
+    return lkv_bind_of(d)->drv->reserve(d, buf, bytes);
+}
+
+static inline uint64_t lkv_bind_size(lkv_device *d, const lkv_buffer *b)
+{
+    return lkv_bind_of(d)->drv->size(b);
+}
+
+/* Frees the host staging; the backend frees the scratch buffers. */
+void lkv_bind_release(lkv_bind_device *b);
+
+/* bind_window.c */
+lkv_bind_window lkv_bind_window_of(lkv_device *d, const lkv_buffer *b, int64_t row_lo,
+                                   int64_t row_hi, uint64_t row_bytes, uint32_t elem);
+/* The whole buffer, or as much of it as one binding spans. */
+lkv_bind_buf lkv_bind_whole(lkv_device *d, const lkv_buffer *b);
+/* Splits a row list into runs that fit one dispatch: rows spanning at most
+ * `rows_fit` consecutive rows, at most the device's group count, whole
+ * multiples of `unit` entries. Returns the run length starting at `first`. */
+int32_t lkv_bind_run(lkv_device *d, const int32_t *rows, int32_t count, int32_t first,
+                     int64_t rows_fit, int32_t unit, int64_t *out_lo, int64_t *out_hi);
+/* The largest of v[first .. first+len): a run's longest row, which sizes
+ * its grid. */
+int32_t lkv_bind_longest(const int32_t *v, int32_t first, int32_t len);
+/* How many consecutive rows of `row_bytes` one binding can span. */
+int64_t lkv_bind_rows_fit(lkv_device *d, uint64_t row_bytes);
+/* Work-groups along x for `items` invocations in each of `rows` rows of a
+ * grid-stride dispatch: one per item, within the device's budget. */
+uint32_t lkv_bind_groups(lkv_device *d, int64_t items, int64_t rows);
+/* Room for an op's lists of `n_rows` entries of `ncols` columns. */
+size_t lkv_bind_list_bytes(lkv_device *d, int32_t n_rows, int ncols);
+lkv_status lkv_bind_list_room(lkv_device *d, int32_t n_rows, int ncols);
+/* Places entries first .. first+len of `ncols` host int32 columns (rows,
+ * row_n, ...) interleaved, for the kernel's `list`. */
+lkv_status lkv_bind_put_list(lkv_device *d, const int32_t *const *cols, int ncols, int32_t first,
+                             int32_t len, lkv_bind_buf *out_bind);
+
+/* The five ops (one file each). */
+lkv_status lkv_bind_attend(lkv_device *d, const lkv_attend_args *a);
+lkv_status lkv_bind_observe(lkv_device *d, const lkv_observe_args *a);
+lkv_status lkv_bind_score(lkv_device *d, const lkv_score_args *a);
+lkv_status lkv_bind_select(lkv_device *d, const lkv_select_args *a);
+lkv_status lkv_bind_compact(lkv_device *d, const lkv_compact_args *a);
+
+#endif /* LKV_BIND_INTERNAL_H */

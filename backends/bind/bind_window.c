@@ -1,0 +1,139 @@
+/* Binding windows, runs and row lists. A binding spans at most max_range
+ * bytes (maxStorageBufferRange: 128 MiB on lavapipe) and starts at a
+ * multiple of the device's alignment, so a large cache is bound a window of
+ * rows at a time; kernels index from the window's start plus a skew. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bind_internal.h"
+#include "error.h"
+
+const lkv_bind_pipe_info lkv_bind_pipes[LKV_BIND_PIPE_COUNT] = {
+#define LKV_BIND_PIPE(name, source, defines, bindings, push) {#name, #source, defines, bindings, push},
+#include "bind_pipes.h"
+#undef LKV_BIND_PIPE
+};
+
+lkv_bind_window lkv_bind_window_of(lkv_device *d, const lkv_buffer *b, int64_t row_lo,
+                                   int64_t row_hi, uint64_t row_bytes, uint32_t elem)
+{
+    uint64_t size = lkv_bind_size(d, b), align = lkv_bind_lim(d)->align;
+    uint64_t off = (uint64_t)row_lo * row_bytes;
+    uint64_t end = (uint64_t)(row_hi + 1) * row_bytes;
+    uint64_t at = off / align * align;
+    /* Kernels may read f16 as 32-bit words: a row that ends mid-word needs
+     * the whole word bound. Buffer sizes are multiples of 4, so this stays
+     * inside. */
+    end = (end + 3) & ~(uint64_t)3;
+    if (end > size)
+        end = size;
+    if (end <= at)
+        end = at + 4 <= size ? at + 4 : size;
+    lkv_bind_window w = {{b, at, end - at}, (uint32_t)((off - at) / elem)};
+    return w;
+}
+
+lkv_bind_buf lkv_bind_whole(lkv_device *d, const lkv_buffer *b)
+{
+    uint64_t size = lkv_bind_size(d, b), range = lkv_bind_lim(d)->max_range;
+    lkv_bind_buf w = {b, 0, size < range ? size : range};
+    return w;
+}
+
+int64_t lkv_bind_rows_fit(lkv_device *d, uint64_t row_bytes)
+{
+    if (row_bytes == 0)
+        return INT64_MAX;
+    const lkv_bind_limits *lim = lkv_bind_lim(d);
+    return (int64_t)((lim->max_range - lim->align - 4) / row_bytes);
+}
+
+uint32_t lkv_bind_groups(lkv_device *d, int64_t items, int64_t rows)
+{
+    const lkv_bind_limits *lim = lkv_bind_lim(d);
+    int64_t g = (items + lim->wg - 1) / lim->wg;
+    int64_t budget = lim->max_groups / (rows > 0 ? rows : 1);
+    budget = budget < 1 ? 1 : budget;
+    g = g > budget ? budget : g; /* the kernels loop grid-stride over the rest */
+    g = g > lim->max_count[0] ? lim->max_count[0] : g;
+    return g < 1 ? 1 : (uint32_t)g;
+}
+
+int32_t lkv_bind_longest(const int32_t *v, int32_t first, int32_t len)
+{
+    int32_t most = 0;
+    for (int32_t i = first; i < first + len; i++)
+        most = v[i] > most ? v[i] : most;
+    return most;
+}
+
+int32_t lkv_bind_run(lkv_device *d, const int32_t *rows, int32_t count, int32_t first,
+                     int64_t rows_fit, int32_t unit, int64_t *out_lo, int64_t *out_hi)
+{
+    const lkv_bind_limits *lim = lkv_bind_lim(d);
+    int64_t max_len = lim->max_count[0] < lim->max_count[1] ? lim->max_count[0] : lim->max_count[1];
+    if (unit < 1)
+        unit = 1;
+    int64_t lo = rows[first], hi = rows[first];
+    int32_t len = 0;
+    while (first + len < count) {
+        int32_t take = count - first - len < unit ? count - first - len : unit;
+        int64_t nlo = lo, nhi = hi;
+        for (int32_t j = 0; j < take; j++) {
+            int64_t r = rows[first + len + j];
+            nlo = r < nlo ? r : nlo;
+            nhi = r > nhi ? r : nhi;
+        }
+        if (len > 0 && (nhi - nlo + 1 > rows_fit || len + take > max_len))
+            break;
+        lo = nlo;
+        hi = nhi;
+        len += take;
+    }
+    *out_lo = lo;
+    *out_hi = hi;
+    return len;
+}
+
+size_t lkv_bind_list_bytes(lkv_device *d, int32_t n_rows, int ncols)
+{
+    size_t align = (size_t)lkv_bind_lim(d)->align;
+    return (size_t)n_rows * ((size_t)ncols * 4 + align) + align;
+}
+
+/* The host staging holds the largest list the op can place, so placing it
+ * later cannot fail for memory. */
+lkv_status lkv_bind_list_room(lkv_device *d, int32_t n_rows, int ncols)
+{
+    lkv_bind_device *b = lkv_bind_of(d);
+    size_t words = (size_t)n_rows * (size_t)ncols;
+    if (words > b->list_cap) {
+        uint32_t *grown = realloc(b->list_words, words * sizeof *grown);
+        if (!grown)
+            return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for a list of %d rows",
+                            b->drv->name, n_rows);
+        b->list_words = grown;
+        b->list_cap = words;
+    }
+    return b->drv->list_room(d, lkv_bind_list_bytes(d, n_rows, ncols));
+}
+
+lkv_status lkv_bind_put_list(lkv_device *d, const int32_t *const *cols, int ncols, int32_t first,
+                             int32_t len, lkv_bind_buf *out_bind)
+{
+    lkv_bind_device *b = lkv_bind_of(d);
+    if ((size_t)len * (size_t)ncols > b->list_cap)
+        return lkv_fail(LKV_INTERNAL, "%s: a list of %d rows placed without room made for it",
+                        b->drv->name, len);
+    for (int32_t i = 0; i < len; i++)
+        for (int c = 0; c < ncols; c++)
+            b->list_words[(size_t)i * (size_t)ncols + (size_t)c] = (uint32_t)cols[c][first + i];
+    return b->drv->list_put(d, b->list_words, (size_t)len * (size_t)ncols * 4, out_bind);
+}
+
+void lkv_bind_release(lkv_bind_device *b)
+{
+    free(b->list_words);
+    b->list_words = NULL;
+    b->list_cap = 0;
+}
