@@ -182,5 +182,6 @@ extern const lkv_backend_ops lkv_backend_cpu;
 extern const lkv_backend_ops lkv_backend_vulkan; /* when built with LKV_HAVE_VULKAN */
 extern const lkv_backend_ops lkv_backend_cuda;   /* when built with LKV_HAVE_CUDA */
 extern const lkv_backend_ops lkv_backend_hip;    /* when built with LKV_HAVE_HIP */
+extern const lkv_backend_ops lkv_backend_opencl; /* when built with LKV_HAVE_OPENCL */
 
 #endif /* LKV_BACKEND_H */

@@ -23,7 +23,11 @@ const lkv_backend_entry lkv_backend_registry[] = {
 #else
     {"vulkan", NULL, "not built into this lazykv: it was built without glslc or the Vulkan headers"},
 #endif
-    {"opencl", NULL, "not built into this lazykv: the OpenCL backend has not landed yet"},
+#ifdef LKV_HAVE_OPENCL
+    {"opencl", &lkv_backend_opencl, NULL},
+#else
+    {"opencl", NULL, "not built into this lazykv: it was configured with LAZYKV_OPENCL=OFF"},
+#endif
 #ifdef LKV_REGISTRY_EXTRA
     LKV_REGISTRY_EXTRA
 #endif

@@ -3,20 +3,7 @@
 # of backends/bind/bind_pipes.h, named lkv_spv_<pipeline>, with its size in
 # bytes.
 #
-# Each pipeline is (name, source, defines): the f16 and f64 variants are the
-# same source compiled with LKV_F16 or LKV_F64. The list is read from
-# bind_pipes.h, which the C side expands, so the two never disagree.
-file(STRINGS ${PROJECT_SOURCE_DIR}/backends/bind/bind_pipes.h LKV_PIPE_LINES
-     REGEX "^LKV_BIND_PIPE\\(")
-set(LKV_SPIRV_PIPELINES "")
-foreach(line ${LKV_PIPE_LINES})
-  if(NOT line MATCHES "^LKV_BIND_PIPE\\(([a-z0-9_]+), ([a-z0-9_]+), \"([A-Z0-9_,]*)\", [0-9]+, [0-9]+\\)$")
-    message(FATAL_ERROR "backends/bind/bind_pipes.h: cannot read the line '${line}'")
-  endif()
-  list(APPEND LKV_SPIRV_PIPELINES "${CMAKE_MATCH_1}|${CMAKE_MATCH_2}|${CMAKE_MATCH_3}")
-endforeach()
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-             ${PROJECT_SOURCE_DIR}/backends/bind/bind_pipes.h)
+include(${CMAKE_CURRENT_LIST_DIR}/bind_pipes.cmake)
 
 file(GLOB LKV_SHADER_INCLUDES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/shaders/*.glsl)
 

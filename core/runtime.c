@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_list.h"
 #include "error.h"
 
 #define LKV_MAX_REPORTS 64
@@ -119,48 +120,101 @@ static lkv_status open_named(const lkv_backend_entry *e, int index, const char *
                     want, spec, e->name, count);
 }
 
-/* `auto`: the first real device of the first backend that has one; software
- * emulations (lavapipe, PoCL) would only be slower than the cpu backend. */
+static const lkv_backend_entry *entry_of(const lkv_device_report *r)
+{
+    return find_backend(r->backend, strlen(r->backend));
+}
+
+/* A device `auto` may take: real (not an emulation on the CPU) and usable. */
+static int auto_candidate(const lkv_device_report *r)
+{
+    return r->device >= 0 && r->available && !r->emulated && strcmp(r->backend, "cpu") != 0;
+}
+
+/* Why `auto` passed over a backend, for the one-line summary. */
+static const char *passed_over(const lkv_device_report *reps, int n, const char *backend)
+{
+    const char *why = "not built in";
+    for (int i = 0; i < n; i++) {
+        if (strcmp(reps[i].backend, backend) != 0)
+            continue;
+        if (reps[i].device < 0)
+            return entry_of(&reps[i])->ops ? "unavailable" : "not built in";
+        if (auto_candidate(&reps[i]))
+            return "failed to open";
+        why = reps[i].available ? "only CPU-emulated devices" : "no usable device";
+    }
+    return why;
+}
+
+/* Tries reps[i] and then the same physical device through the APIs after
+ * it, in registry order; marks each as tried. */
+static lkv_status open_physical(lkv_device_report *reps, int n, int i, char *tried, char *failed,
+                                size_t failed_len, lkv_runtime **out_rt)
+{
+    lkv_status st = LKV_UNAVAILABLE;
+    for (int k = i; k < n; k++) {
+        if (k != i && (!auto_candidate(&reps[k]) || !lkv_devices_same(&reps[i], &reps[k])))
+            continue;
+        tried[k] = 1;
+        char why[1100]; /* the selection line keeps what fits */
+        int len = snprintf(why, sizeof why, "auto chose %s:%d (%s%s%s)", reps[k].backend,
+                           reps[k].device, reps[k].name, reps[k].same_as[0] ? ", also " : "",
+                           reps[k].same_as);
+        if (failed[0] && len > 0 && (size_t)len < sizeof why)
+            snprintf(why + len, sizeof why - (size_t)len, " after %s", failed);
+        st = open_device(entry_of(&reps[k]), &reps[k], why, out_rt);
+        if (st == LKV_OK)
+            return st;
+        size_t used = strlen(failed);
+        snprintf(failed + used, failed_len - used, "%s%s:%d failed: %.120s", used ? "; " : "",
+                 reps[k].backend, reps[k].device, lkv_last_error());
+    }
+    return st;
+}
+
+/* `auto`: each physical device once, in the registry's order of APIs, the
+ * other APIs that reach it as its fallbacks; software emulations (lavapipe,
+ * PoCL) would only be slower than the cpu backend, which comes last. */
 static lkv_status open_auto(lkv_runtime **out_rt)
 {
+    lkv_device_report *reps = NULL;
+    int n = 0;
+    lkv_status st = lkv_devices_collect(&reps, &n);
+    char *tried = st == LKV_OK ? calloc((size_t)n + 1, 1) : NULL;
+    if (st == LKV_OK && !tried)
+        st = lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory choosing a device");
+    char failed[512] = "";
+    for (int i = 0; st == LKV_OK && i < n; i++)
+        if (auto_candidate(&reps[i]) && !tried[i] &&
+            open_physical(reps, n, i, tried, failed, sizeof failed, out_rt) == LKV_OK) {
+            free(tried);
+            free(reps);
+            return LKV_OK;
+        }
+    free(tried);
     char notes[512] = "";
-    const lkv_backend_entry *cpu = NULL;
-    for (int i = 0; i < lkv_backend_registry_count; i++) {
-        const lkv_backend_entry *e = &lkv_backend_registry[i];
-        if (strcmp(e->name, "cpu") == 0) {
-            cpu = e;
-            continue;
-        }
-        lkv_device_report reps[LKV_MAX_REPORTS];
-        int count = 0;
-        const char *skip = "not built in";
-        if (e->ops && probe_entry(e, reps, LKV_MAX_REPORTS, &count) == LKV_OK) {
-            /* A report without a device index is the backend's driver or
-             * runtime missing; `lazykv devices` gives each reason in full. */
-            skip = count > 0 && reps[0].device < 0 ? "unavailable" : "no usable device";
-            for (int d = 0; d < count && d < LKV_MAX_REPORTS; d++) {
-                if (reps[d].available && !reps[d].emulated) {
-                    char why[256];
-                    snprintf(why, sizeof why, "auto chose %s:%d (%s)", e->name, reps[d].device,
-                             reps[d].name);
-                    return open_device(e, &reps[d], why, out_rt);
-                }
-                if (reps[d].available)
-                    skip = "only CPU-emulated devices";
-            }
-        }
+    for (int i = 0; st == LKV_OK && i < lkv_backend_registry_count; i++) {
+        const char *name = lkv_backend_registry[i].name;
         size_t used = strlen(notes);
-        snprintf(notes + used, sizeof notes - used, "%s%s: %s", used ? ", " : "", e->name, skip);
+        if (strcmp(name, "cpu") != 0)
+            snprintf(notes + used, sizeof notes - used, "%s%s: %s", used ? ", " : "", name,
+                     passed_over(reps, n, name));
     }
+    free(reps);
+    if (st != LKV_OK)
+        return st;
+    const lkv_backend_entry *cpu = find_backend("cpu", 3);
     if (!cpu || !cpu->ops)
         return lkv_fail(LKV_INTERNAL, "auto found no backend and the cpu backend is missing");
     lkv_device_report rep;
     int count = 0;
-    lkv_status st = cpu->ops->probe(&rep, 1, &count);
+    st = cpu->ops->probe(&rep, 1, &count);
     if (st != LKV_OK)
         return st;
-    char why[256];
-    snprintf(why, sizeof why, "auto chose cpu:0 (%.230s)", notes);
+    char why[1100]; /* the selection line keeps what fits */
+    snprintf(why, sizeof why, "auto chose cpu:0 (%.200s%s%.200s)", notes, failed[0] ? "; " : "",
+             failed);
     return open_device(cpu, &rep, why, out_rt);
 }
 
@@ -206,26 +260,14 @@ lkv_status lkv_list_devices(lkv_device_report *out_reports, int cap, int *out_co
     lkv_clear_error();
     if (!out_count || cap < 0 || (cap > 0 && !out_reports))
         return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_list_devices: need out_count, cap >= 0 and room for cap reports");
+    lkv_device_report *reps = NULL;
     int total = 0;
-    for (int i = 0; i < lkv_backend_registry_count; i++) {
-        const lkv_backend_entry *e = &lkv_backend_registry[i];
-        lkv_device_report reps[LKV_MAX_REPORTS];
-        int count = 0;
-        if (e->ops && e->ops->probe(reps, LKV_MAX_REPORTS, &count) == LKV_OK && count > 0) {
-            if (count > LKV_MAX_REPORTS)
-                count = LKV_MAX_REPORTS;
-        } else {
-            memset(&reps[0], 0, sizeof reps[0]);
-            snprintf(reps[0].backend, sizeof reps[0].backend, "%s", e->name);
-            reps[0].device = -1;
-            snprintf(reps[0].reason, sizeof reps[0].reason, "%s",
-                     e->ops ? lkv_last_error() : e->missing);
-            count = 1;
-        }
-        for (int d = 0; d < count; d++, total++)
-            if (total < cap)
-                out_reports[total] = reps[d];
-    }
+    lkv_status st = lkv_devices_collect(&reps, &total);
+    if (st != LKV_OK)
+        return st;
+    for (int i = 0; i < total && i < cap; i++)
+        out_reports[i] = reps[i];
+    free(reps);
     *out_count = total;
     return LKV_OK;
 }

@@ -108,6 +108,11 @@ typedef struct lkv_device_report {
     char driver[128];     /* driver name and version, "" when unknown */
     uint64_t memory_bytes; /* device memory (largest device-local heap), 0 when unknown */
     char uuid[40];        /* device UUID as 8-4-4-4-12 hex, "" when the API has none */
+    char pci[16];         /* PCI address as dddd:bb:dd.f, "" when the API does not say */
+    /* The same physical device through other backends ("vulkan:0, opencl:1"),
+     * matched by PCI address, else UUID; "" when none. Filled by
+     * lkv_list_devices; `auto` considers each physical device once. */
+    char same_as[64];
 } lkv_device_report;
 
 /* Lists every backend lazykv knows, built in or not, with its devices. Writes

@@ -4,6 +4,10 @@
 #   vulkan: glslc and the Vulkan headers to build the backend; the loader,
 #           Mesa's lavapipe (a software Vulkan device) and the Khronos
 #           validation layer to run and check it on a machine without a GPU
+#   opencl: nothing to build it (lazykv declares the API itself and embeds
+#           the kernel source); to run and check it without a GPU, the ICD
+#           loader, PoCL (an OpenCL device on the CPU), the Khronos headers
+#           (the tests compare lazykv's declarations with them) and clinfo
 #   hip:    Debian's hipcc (clang with the AMD GPU targets and ROCm's device
 #           libraries) to build the HIP code objects; it brings the HIP
 #           runtime too, which finds no AMD GPU here and says so
@@ -21,6 +25,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 packages=(build-essential cmake pkg-config libcriterion-dev
           glslc libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
+          ocl-icd-libopencl1 pocl-opencl-icd opencl-c-headers clinfo
           hipcc)
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null

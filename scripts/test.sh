@@ -4,8 +4,9 @@
 #   build-asan  AddressSanitizer + UndefinedBehaviorSanitizer
 # Vulkan runs on whatever device is there (lavapipe without a GPU) with the
 # Khronos validation layer on; any validation message fails the test that
-# caused it. install-deps.sh installs lavapipe, so Vulkan is required here:
-# a missing driver fails instead of skipping (override LAZYKV_REQUIRE_BACKENDS
+# caused it. OpenCL runs on PoCL (or whatever driver is registered).
+# install-deps.sh installs lavapipe and PoCL, so both are required here: a
+# missing driver fails instead of skipping (override LAZYKV_REQUIRE_BACKENDS
 # to run elsewhere).
 # CUDA and HIP kernels must build (nvcc from the machine, hipcc from
 # install-deps.sh): LAZYKV_CUDA / LAZYKV_HIP default to ON here, so a missing
@@ -14,7 +15,7 @@
 # Exits non-zero on the first failure.
 set -euo pipefail
 export LAZYKV_VULKAN_VALIDATION=1
-export LAZYKV_REQUIRE_BACKENDS=${LAZYKV_REQUIRE_BACKENDS-vulkan}
+export LAZYKV_REQUIRE_BACKENDS=${LAZYKV_REQUIRE_BACKENDS-vulkan,opencl}
 cd "$(dirname "$0")/.."
 # cuobjdump from PyPI where install-deps.sh put it (see there)
 tools=${LAZYKV_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lazykv-tools}

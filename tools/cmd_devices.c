@@ -9,7 +9,10 @@ static const char *const help =
     "usage: lazykv devices\n\n"
     "Lists every backend lazykv knows with its devices: PASS (usable) or FAIL\n"
     "with the reason (not built in, no driver, no device). Then says which\n"
-    "device the default spec ($LAZYKV_BACKEND, else auto) selects.\n";
+    "device the default spec ($LAZYKV_BACKEND, else auto) selects. A GPU\n"
+    "reached through several APIs (CUDA, Vulkan, OpenCL) is listed under each,\n"
+    "with the others named (matched by PCI address, else UUID); auto tries it\n"
+    "once, through the first API that opens it.\n";
 
 /* Driver, memory and UUID under the device's line, where the API has them. */
 static void print_identity(const lkv_device_report *r)
@@ -19,7 +22,11 @@ static void print_identity(const lkv_device_report *r)
         printf(", memory %.1f GiB", (double)r->memory_bytes / (1024.0 * 1024.0 * 1024.0));
     if (r->uuid[0])
         printf(", uuid %s", r->uuid);
+    if (r->pci[0])
+        printf(", pci %s", r->pci);
     putchar('\n');
+    if (r->same_as[0])
+        printf("%-22s the same device as %s\n", "", r->same_as);
 }
 
 int cmd_devices(int argc, char **argv)

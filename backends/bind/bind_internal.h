@@ -15,6 +15,7 @@
 #ifndef LKV_BIND_INTERNAL_H
 #define LKV_BIND_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -63,6 +64,14 @@ typedef struct lkv_bind_limits {
  * status and a message naming the driver call. */
 typedef struct lkv_bind_driver {
     const char *name; /* "vulkan", "opencl": prefixes messages */
+    /* The ops table's buffer entries (bind_backend.c takes the lock). */
+    lkv_status (*alloc)(lkv_device *d, size_t bytes, lkv_buffer **out_buf);
+    void (*free)(lkv_device *d, lkv_buffer *b);
+    lkv_status (*write)(lkv_device *d, lkv_buffer *dst, size_t off, const void *src, size_t n);
+    lkv_status (*read)(lkv_device *d, const lkv_buffer *src, size_t off, void *dst, size_t n);
+    lkv_status (*copy)(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lkv_buffer *src,
+                       size_t src_off, size_t n);
+    lkv_status (*sync)(lkv_device *d);
     /* Builds a pipeline now, so an op acquires everything before it issues
      * any work; dispatch builds it too if needed. */
     lkv_status (*pipe_ready)(lkv_device *d, lkv_bind_pipe pipe);
@@ -83,6 +92,8 @@ typedef struct lkv_bind_driver {
 } lkv_bind_driver;
 
 typedef struct lkv_bind_device {
+    pthread_mutex_t lock; /* held by every entry of the ops table (bind_backend.c) */
+    int locked;           /* lock initialised */
     const lkv_bind_driver *drv;
     lkv_bind_limits lim;
     lkv_buffer *logits, *partials, *lse; /* attend scratch, grown on demand */
@@ -130,6 +141,19 @@ static inline uint64_t lkv_bind_size(lkv_device *d, const lkv_buffer *b)
 /* Frees the host staging; the backend frees the scratch buffers. */
 void lkv_bind_release(lkv_bind_device *b);
 
+/* bind_settings.c: the testing knobs and device-derived settings. */
+/* An integer environment knob in lo..hi; *out_set says whether it was set
+ * (*out is left alone when not). A bad value fails, naming the knob. */
+lkv_status lkv_bind_env_long(const char *name, long long lo, long long hi, long long *out,
+                             int *out_set);
+/* The work-group size: 64, or the knob's power of two in 32..256, halved
+ * until the device allows it (`max_items` work-items, `local_bytes` of
+ * local memory per group). */
+lkv_status lkv_bind_work_group(const char *knob, uint64_t max_items, uint64_t local_bytes,
+                               uint32_t *out_wg);
+/* Work-groups worth launching at once on a GPU or on a CPU device. */
+uint32_t lkv_bind_group_budget(int on_cpu);
+
 /* bind_window.c */
 lkv_bind_window lkv_bind_window_of(lkv_device *d, const lkv_buffer *b, int64_t row_lo,
                                    int64_t row_hi, uint64_t row_bytes, uint32_t elem);
@@ -162,5 +186,30 @@ lkv_status lkv_bind_observe(lkv_device *d, const lkv_observe_args *a);
 lkv_status lkv_bind_score(lkv_device *d, const lkv_score_args *a);
 lkv_status lkv_bind_select(lkv_device *d, const lkv_select_args *a);
 lkv_status lkv_bind_compact(lkv_device *d, const lkv_compact_args *a);
+
+/* bind_backend.c: the ops table's entries with the device lock taken. The
+ * backends fill in name, probe, open and close. */
+#define LKV_BIND_OPS_COMMON                                                                   \
+    .alloc = lkv_bind_locked_alloc, .free = lkv_bind_locked_free,                              \
+    .write = lkv_bind_locked_write, .read = lkv_bind_locked_read,                              \
+    .copy = lkv_bind_locked_copy, .sync = lkv_bind_locked_sync,                                \
+    .attend = lkv_bind_locked_attend, .observe = lkv_bind_locked_observe,                      \
+    .score = lkv_bind_locked_score, .select = lkv_bind_locked_select,                          \
+    .compact = lkv_bind_locked_compact
+
+lkv_status lkv_bind_locked_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf);
+void lkv_bind_locked_free(lkv_device *d, lkv_buffer *b);
+lkv_status lkv_bind_locked_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *src,
+                                 size_t n);
+lkv_status lkv_bind_locked_read(lkv_device *d, const lkv_buffer *src, size_t off, void *dst,
+                                size_t n);
+lkv_status lkv_bind_locked_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off,
+                                const lkv_buffer *src, size_t src_off, size_t n);
+lkv_status lkv_bind_locked_sync(lkv_device *d);
+lkv_status lkv_bind_locked_attend(lkv_device *d, const lkv_attend_args *a);
+lkv_status lkv_bind_locked_observe(lkv_device *d, const lkv_observe_args *a);
+lkv_status lkv_bind_locked_score(lkv_device *d, const lkv_score_args *a);
+lkv_status lkv_bind_locked_select(lkv_device *d, const lkv_select_args *a);
+lkv_status lkv_bind_locked_compact(lkv_device *d, const lkv_compact_args *a);
 
 #endif /* LKV_BIND_INTERNAL_H */

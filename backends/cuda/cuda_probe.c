@@ -183,6 +183,9 @@ static void report_device(const lkv_cu_lib *lib, const lkv_fatbin_info *fb, int 
     if (lib->fn.cuDeviceTotalMem_v2(&bytes, dev) == LKV_CUDA_SUCCESS)
         rep->memory_bytes = bytes;
     uuid_text(lib, dev, rep->uuid, sizeof rep->uuid);
+    char pci[32];
+    if (lib->fn.cuDeviceGetPCIBusId && lib->fn.cuDeviceGetPCIBusId(pci, (int)sizeof pci, dev) == LKV_CUDA_SUCCESS)
+        lkv_gpu_pci_text(pci, rep->pci, sizeof rep->pci);
     char how[96], why[200];
     rep->available = lkv_cu_can_run(fb, lkv_cuda_fatbin_toolkit, lib->driver_version, id.cc_major,
                                     id.cc_minor, how, sizeof how, why, sizeof why);

@@ -35,5 +35,6 @@ LKV_CU_REQ(cuLaunchKernel, CUfunction, unsigned int, unsigned int, unsigned int,
  * have only the first. */
 LKV_CU_OPT(cuDeviceGetUuid_v2, CUuuid *, CUdevice)
 LKV_CU_OPT(cuDeviceGetUuid, CUuuid *, CUdevice)
+LKV_CU_OPT(cuDeviceGetPCIBusId, char *, int, CUdevice)
 LKV_CU_OPT(cuGetErrorName, CUresult, const char **)
 LKV_CU_OPT(cuGetErrorString, CUresult, const char **)

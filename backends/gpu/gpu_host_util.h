@@ -1,4 +1,5 @@
-/* Host-side pieces the CUDA and HIP backends share that are not about
+/* Host-side pieces the backends that load a vendor library (CUDA, HIP,
+ * OpenCL) share that are not about
  * devices: finding and resolving a vendor library loaded at run time
  * (gpu_dl.c), the wording of a failed driver call and other bounded text
  * (gpu_text.c), and the probe's reports (gpu_report.c). Plain C with no
@@ -76,6 +77,10 @@ lkv_status lkv_gpu_call_failed(lkv_status st, const char *backend, const char *w
 /* 16 UUID bytes as 8-4-4-4-12 lowercase hex; all zero bytes (a driver that
  * has no UUID for the device) give "". `len` should be at least 37. */
 void lkv_gpu_uuid_text(const unsigned char bytes[16], char *buf, size_t len);
+
+/* A PCI address as a driver writes it ("0000:65:00.0", "00000000:65:00.0")
+ * in the one form reports use, "dddd:bb:dd.f"; "" when `raw` is not one. */
+void lkv_gpu_pci_text(const char *raw, char *buf, size_t len);
 
 /* ---- gpu_report.c: the probe's reports ---- */
 

@@ -50,3 +50,15 @@ void lkv_gpu_uuid_text(const unsigned char bytes[16], char *buf, size_t len)
              b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
              b[13], b[14], b[15]);
 }
+
+void lkv_gpu_pci_text(const char *raw, char *buf, size_t len)
+{
+    unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+    char end = 0;
+    buf[0] = '\0';
+    /* Hex digits and separators only: sscanf's %x would take "0x" too. */
+    if (raw && strspn(raw, "0123456789abcdefABCDEF:.") == strlen(raw) &&
+        sscanf(raw, "%x:%x:%x.%x%c", &domain, &bus, &dev, &fn, &end) == 4 && bus < 256 &&
+        dev < 32 && fn < 8)
+        snprintf(buf, len, "%04x:%02x:%02x.%x", domain, bus, dev, fn);
+}

@@ -23,6 +23,7 @@ static void report_device(const lkv_hip_lib *lib, int ordinal, lkv_device_report
     snprintf(rep->name, sizeof rep->name, "%s", info.name);
     snprintf(rep->driver, sizeof rep->driver, "%s", info.driver);
     snprintf(rep->uuid, sizeof rep->uuid, "%s", info.uuid);
+    snprintf(rep->pci, sizeof rep->pci, "%s", info.pci);
     rep->memory_bytes = info.memory;
     char how[200];
     if (lkv_hip_code_source(lib, info.arch, how, sizeof how) != LKV_OK) {

@@ -61,6 +61,7 @@ typedef struct lkv_hip_device_info {
     char name[128];
     size_t memory;
     char uuid[40];   /* 8-4-4-4-12 hex, "" when the runtime has none */
+    char pci[16];    /* dddd:bb:dd.f, "" when the runtime does not say */
     char driver[128]; /* "HIP runtime 6.2.41133, driver 60241133" */
     int max_block;   /* threads per block */
     lkv_gpu_limits lim;

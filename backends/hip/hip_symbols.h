@@ -49,6 +49,7 @@ LKV_HIP_REQ(hipError_t, hipDeviceSynchronize, (void))
  * keeps the ROCm 5 layout), ROCm 5 only the plain one; one must exist. The
  * argument is a hipDeviceProp_t of the matching layout (hip_api.h). */
 LKV_HIP_OPT(hipError_t, hipGetDevicePropertiesR0600, (void *props, int device))
+LKV_HIP_OPT(hipError_t, hipDeviceGetPCIBusId, (char *pci_bus_id, int len, int device))
 LKV_HIP_OPT(hipError_t, hipGetDeviceProperties, (void *props, int device))
 LKV_HIP_OPT(hipError_t, hipDeviceGetUuid, (hipUUID *uuid, hipDevice_t device)) /* ROCm 5.1+ */
 LKV_HIP_OPT(const char *, hipGetErrorName, (hipError_t error))

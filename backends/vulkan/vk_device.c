@@ -96,8 +96,8 @@ void lkv_vk_close(lkv_device *d)
         d->vi.fn.vkDestroyDevice(d->dev, NULL);
     }
     lkv_bind_release(&d->bind);
-    if (d->locked)
-        pthread_mutex_destroy(&d->lock);
+    if (d->bind.locked)
+        pthread_mutex_destroy(&d->bind.lock);
     lkv_vk_instance_destroy(&d->vi);
     free(d);
 }
@@ -126,9 +126,9 @@ lkv_status lkv_vk_open(int device, lkv_device **out_dev)
         return lkv_fail(LKV_UNAVAILABLE, "vulkan device %d: %s", device, why);
     }
     st = lkv_vk_settings(d);
-    if (st == LKV_OK && pthread_mutex_init(&d->lock, NULL) != 0)
+    if (st == LKV_OK && pthread_mutex_init(&d->bind.lock, NULL) != 0)
         st = lkv_fail(LKV_INTERNAL, "vulkan: cannot create the device lock");
-    d->locked = st == LKV_OK;
+    d->bind.locked = st == LKV_OK;
     if (st == LKV_OK)
         st = create_device(d);
     if (st == LKV_OK)

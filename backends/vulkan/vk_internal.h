@@ -50,8 +50,6 @@ struct lkv_buffer {
 
 struct lkv_device {
     lkv_bind_device bind; /* first: the shared op plans reach it (backends/bind/) */
-    pthread_mutex_t lock; /* held by every op entry (vk_backend.c) */
-    int locked;           /* lock initialised */
     lkv_vk_instance vi;
     VkPhysicalDevice phys;
     VkPhysicalDeviceProperties props;
@@ -78,6 +76,7 @@ lkv_status lkv_vk_instance_create(lkv_vk_instance *out_vi);
 void lkv_vk_instance_destroy(lkv_vk_instance *vi);
 lkv_status lkv_vk_load_device_fns(lkv_vk_instance *vi, VkDevice dev);
 lkv_status lkv_vk_check(VkResult r, const char *what);
+int lkv_vk_has_device_ext(lkv_vk_instance *vi, VkPhysicalDevice phys, const char *name);
 /* Whether the physical device has what the backend needs; `why` if not. */
 int lkv_vk_device_usable(lkv_vk_instance *vi, VkPhysicalDevice phys, char *why, size_t why_len);
 

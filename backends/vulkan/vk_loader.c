@@ -220,7 +220,7 @@ void lkv_vk_instance_destroy(lkv_vk_instance *vi)
     memset(vi, 0, sizeof *vi);
 }
 
-static int has_device_ext(lkv_vk_instance *vi, VkPhysicalDevice phys, const char *name)
+int lkv_vk_has_device_ext(lkv_vk_instance *vi, VkPhysicalDevice phys, const char *name)
 {
     uint32_t n = 0;
     if (vi->fn.vkEnumerateDeviceExtensionProperties(phys, NULL, &n, NULL) != VK_SUCCESS || !n)
@@ -248,7 +248,7 @@ int lkv_vk_device_usable(lkv_vk_instance *vi, VkPhysicalDevice phys, char *why, 
                  props.limits.maxPerStageDescriptorStorageBuffers);
         return 0;
     }
-    if (!has_device_ext(vi, phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {
+    if (!lkv_vk_has_device_ext(vi, phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {
         snprintf(why, why_len, "device lacks %s", VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
         return 0;
     }

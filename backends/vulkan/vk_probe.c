@@ -17,9 +17,21 @@ static void device_identity(lkv_vk_instance *vi, VkPhysicalDevice phys, lkv_devi
     /* Driver properties are core in 1.2; older devices report the ID only. */
     if (props.apiVersion >= VK_API_VERSION_1_2)
         ids.pNext = &drv;
+    /* The PCI address, where the driver has VK_EXT_pci_bus_info, matches
+     * this device with the same GPU seen through CUDA, HIP or OpenCL. */
+    VkPhysicalDevicePCIBusInfoPropertiesEXT pci = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT};
+    int has_pci = lkv_vk_has_device_ext(vi, phys, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME);
+    if (has_pci) {
+        pci.pNext = ids.pNext;
+        ids.pNext = &pci;
+    }
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
                                       .pNext = &ids};
     vi->fn.vkGetPhysicalDeviceProperties2(phys, &p2);
+    if (has_pci)
+        snprintf(rep->pci, sizeof rep->pci, "%04x:%02x:%02x.%x", pci.pciDomain, pci.pciBus & 0xff,
+                 pci.pciDevice & 0x1f, pci.pciFunction & 7);
     snprintf(rep->name, sizeof rep->name, "%.127s", props.deviceName);
     if (drv.driverName[0])
         snprintf(rep->driver, sizeof rep->driver, "%.60s %.60s", drv.driverName, drv.driverInfo);

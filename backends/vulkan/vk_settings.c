@@ -8,60 +8,18 @@
  *   LAZYKV_VULKAN_F64        0 computes scores in f32 even where the device
  *                            has shaderFloat64 (tests the f32 variant)
  * A knob with a bad value fails the open, naming it. */
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "error.h"
 #include "vk_internal.h"
 
-/* Shared memory per invocation of the most demanding kernel
- * (attend_split_vec: weights and partial sums for 8 query heads, a vec4). */
-#define LKV_VK_SHARED_PER_INVOCATION 80
-
-static lkv_status env_long(const char *name, long long lo, long long hi, long long *out, int *set)
-{
-    const char *text = getenv(name);
-    *set = text && *text;
-    if (!*set)
-        return LKV_OK;
-    char *end = NULL;
-    long long v = strtoll(text, &end, 10);
-    if (*end || v < lo || v > hi)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "%s '%s' is not an integer in %lld..%lld", name, text,
-                        lo, hi);
-    *out = v;
-    return LKV_OK;
-}
-
 static lkv_status workgroup_size(lkv_device *d)
 {
     const VkPhysicalDeviceLimits *l = &d->props.limits;
-    long long v = 64;
-    int set = 0;
-    lkv_status st = env_long("LAZYKV_VULKAN_WG", 32, 256, &v, &set);
-    if (st == LKV_OK && (v & (v - 1)) != 0)
-        st = lkv_fail(LKV_INVALID_ARGUMENT, "LAZYKV_VULKAN_WG '%lld' is not a power of two", v);
-    if (st != LKV_OK)
-        return st;
-    uint32_t wg = (uint32_t)v;
-    while (wg > 1 && (wg > l->maxComputeWorkGroupInvocations || wg > l->maxComputeWorkGroupSize[0] ||
-                      wg * LKV_VK_SHARED_PER_INVOCATION > l->maxComputeSharedMemorySize))
-        wg /= 2;
-    d->bind.lim.wg = wg;
-    return LKV_OK;
-}
-
-/* How many workgroups are worth launching at once. Every shader loops
- * grid-stride, so fewer groups only means more work each. A GPU wants
- * thousands in flight; a software device (lavapipe) pays a fixed cost per
- * workgroup and runs one per CPU thread at a time, so a few per thread. */
-static uint32_t workgroup_budget(const VkPhysicalDeviceProperties *p)
-{
-    if (p->deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU)
-        return 16384;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    return (uint32_t)(8 * (cpus > 0 ? cpus : 1));
+    uint64_t items = l->maxComputeWorkGroupInvocations < l->maxComputeWorkGroupSize[0]
+                         ? l->maxComputeWorkGroupInvocations
+                         : l->maxComputeWorkGroupSize[0];
+    return lkv_bind_work_group("LAZYKV_VULKAN_WG", items, l->maxComputeSharedMemorySize,
+                               &d->bind.lim.wg);
 }
 
 static lkv_status binding_limits(lkv_device *d)
@@ -75,7 +33,7 @@ static lkv_status binding_limits(lkv_device *d)
     lim->max_count[1] = d->props.limits.maxComputeWorkGroupCount[1];
     long long v = 0;
     int set = 0;
-    lkv_status st = env_long("LAZYKV_VULKAN_MAX_RANGE", 4096, (long long)lim->max_range, &v, &set);
+    lkv_status st = lkv_bind_env_long("LAZYKV_VULKAN_MAX_RANGE", 4096, (long long)lim->max_range, &v, &set);
     if (st == LKV_OK && set)
         lim->max_range = (uint64_t)v;
     VkPhysicalDeviceMaintenance3Properties m3 = {
@@ -93,7 +51,7 @@ static lkv_status f64_scores(lkv_device *d)
     d->vi.fn.vkGetPhysicalDeviceFeatures(d->phys, &have);
     long long v = 1;
     int set = 0;
-    lkv_status st = env_long("LAZYKV_VULKAN_F64", 0, 1, &v, &set);
+    lkv_status st = lkv_bind_env_long("LAZYKV_VULKAN_F64", 0, 1, &v, &set);
     d->bind.lim.has_f64 = have.shaderFloat64 == VK_TRUE && v == 1;
     return st;
 }
@@ -103,7 +61,7 @@ lkv_status lkv_vk_settings(lkv_device *d)
     d->vi.fn.vkGetPhysicalDeviceProperties(d->phys, &d->props);
     d->vi.fn.vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem_props);
     d->bind.drv = &lkv_vk_bind_driver;
-    d->bind.lim.max_groups = workgroup_budget(&d->props);
+    d->bind.lim.max_groups = lkv_bind_group_budget(d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU);
     lkv_status st = workgroup_size(d);
     if (st == LKV_OK)
         st = binding_limits(d);

@@ -12,7 +12,8 @@
  *   FAKE_NAME            device 0's name
  *   FAKE_OMIT_MEMALLOC   leave cuMemAlloc_v2 out, as a driver too old would
  *
- * At run time LKV_FAKE_CUDA_FAIL=name[=code] makes that one entry point
+ * At run time LKV_FAKE_CUDA_PCI_BUS places the devices (see
+ * cuDeviceGetPCIBusId), and LKV_FAKE_CUDA_FAIL=name[=code] makes that one entry point
  * return `code` (default 999, CUDA_ERROR_UNKNOWN), to walk every failure
  * path. Device memory is host memory from malloc, so a buffer the backend
  * forgets to free is also a leak LeakSanitizer reports; copies, memsets and
@@ -155,6 +156,18 @@ FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
     if (dev < 0 || dev >= FAKE_DEVICES || len < 1)
         return ERR_INVALID_VALUE;
     snprintf(name, (size_t)len, "%s", dev == 0 ? FAKE_NAME : "Fake RTX A6000");
+    return 0;
+}
+
+/* Device d sits on PCI bus LKV_FAKE_CUDA_PCI_BUS (hex, default 17) + d,
+ * written with the 8-digit domain some drivers use. */
+FAKE_EXPORT CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice dev)
+{
+    FAKE_ENTER("cuDeviceGetPCIBusId");
+    if (dev < 0 || dev >= FAKE_DEVICES || len < 1)
+        return ERR_INVALID_VALUE;
+    const char *bus = getenv("LKV_FAKE_CUDA_PCI_BUS");
+    snprintf(buf, (size_t)len, "00000000:%02X:00.0", (unsigned)(bus ? strtol(bus, NULL, 16) : 0x17) + (unsigned)dev);
     return 0;
 }
 

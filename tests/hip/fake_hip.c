@@ -11,6 +11,7 @@
  *   FAKE_HIP_ARCH     gcnArchName (default "gfx90a:sramecc+:xnack-")
  *   FAKE_HIP_FAIL     the name of one entry point that fails
  *   FAKE_HIPRTC_FAIL  hiprtcCompileProgram fails with a log
+ *   FAKE_HIP_PCI_BUS  the PCI bus of device 0, hex (default 23)
  * Test hooks (fake_hip_*) report what the backend did.
  *
  * The current device is per thread, as in HIP (0 for a thread that never
@@ -111,6 +112,16 @@ int hipDeviceGetName(char *name, int len, int device)
     if (failing("hipDeviceGetName") || !valid_device(device) || len < 1)
         return INVALID_VALUE;
     snprintf(name, (size_t)len, "Fake AMD %.*s", (int)strcspn(arch(), ":"), arch());
+    return OK;
+}
+
+/* Device d sits on PCI bus FAKE_HIP_PCI_BUS (hex, default 23) + d. */
+int hipDeviceGetPCIBusId(char *buf, int len, int device)
+{
+    if (failing("hipDeviceGetPCIBusId") || !valid_device(device) || len < 1)
+        return INVALID_VALUE;
+    const char *bus = getenv("FAKE_HIP_PCI_BUS");
+    snprintf(buf, (size_t)len, "0000:%02x:00.0", (unsigned)(bus ? strtol(bus, NULL, 16) : 0x23) + (unsigned)device);
     return OK;
 }
 

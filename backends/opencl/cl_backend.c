@@ -1,0 +1,34 @@
+/* The OpenCL backend's tables: the driver the shared op plans of
+ * backends/bind/ call (buffers in cl_memory.c, pipelines in cl_program.c,
+ * dispatch and row lists in cl_dispatch.c), and the ops table, whose entries
+ * are the shared locked ones. */
+#include "cl_internal.h"
+
+static uint64_t cl_size(const lkv_buffer *b)
+{
+    return b->size;
+}
+
+const lkv_bind_driver lkv_cl_bind_driver = {
+    .name = "opencl",
+    .alloc = lkv_cl_alloc,
+    .free = lkv_cl_free,
+    .write = lkv_cl_write,
+    .read = lkv_cl_read,
+    .copy = lkv_cl_copy,
+    .sync = lkv_cl_sync,
+    .pipe_ready = lkv_cl_pipe_ready,
+    .dispatch = lkv_cl_dispatch,
+    .list_room = lkv_cl_list_room,
+    .list_put = lkv_cl_list_put,
+    .reserve = lkv_cl_reserve,
+    .size = cl_size,
+};
+
+const lkv_backend_ops lkv_backend_opencl = {
+    .name = "opencl",
+    .probe = lkv_cl_probe,
+    .open = lkv_cl_open,
+    .close = lkv_cl_close,
+    LKV_BIND_OPS_COMMON,
+};

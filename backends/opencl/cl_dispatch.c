@@ -1,0 +1,106 @@
+/* The shared plans' dispatches on OpenCL. A pipeline's kernel takes each
+ * binding as (buffer, byte offset) and each 4-byte push-constant field as
+ * one scalar (kernels/opencl/lkv_cl.h), and runs gx * gy * gz work-groups
+ * of `wg` work-items. The queue is in order, so a kernel sees the writes of
+ * every command before it, which is all the plans need between dispatches. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_internal.h"
+#include "error.h"
+
+static lkv_status set_args(lkv_device *d, cl_kernel k, const lkv_bind_pipe_info *info,
+                           const lkv_bind_buf *binds, const void *push)
+{
+    const lkv_cl_fns *fn = &d->lib.fn;
+    cl_uint arg = 0;
+    cl_int err = LKV_CL_SUCCESS;
+    for (uint32_t i = 0; i < info->bindings && err == LKV_CL_SUCCESS; i++) {
+        cl_ulong off = binds[i].offset;
+        err = fn->clSetKernelArg(k, arg++, sizeof(cl_mem), &binds[i].buf->mem);
+        if (err == LKV_CL_SUCCESS)
+            err = fn->clSetKernelArg(k, arg++, sizeof off, &off);
+    }
+    for (uint32_t i = 0; i < info->push_bytes / 4 && err == LKV_CL_SUCCESS; i++)
+        err = fn->clSetKernelArg(k, arg++, 4, (const unsigned char *)push + 4 * i);
+    if (err != LKV_CL_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "clSetKernelArg(%s, argument %u)", info->name, arg - 1);
+        return lkv_cl_check(err, what);
+    }
+    return LKV_OK;
+}
+
+lkv_status lkv_cl_dispatch(lkv_device *d, lkv_bind_pipe pipe, const lkv_bind_buf *binds,
+                              const void *push, uint32_t gx, uint32_t gy, uint32_t gz)
+{
+    lkv_status st = lkv_cl_pipe_ready(d, pipe);
+    if (st != LKV_OK || gx == 0 || gy == 0 || gz == 0)
+        return st;
+    const lkv_bind_pipe_info *info = &lkv_bind_pipes[pipe];
+    cl_kernel k = d->pipes[pipe].kernel;
+    st = set_args(d, k, info, binds, push);
+    if (st != LKV_OK)
+        return st;
+    size_t wg = d->bind.lim.wg;
+    size_t global[3] = {(size_t)gx * wg, gy, gz}, local[3] = {wg, 1, 1};
+    cl_int err = d->lib.fn.clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, 0, NULL, NULL);
+    if (err != LKV_CL_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", info->name);
+        return lkv_cl_check(err, what);
+    }
+    return LKV_OK;
+}
+
+static uint64_t arena_at(const lkv_device *d)
+{
+    uint64_t align = d->bind.lim.align;
+    return (d->arena_used + align - 1) / align * align;
+}
+
+/* The arena grows to hold an op's lists; it is rewound only after a finish,
+ * when no queued write still reads arena_host. */
+lkv_status lkv_cl_list_room(lkv_device *d, size_t bytes)
+{
+    if (d->arena && arena_at(d) + bytes <= d->arena->size)
+        return LKV_OK;
+    lkv_status st = lkv_cl_sync(d);
+    size_t want = bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : bytes;
+    if (st == LKV_OK && (!d->arena || d->arena->size < want)) {
+        unsigned char *host = malloc(want + want / 4 + 16);
+        st = host ? lkv_cl_reserve(d, &d->arena, want)
+                  : lkv_fail(LKV_OUT_OF_MEMORY, "opencl: out of host memory for row lists");
+        if (st == LKV_OK) {
+            free(d->arena_host);
+            d->arena_host = host;
+        } else {
+            free(host);
+        }
+    }
+    if (st == LKV_OK)
+        d->arena_used = 0;
+    return st;
+}
+
+lkv_status lkv_cl_list_put(lkv_device *d, const uint32_t *words, size_t bytes,
+                              lkv_bind_buf *out_bind)
+{
+    lkv_status st = lkv_cl_list_room(d, bytes);
+    if (st != LKV_OK)
+        return st;
+    uint64_t at = arena_at(d);
+    memcpy(d->arena_host + at, words, bytes);
+    if (bytes > 0) {
+        cl_int err = d->lib.fn.clEnqueueWriteBuffer(d->queue, d->arena->mem, LKV_CL_FALSE, (size_t)at,
+                                                    bytes, d->arena_host + at, 0, NULL, NULL);
+        if (err != LKV_CL_SUCCESS)
+            return lkv_cl_check(err, "clEnqueueWriteBuffer (row list)");
+    }
+    d->arena_used = at + bytes;
+    out_bind->buf = d->arena;
+    out_bind->offset = at;
+    out_bind->range = bytes ? bytes : 4;
+    return LKV_OK;
+}

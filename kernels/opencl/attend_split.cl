@@ -1,0 +1,103 @@
+// attend, pass 2 of 4 (mirrors shaders/attend_split.comp): flash-decoding
+// partials. A work-group takes one split (slots [split * split_len, ...)) of
+// one cache head, a block of up to QBLOCK query heads and a block of
+// dimensions (one per work-item), and writes per query head m = max logit,
+// l = sum exp(logit - m) and o[e] = sum exp(logit - m) V[i][e]. V is read
+// once per cache head for the whole block.
+// Launch: x = splits, y = cache heads of the chunk, z = query-head blocks *
+// dimension blocks. Logits and partials are chunk-relative; partials are
+// [query heads of the chunk][n_splits][dim + 2] (m, l, o...).
+// Differs from the CPU oracle: f32, exponentials against the split's own
+// maximum (rescaled in pass 3) instead of the global one, sums in tree order.
+// Differs from the shader: f16 is read through vload_half, which keeps
+// subnormals; max is fmax, which passes over NaN (what GLSL max does on the
+// usual drivers, where it is left undefined).
+
+#define NEG_INF as_float(0xff800000u)
+
+// Tree reduction of red[j][*] (rows of LKV_WG) into red[j][0]; LKV_WG is a
+// power of two. Every work-item of the group must call it.
+static void reduce(__local float *red, uint tid, int take_max)
+{
+    for (uint s = LKV_WG / 2u; s > 0u; s >>= 1u) {
+        if (tid < s)
+            for (uint j = 0u; j < QBLOCK; j++) {
+                float a = red[j * LKV_WG + tid], b = red[j * LKV_WG + tid + s];
+                red[j * LKV_WG + tid] = take_max ? fmax(a, b) : a + b;
+            }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+LKV_KERNEL lkv_attend_split(LKV_BIND(const KV_T, v), LKV_BIND(const float, logits),
+                            LKV_BIND(float, part), uint n, uint cap, uint dim, uint per,
+                            uint kv_skew, uint split_len, uint n_splits, uint dblocks)
+{
+    LKV_OPEN(const KV_T, v);
+    LKV_OPEN(const float, logits);
+    LKV_OPEN(float, part);
+    __local float weight[QBLOCK * LKV_WG];
+    __local float red[QBLOCK * LKV_WG];
+    uint tid = get_local_id(0);
+    uint split = get_group_id(0), chr = get_group_id(1);
+    uint qb = (uint)get_group_id(2) / dblocks, db = (uint)get_group_id(2) % dblocks;
+    uint j0 = qb * QBLOCK, jn = min(QBLOCK, per - j0);
+    uint qh0 = chr * per + j0; // chunk-relative query head
+    uint s0 = split * split_len, s1 = min(n, s0 + split_len);
+
+    float m[QBLOCK];
+    for (uint j = 0u; j < QBLOCK; j++)
+        m[j] = NEG_INF;
+    for (uint i = s0 + tid; i < s1; i += LKV_WG)
+        for (uint j = 0u; j < jn; j++)
+            m[j] = fmax(m[j], logits[(qh0 + j) * n + i]);
+    for (uint j = 0u; j < QBLOCK; j++)
+        red[j * LKV_WG + tid] = m[j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    reduce(red, tid, 1);
+    for (uint j = 0u; j < QBLOCK; j++)
+        m[j] = red[j * LKV_WG];
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    float l[QBLOCK], acc[QBLOCK];
+    for (uint j = 0u; j < QBLOCK; j++) {
+        l[j] = 0.0f;
+        acc[j] = 0.0f;
+    }
+    uint e = db * LKV_WG + tid;
+    for (uint c = s0; c < s1; c += LKV_WG) {
+        uint i = c + tid;
+        for (uint j = 0u; j < QBLOCK; j++) {
+            // A split whose logits are all -inf contributes nothing (the CPU's
+            // 0), not exp(-inf - -inf) = NaN.
+            bool live = i < s1 && j < jn && m[j] != NEG_INF;
+            float w = live ? exp(logits[(qh0 + j) * n + i] - m[j]) : 0.0f;
+            weight[j * LKV_WG + tid] = w;
+            l[j] += w;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint cn = min((uint)LKV_WG, s1 - c);
+        if (e < dim)
+            for (uint t = 0u; t < cn; t++) {
+                float val = LOAD_KV(v, kv_skew + (chr * cap + c + t) * dim + e);
+                for (uint j = 0u; j < jn; j++)
+                    acc[j] += weight[j * LKV_WG + t] * val;
+            }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (uint j = 0u; j < QBLOCK; j++)
+        red[j * LKV_WG + tid] = l[j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    reduce(red, tid, 0);
+
+    uint stride = dim + 2u;
+    for (uint j = 0u; j < jn; j++) {
+        uint base = ((qh0 + j) * n_splits + split) * stride;
+        if (e < dim)
+            part[base + 2u + e] = acc[j];
+        if (db == 0u && tid == 0u) {
+            part[base] = m[j];
+            part[base + 1u] = red[j * LKV_WG];
+        }
+    }
+}

@@ -1,0 +1,128 @@
+// attend, pass 2 of 4, for head_dim a multiple of 4 and at most 4 * LKV_WG
+// with rows starting on a 4-element boundary (mirrors
+// shaders/attend_split_vec.comp; the host checks, attend_split.cl covers the
+// rest). Same partials as attend_split.cl, but each work-item owns 4
+// consecutive dimensions (one 16-byte f32 or 8-byte f16 load per slot) and
+// the group's work-items are split into lanes that take alternate slots, so
+// V loads, weight loads and loop overhead drop about 4x. Lanes are summed in
+// local memory at the end.
+// Launch: x = splits, y = cache heads of the chunk, z = query-head blocks.
+// Differs from the CPU oracle: f32, exponentials against the split's own
+// maximum (rescaled in pass 3), sums in lane-then-slot order.
+// Differs from the shader: f16 is read through vload_half4, which keeps
+// subnormals; max is fmax (passes over NaN); a head_dim of 0 takes no lane
+// instead of dividing by zero (a CPU device would trap).
+
+#define NEG_INF as_float(0xff800000u)
+
+static float4 load4(__global const KV_T *v, uint idx4)
+{
+#ifdef LKV_F16
+    return vload_half4(idx4, v);
+#else
+    return vload4(idx4, v);
+#endif
+}
+
+// Tree reduction of red[j][*] (rows of LKV_WG) into red[j][0]; every
+// work-item of the group must call it.
+static void reduce(__local float *red, uint tid, int take_max)
+{
+    for (uint s = LKV_WG / 2u; s > 0u; s >>= 1u) {
+        if (tid < s)
+            for (uint j = 0u; j < QBLOCK; j++) {
+                float a = red[j * LKV_WG + tid], b = red[j * LKV_WG + tid + s];
+                red[j * LKV_WG + tid] = take_max ? fmax(a, b) : a + b;
+            }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const KV_T, v), LKV_BIND(const float, logits),
+                                LKV_BIND(float, part), uint n, uint cap, uint dim, uint per,
+                                uint kv_skew, uint split_len, uint n_splits,
+                                uint dblocks) // unused: one block covers every dimension
+{
+    LKV_OPEN(const KV_T, v);
+    LKV_OPEN(const float, logits);
+    LKV_OPEN(float, part);
+    __local float weight[QBLOCK * LKV_WG];
+    __local float red[QBLOCK * LKV_WG];
+    __local float4 lanes_sum[LKV_WG];
+    uint tid = get_local_id(0);
+    uint split = get_group_id(0), chr = get_group_id(1);
+    uint j0 = (uint)get_group_id(2) * QBLOCK, jn = min(QBLOCK, per - j0);
+    uint qh0 = chr * per + j0; // chunk-relative query head
+    uint s0 = split * split_len, s1 = min(n, s0 + split_len);
+    uint d4 = dim / 4u;                              // 4-element units per row
+    uint lanes = d4 ? (uint)LKV_WG / d4 : 0u;        // slots taken side by side
+    uint lane = d4 ? tid / d4 : 0u, u = d4 ? tid % d4 : 0u;
+    bool working = lane < lanes;
+
+    float m[QBLOCK];
+    for (uint j = 0u; j < QBLOCK; j++)
+        m[j] = NEG_INF;
+    for (uint i = s0 + tid; i < s1; i += LKV_WG)
+        for (uint j = 0u; j < jn; j++)
+            m[j] = fmax(m[j], logits[(qh0 + j) * n + i]);
+    for (uint j = 0u; j < QBLOCK; j++)
+        red[j * LKV_WG + tid] = m[j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    reduce(red, tid, 1);
+    for (uint j = 0u; j < QBLOCK; j++)
+        m[j] = red[j * LKV_WG];
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    float l[QBLOCK];
+    float4 acc[QBLOCK];
+    for (uint j = 0u; j < QBLOCK; j++) {
+        l[j] = 0.0f;
+        acc[j] = (float4)(0.0f);
+    }
+    uint row4 = (kv_skew + chr * cap * dim) / 4u;
+    for (uint c = s0; c < s1; c += LKV_WG) {
+        uint i = c + tid;
+        for (uint j = 0u; j < QBLOCK; j++) {
+            // A split whose logits are all -inf contributes nothing (the CPU's
+            // 0), not exp(-inf - -inf) = NaN.
+            bool live = i < s1 && j < jn && m[j] != NEG_INF;
+            float w = live ? exp(logits[(qh0 + j) * n + i] - m[j]) : 0.0f;
+            weight[j * LKV_WG + tid] = w;
+            l[j] += w;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint cn = min((uint)LKV_WG, s1 - c);
+        if (working)
+            for (uint t = lane; t < cn; t += lanes) {
+                float4 val = load4(v, row4 + (c + t) * d4 + u);
+                for (uint j = 0u; j < jn; j++)
+                    acc[j] += weight[j * LKV_WG + t] * val;
+            }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (uint j = 0u; j < QBLOCK; j++)
+        red[j * LKV_WG + tid] = l[j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    reduce(red, tid, 0);
+
+    uint stride = dim + 2u;
+    for (uint j = 0u; j < jn; j++) {
+        lanes_sum[tid] = working ? acc[j] : (float4)(0.0f);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint base = ((qh0 + j) * n_splits + split) * stride;
+        if (tid < d4) {
+            float4 sum = (float4)(0.0f);
+            for (uint ln = 0u; ln < lanes; ln++)
+                sum += lanes_sum[ln * d4 + tid];
+            part[base + 2u + 4u * tid] = sum.x;
+            part[base + 3u + 4u * tid] = sum.y;
+            part[base + 4u + 4u * tid] = sum.z;
+            part[base + 5u + 4u * tid] = sum.w;
+        }
+        if (tid == 0u) {
+            part[base] = m[j];
+            part[base + 1u] = red[j * LKV_WG];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}

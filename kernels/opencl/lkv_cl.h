@@ -1,0 +1,58 @@
+// What every OpenCL C kernel of lazykv shares. The host prepends this text to
+// one kernel file (kernels/opencl/<source>.cl) and builds the pair at run
+// time as OpenCL C 1.2, once per pipeline of backends/bind/bind_pipes.h
+// (the same list, defines and launch contract as the Vulkan shaders in
+// shaders/, which these kernels mirror line for line where they can).
+//
+// The contract with the host (backends/opencl/cl_dispatch.c):
+//   - The kernel is named lkv_<source file> (attend_logits.cl defines
+//     `LKV_KERNEL lkv_attend_logits(...)`): the prefix keeps names such as
+//     select clear of OpenCL's built-in functions.
+//   - Parameters: first every binding in the pipeline's binding order, each
+//     as LKV_BIND(type, name): a global buffer and the byte offset of the
+//     binding's window in it; open it with LKV_OPEN(type, name). Then every
+//     push-constant field of the Vulkan shader, in order, as a 4-byte
+//     scalar (uint, int or float).
+//   - Work-groups are one-dimensional, LKV_WG work-items (a power of two,
+//     -DLKV_WG=...); the host launches a grid of gx * gy * gz of them, as
+//     vkCmdDispatch would.
+//   - Variants come from the same defines as the shaders: LKV_F16 (K and V
+//     stored as binary16, read through vload_half: no cl_khr_fp16 needed),
+//     LKV_VEC (16-byte units), LKV_HALVES, LKV_F64 (scores in double, only
+//     built where the device has cl_khr_fp64).
+//   - Only local memory and barriers: no subgroups, so no width is assumed.
+#ifndef LKV_CL_H
+#define LKV_CL_H
+
+#ifndef LKV_WG
+#error "build with -DLKV_WG=<work-group size>"
+#endif
+
+#define LKV_KERNEL __kernel __attribute__((reqd_work_group_size(LKV_WG, 1, 1))) void
+#define LKV_BIND(type, name) __global type *name##_bind_, ulong name##_bind_off_
+#define LKV_OPEN(type, name) \
+    __global type *name = (__global type *)((__global uchar *)name##_bind_ + name##_bind_off_)
+
+#ifdef LKV_F64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+// K/V storage: indices count elements (halves for f16) from the start of
+// the bound window. vload_half converts exactly, subnormals included.
+#ifdef LKV_F16
+#define KV_T half
+#define LOAD_KV(arr, idx) vload_half((idx), (arr))
+#else
+#define KV_T float
+#define LOAD_KV(arr, idx) ((arr)[idx])
+#endif
+
+// At most this many query heads share one pass over a K or V row (as
+// shaders/kv_storage.glsl).
+#define QBLOCK 8u
+
+// Per-slot metadata windows, as shaders/meta_rows.glsl: the kernel takes
+// push fields named cap, meta_skew and row_base.
+#define META_INDEX(row, slot) (meta_skew + ((row) - row_base) * cap + (slot))
+
+#endif // LKV_CL_H

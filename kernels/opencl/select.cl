@@ -1,0 +1,127 @@
+// select: mirrors shaders/select.comp. Per listed row keep the k best of n
+// slots, ranked by score (higher first), ties to the lower slot, NaN last;
+// write the kept slots in ascending order to the first k entries of the row
+// in `kept`.
+// One work-group per row. Each score maps to a 32-bit key whose ascending
+// order is the ranking; a radix select (4 passes of 8 bits, histograms in
+// local memory) finds the k-th key T and how many slots with key == T to
+// take; a last pass in slot order keeps every key < T and the first of the
+// keys == T, placing them with a work-group prefix sum. The result is
+// exactly the CPU oracle's (same keys, same tie rule).
+// Launch: x = listed rows. list: (row, n, k) triples.
+
+// Ascending key = descending score; -0 ties +0; every NaN is the last key.
+static uint key_of(uint b)
+{
+    if ((b & 0x7fffffffu) > 0x7f800000u)
+        return 0xffffffffu;
+    if ((b & 0x7fffffffu) == 0u)
+        b = 0u;
+    uint ord = (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
+    return ~ord;
+}
+
+// The k-th smallest key of the row's n and how many keys equal to it the
+// k best take (*need). Every work-item returns the same.
+static uint kth_key(__global const uint *scores, uint base, uint n, uint k, uint *need,
+                    __local uint *hist, __local uint *sh)
+{
+    uint tid = (uint)get_local_id(0);
+    uint prefix = 0u, mask = 0u;
+    *need = k;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (uint b = tid; b < 256u; b += LKV_WG)
+            hist[b] = 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint i = tid; i < n; i += LKV_WG) {
+            uint key = key_of(scores[base + i]);
+            if ((key & mask) == prefix)
+                atomic_inc(&hist[(key >> (uint)shift) & 255u]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (tid == 0u) {
+            uint cum = 0u, b = 0u;
+            for (; b < 255u; b++) {
+                if (cum + hist[b] >= *need)
+                    break;
+                cum += hist[b];
+            }
+            sh[0] = b;
+            sh[1] = *need - cum;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        prefix |= sh[0] << (uint)shift;
+        mask |= 255u << (uint)shift;
+        *need = sh[1];
+        // sh and hist are rewritten by the next pass.
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    return prefix;
+}
+
+// Inclusive prefix sum of `mine` over the work-group (Hillis-Steele in
+// local memory); returns it, and the group's total in *total.
+static uint group_scan(uint mine, uint *total, __local uint *scan)
+{
+    uint tid = (uint)get_local_id(0);
+    scan[tid] = mine;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint off = 1u; off < LKV_WG; off <<= 1u) {
+        uint add = tid >= off ? scan[tid - off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        scan[tid] += add;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    uint incl = scan[tid];
+    *total = scan[LKV_WG - 1u];
+    return incl;
+}
+
+LKV_KERNEL lkv_select(LKV_BIND(uint, list), LKV_BIND(uint, scores), LKV_BIND(uint, kept),
+                  uint cap, uint meta_skew, uint row_base)
+{
+    LKV_OPEN(uint, list);
+    LKV_OPEN(uint, scores); // f32 bits
+    LKV_OPEN(uint, kept);
+    __local uint hist[256];
+    __local uint sh[2]; // the pass's digit and what is still needed
+    __local uint scan[LKV_WG];
+    uint tid = (uint)get_local_id(0);
+    uint r = (uint)get_group_id(0);
+    uint row = list[3u * r], n = list[3u * r + 1u], k = list[3u * r + 2u];
+    uint base = META_INDEX(row, 0u);
+    if (k == 0u)
+        return;
+    bool take_all = k >= n;
+    uint need = k, prefix = 0u;
+    if (!take_all)
+        prefix = kth_key(scores, base, n, k, &need, hist, sh);
+    // prefix is now the k-th key; keep keys < prefix and `need` of the keys
+    // == prefix, the lowest slots first.
+    uint kept_total = 0u, eq_total = 0u;
+    for (uint c = 0u; c < n; c += LKV_WG) {
+        uint i = c + tid;
+        uint less = 0u, eq = 0u;
+        if (i < n) {
+            if (take_all) {
+                less = 1u;
+            } else {
+                uint key = key_of(scores[base + i]);
+                less = key < prefix ? 1u : 0u;
+                eq = key == prefix ? 1u : 0u;
+            }
+        }
+        // Both counts in one word: a chunk holds at most LKV_WG < 2^16 slots.
+        uint mine = less | (eq << 16u);
+        uint total;
+        uint before = group_scan(mine, &total, scan) - mine;
+        uint take_left = need > eq_total ? need - eq_total : 0u;
+        uint less_before = before & 0xffffu, eq_before = before >> 16u;
+        if (less == 1u || (eq == 1u && eq_before < take_left))
+            kept[base + kept_total + less_before + min(eq_before, take_left)] = i;
+        kept_total += (total & 0xffffu) + min(total >> 16u, take_left);
+        eq_total += total >> 16u;
+        // The next chunk's scan overwrites what this one read.
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
