@@ -33,8 +33,10 @@ void lkv_devices_link(lkv_device_report *reps, int count)
                 continue;
             int n = snprintf(out + used, cap - used, "%s%s:%d", used ? ", " : "", reps[j].backend,
                              reps[j].device);
-            if (n < 0 || (size_t)n >= cap - used)
-                break; /* full: what fits is listed */
+            if (n < 0 || (size_t)n >= cap - used) {
+                out[used] = '\0'; /* full: only whole entries are listed */
+                break;
+            }
             used += (size_t)n;
         }
     }

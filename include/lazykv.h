@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 #define LKV_VERSION_MAJOR 0
-#define LKV_VERSION_MINOR 1
+#define LKV_VERSION_MINOR 2
 #define LKV_VERSION_PATCH 0
 
 /* ------------------------------------------------------------------------ */

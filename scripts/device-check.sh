@@ -3,7 +3,9 @@
 # CUDA toolkit (nvcc) and CMake but none of the test-only packages: builds
 # lazykv with the CUDA backend required, lists the devices, runs the CUDA
 # conformance suite (quick grid, then the full grid) and the benchmark of
-# cpu against cuda, and prints a short table. Results (JSONL, JSON, SVG,
+# cpu against cuda, and prints a short table. Where the driver also
+# registers the GPU for OpenCL (the NVIDIA OpenCL ICD), the OpenCL quick
+# grid runs too and the benchmark adds it (the same GPU, a second API). Results (JSONL, JSON, SVG,
 # logs) go to $OUT when set, else to ./device-check/.
 #
 #   bash scripts/device-check.sh            everything (about 5-8 minutes)
@@ -42,8 +44,20 @@ if [ "${DEVICE_CHECK_FULL:-1}" != 0 ]; then
   grep -E "^(FAIL|SKIP)|pass, " "$out/conformance-full.txt" | head -40
 fi
 
-step "bench --backends cpu,cuda"
-"$bin" bench --backends cpu,cuda --json "$out/bench.json" --plot "$out/bench.svg" \
+opencl_rc=-
+benches=cpu,cuda
+if grep -Eq "^opencl +[0-9]+ +PASS" "$out/devices.txt" &&
+   ! grep -Eq "^opencl +0 +PASS .*emulated on the CPU" "$out/devices.txt"; then
+  step "conformance --backend opencl --quick"
+  "$bin" conformance --backend opencl:0 --quick --json "$out/conformance-opencl.jsonl" \
+    >"$out/conformance-opencl.txt" 2>&1
+  opencl_rc=$?
+  grep -E "^(FAIL|SKIP)|pass, " "$out/conformance-opencl.txt" | head -20
+  benches=cpu,cuda,opencl:0
+fi
+
+step "bench --backends $benches"
+"$bin" bench --backends "$benches" --json "$out/bench.json" --plot "$out/bench.svg" \
   >"$out/bench.txt" 2>&1
 bench_rc=$?
 cat "$out/bench.txt"
@@ -51,5 +65,6 @@ cat "$out/bench.txt"
 step "summary"
 printf '%-34s %s\n' "conformance quick (exit status)" "$quick_rc" \
                     "conformance full (exit status)" "$full_rc" \
+                    "opencl quick (exit status)" "$opencl_rc" \
                     "bench (exit status)" "$bench_rc"
 [ "$quick_rc" = 0 ] && [ "$bench_rc" = 0 ] && { [ "$full_rc" = - ] || [ "$full_rc" = 0 ]; }

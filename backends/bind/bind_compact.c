@@ -5,8 +5,12 @@
  * extra memory an eviction needs, is bounded by LKV_BIND_COMPACT_SCRATCH.
  *
  * The op plans every run first and acquires what they need (pipelines,
- * scratch, room for the row lists) before recording anything: a failure
- * then leaves the cache as it was, never with K/V moved and state not. */
+ * scratch, room for the row lists) before issuing anything, so running out
+ * of any of them leaves the cache as it was. What can still fail later is
+ * the driver refusing a dispatch: on Vulkan nothing has run then (the work
+ * is submitted as a whole), on OpenCL the dispatches queued before it still
+ * run, so K/V may be moved and the state not; the core reports that as an
+ * eviction that failed part-way, to be answered by resetting the sequence. */
 #include "error.h"
 #include "bind_internal.h"
 

@@ -12,20 +12,35 @@
  * (attend_split_vec: weights and partial sums for 8 query heads, a vec4). */
 #define LKV_BIND_LOCAL_PER_ITEM 80
 
+/* The knob's value when set and valid: 1 and *out, else 0 (*out kept). */
+static int parse_knob(const char *text, long long lo, long long hi, long long *out)
+{
+    char *end = NULL;
+    long long v = strtoll(text, &end, 10);
+    if (*end || v < lo || v > hi)
+        return 0;
+    *out = v;
+    return 1;
+}
+
 lkv_status lkv_bind_env_long(const char *name, long long lo, long long hi, long long *out,
                              int *out_set)
 {
     const char *text = getenv(name);
     *out_set = text && *text;
-    if (!*out_set)
-        return LKV_OK;
-    char *end = NULL;
-    long long v = strtoll(text, &end, 10);
-    if (*end || v < lo || v > hi)
+    if (*out_set && !parse_knob(text, lo, hi, out))
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s '%s' is not an integer in %lld..%lld", name, text,
                         lo, hi);
-    *out = v;
     return LKV_OK;
+}
+
+int lkv_bind_f64_scores(const char *knob, int device_has_f64)
+{
+    const char *text = getenv(knob);
+    long long v = 1;
+    if (text && *text)
+        parse_knob(text, 0, 1, &v);
+    return device_has_f64 && v == 1;
 }
 
 lkv_status lkv_bind_work_group(const char *knob, uint64_t max_items, uint64_t local_bytes,

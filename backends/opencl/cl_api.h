@@ -47,10 +47,12 @@ typedef struct _cl_event *cl_event;
 
 #define LKV_CL_PLATFORM_VERSION 0x0901
 #define LKV_CL_PLATFORM_NAME 0x0902
+#define LKV_CL_DEVICE_VENDOR_ID 0x1001
 
 #define LKV_CL_DEVICE_TYPE 0x1000
 #define LKV_CL_DEVICE_MAX_COMPUTE_UNITS 0x1002
 #define LKV_CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
+#define LKV_CL_DEVICE_MAX_WORK_ITEM_SIZES 0x1005
 #define LKV_CL_DEVICE_MAX_MEM_ALLOC_SIZE 0x1010
 #define LKV_CL_DEVICE_GLOBAL_MEM_SIZE 0x101F
 #define LKV_CL_DEVICE_LOCAL_MEM_SIZE 0x1023
@@ -69,8 +71,6 @@ typedef struct _cl_event *cl_event;
 #define LKV_CL_DEVICE_PCI_BUS_ID_NV 0x4008
 #define LKV_CL_DEVICE_PCI_SLOT_ID_NV 0x4009
 #define LKV_CL_DEVICE_PCI_DOMAIN_ID_NV 0x400A
-#define LKV_CL_DEVICE_TOPOLOGY_AMD 0x4037
-#define LKV_CL_DEVICE_TOPOLOGY_TYPE_PCIE_AMD 1
 
 #define LKV_CL_DEVICE_TYPE_CPU (1u << 1)
 #define LKV_CL_DEVICE_TYPE_GPU (1u << 2)
@@ -88,13 +88,6 @@ typedef struct _cl_event *cl_event;
 typedef struct lkv_cl_pci_bus_info {
     cl_uint domain, bus, device, function;
 } lkv_cl_pci_bus_info;
-
-/* CL_DEVICE_TOPOLOGY_AMD's answer for a PCIe device (24 bytes). */
-typedef struct lkv_cl_topology_amd {
-    cl_uint type;
-    signed char unused[17];
-    signed char bus, device, function;
-} lkv_cl_topology_amd;
 
 typedef void (*lkv_cl_notify)(const char *errinfo, const void *private_info, size_t cb,
                               void *user_data);

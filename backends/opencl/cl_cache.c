@@ -6,6 +6,7 @@
  * the binary, so a hash collision, a truncated or corrupt file, or one from
  * another driver is simply not used. Nothing here ever fails an op: an
  * unreadable or unwritable cache means a build from source. */
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,17 +38,19 @@ void lkv_cl_cache_key_make(const lkv_device *d, const char *const texts[2], cons
                            lkv_cl_cache_key *out_key)
 {
     uint64_t src = fnv(fnv(LKV_FNV_SEED, texts[0], strlen(texts[0])), texts[1], strlen(texts[1]));
+    /* The platform version names PoCL's LLVM, which its driver version
+     * does not. */
     snprintf(out_key->text, sizeof out_key->text,
-             "lazykv opencl program v1\nplatform %s\ndevice %s\ndevice version %s\n"
-             "driver %s\noptions %s\nsource %016llx\n",
-             d->info.platform, d->info.name, d->info.version, d->info.driver, options,
-             (unsigned long long)src);
+             "lazykv opencl program v1\nplatform %s\nplatform version %s\nvendor %08x\n"
+             "device %s\ndevice version %s\ndriver %s\noptions %s\nsource %016llx\n",
+             d->info.platform, d->info.platform_version, d->info.vendor_id, d->info.name,
+             d->info.version, d->info.driver, options, (unsigned long long)src);
     uint64_t h = fnv(LKV_FNV_SEED, out_key->text, strlen(out_key->text));
     snprintf(out_key->file, sizeof out_key->file, "%016llx.bin", (unsigned long long)h);
 }
 
 /* The folder, or 0 when the cache is off or has nowhere to live. */
-static int cache_dir(char *buf, size_t len)
+static int cache_path(char *buf, size_t len)
 {
     const char *env = getenv("LAZYKV_OPENCL_CACHE");
     if (env && (!strcmp(env, "off") || !strcmp(env, "0")))
@@ -62,17 +65,39 @@ static int cache_dir(char *buf, size_t len)
     return 0;
 }
 
+/* A cached binary is native code the driver loads, so only a folder that
+ * no one else can write is trusted: ours, not writable by group or others. */
+static int trusted(const char *dir)
+{
+    struct stat st;
+    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+           (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+static int cache_dir(char *buf, size_t len)
+{
+    return cache_path(buf, len) && trusted(buf);
+}
+
 static int path_of(const lkv_cl_cache_key *key, char *buf, size_t len)
 {
     char dir[900];
     return cache_dir(dir, sizeof dir) && snprintf(buf, len, "%s/%s", dir, key->file) < (int)len;
 }
 
+/* A regular file only: opened without blocking, so a FIFO or device node
+ * planted in the folder cannot stall a build. */
 static unsigned char *read_all(const char *path, long *out_size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0)
         return NULL;
+    FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        close(fd);
+        return NULL;
+    }
     unsigned char *data = NULL;
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0)
@@ -117,11 +142,10 @@ unsigned char *lkv_cl_cache_load(const lkv_cl_cache_key *key, size_t *out_size)
     }
     memmove(file, file + at + 8, (size_t)blen);
     *out_size = (size_t)blen;
-    atomic_fetch_add(&lkv_cl_cache_hits, 1);
     return file;
 }
 
-/* mkdir -p, quietly. */
+/* mkdir -p, quietly; the cache folder itself private to its owner. */
 static void make_dirs(char *path)
 {
     for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
@@ -129,22 +153,28 @@ static void make_dirs(char *path)
         mkdir(path, 0755);
         *s = '/';
     }
-    mkdir(path, 0755);
+    mkdir(path, 0700);
 }
 
 void lkv_cl_cache_store(const lkv_cl_cache_key *key, const unsigned char *bin, size_t size)
 {
     char dir[900], path[1024], tmp[1100];
-    if (!cache_dir(dir, sizeof dir) || snprintf(path, sizeof path, "%s/%s", dir, key->file) >= (int)sizeof path)
+    if (!cache_path(dir, sizeof dir))
         return;
     make_dirs(dir);
+    if (!trusted(dir) || snprintf(path, sizeof path, "%s/%s", dir, key->file) >= (int)sizeof path)
+        return;
     /* Written under a private name and renamed, so a reader never sees half
      * a file and two processes storing at once do not mix their bytes. */
     snprintf(tmp, sizeof tmp, "%s.%ld-%u.tmp", path, (long)getpid(),
              atomic_fetch_add(&tmp_serial, 1u));
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return;
+    }
     uint32_t klen = (uint32_t)strlen(key->text);
     uint64_t blen = size, sum = fnv(LKV_FNV_SEED, bin, size);
     int ok = fwrite(LKV_CL_CACHE_MAGIC, 1, 8, f) == 8 && fwrite(&klen, 4, 1, f) == 1 &&

@@ -2,24 +2,40 @@
  * kernels. Identity (UUID, PCI address) comes from whichever extension the
  * driver has, so the same GPU seen through Vulkan or CUDA can be matched. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cl_internal.h"
 #include "gpu/gpu_host_util.h"
 
+/* A string answer, cut to fit `buf`: OpenCL refuses to write a string
+ * into a buffer too small for all of it, so a long one is read whole first. */
 static void text(const lkv_cl_lib *lib, cl_device_id dev, cl_device_info what, char *buf, size_t len)
 {
+    size_t size = 0;
     buf[0] = '\0';
-    if (lib->fn.clGetDeviceInfo(dev, what, len - 1, buf, NULL) != LKV_CL_SUCCESS)
+    if (lib->fn.clGetDeviceInfo(dev, what, 0, NULL, &size) != LKV_CL_SUCCESS || size == 0)
+        return;
+    char *whole = size > len ? malloc(size) : buf;
+    if (whole && lib->fn.clGetDeviceInfo(dev, what, size, whole, NULL) == LKV_CL_SUCCESS) {
+        if (whole != buf)
+            memcpy(buf, whole, len - 1);
+        buf[len - 1] = '\0';
+        buf[size < len ? size - 1 : len - 1] = '\0';
+    } else {
         buf[0] = '\0';
-    buf[len - 1] = '\0';
+    }
+    if (whole != buf)
+        free(whole);
 }
 
-/* A fixed-size answer; stays zero where the device has no answer. */
-static void value(const lkv_cl_lib *lib, cl_device_id dev, cl_device_info what, void *out, size_t size)
+/* A fixed-size answer; zero, and 0 returned, where the device has none. */
+static int value(const lkv_cl_lib *lib, cl_device_id dev, cl_device_info what, void *out, size_t size)
 {
-    if (lib->fn.clGetDeviceInfo(dev, what, size, out, NULL) != LKV_CL_SUCCESS)
-        memset(out, 0, size);
+    if (lib->fn.clGetDeviceInfo(dev, what, size, out, NULL) == LKV_CL_SUCCESS)
+        return 1;
+    memset(out, 0, size);
+    return 0;
 }
 
 static int has_extension(const char *list, const char *name)
@@ -32,7 +48,9 @@ static int has_extension(const char *list, const char *name)
 }
 
 /* The PCI address as "dddd:bb:dd.f", from cl_khr_pci_bus_info, else
- * NVIDIA's or AMD's own queries. */
+ * NVIDIA's own queries; "" when neither answers. AMD's topology query is
+ * left out on purpose: it has no PCI domain, and a guessed domain could
+ * link two different GPUs (AMD devices still link by UUID). */
 static void pci_address(const lkv_cl_lib *lib, cl_device_id dev, const char *ext, char *buf, size_t len)
 {
     buf[0] = '\0';
@@ -44,17 +62,13 @@ static void pci_address(const lkv_cl_lib *lib, cl_device_id dev, const char *ext
                      p.function & 7);
     } else if (has_extension(ext, "cl_nv_device_attribute_query")) {
         cl_uint bus = 0, slot = 0, domain = 0;
-        value(lib, dev, LKV_CL_DEVICE_PCI_BUS_ID_NV, &bus, sizeof bus);
-        value(lib, dev, LKV_CL_DEVICE_PCI_SLOT_ID_NV, &slot, sizeof slot);
-        value(lib, dev, LKV_CL_DEVICE_PCI_DOMAIN_ID_NV, &domain, sizeof domain);
-        snprintf(buf, len, "%04x:%02x:%02x.%x", domain, bus & 0xff, (slot >> 3) & 0x1f, slot & 7);
-    } else if (has_extension(ext, "cl_amd_device_attribute_query")) {
-        lkv_cl_topology_amd t;
-        memset(&t, 0, sizeof t);
-        value(lib, dev, LKV_CL_DEVICE_TOPOLOGY_AMD, &t, sizeof t);
-        if (t.type == LKV_CL_DEVICE_TOPOLOGY_TYPE_PCIE_AMD)
-            snprintf(buf, len, "0000:%02x:%02x.%x", (unsigned char)t.bus,
-                     (unsigned char)t.device & 0x1f, (unsigned char)t.function & 7);
+        /* Drivers older than the domain query are on domain 0. */
+        if (value(lib, dev, LKV_CL_DEVICE_PCI_BUS_ID_NV, &bus, sizeof bus) &&
+            value(lib, dev, LKV_CL_DEVICE_PCI_SLOT_ID_NV, &slot, sizeof slot)) {
+            value(lib, dev, LKV_CL_DEVICE_PCI_DOMAIN_ID_NV, &domain, sizeof domain);
+            snprintf(buf, len, "%04x:%02x:%02x.%x", domain, bus & 0xff, (slot >> 3) & 0x1f,
+                     slot & 7);
+        }
     }
 }
 
@@ -69,9 +83,19 @@ void lkv_cl_read_info(const lkv_cl_lib *lib, int i, lkv_cl_info *out)
     if (lib->fn.clGetPlatformInfo(lib->dev_platform[i], LKV_CL_PLATFORM_NAME,
                                   sizeof out->platform - 1, out->platform, NULL) != LKV_CL_SUCCESS)
         out->platform[0] = '\0';
+    if (lib->fn.clGetPlatformInfo(lib->dev_platform[i], LKV_CL_PLATFORM_VERSION,
+                                  sizeof out->platform_version - 1, out->platform_version, NULL) !=
+        LKV_CL_SUCCESS)
+        out->platform_version[0] = '\0';
     value(lib, dev, LKV_CL_DEVICE_TYPE, &out->type, sizeof out->type);
+    value(lib, dev, LKV_CL_DEVICE_VENDOR_ID, &out->vendor_id, sizeof out->vendor_id);
     value(lib, dev, LKV_CL_DEVICE_MAX_COMPUTE_UNITS, &out->compute_units, sizeof out->compute_units);
     value(lib, dev, LKV_CL_DEVICE_MAX_WORK_GROUP_SIZE, &out->max_wg, sizeof out->max_wg);
+    /* Work-groups are one-dimensional, so dimension 0's limit applies too. */
+    size_t items[3] = {0, 0, 0};
+    if (lib->fn.clGetDeviceInfo(dev, LKV_CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL) ==
+            LKV_CL_SUCCESS && items[0] > 0 && items[0] < out->max_wg)
+        out->max_wg = items[0];
     value(lib, dev, LKV_CL_DEVICE_GLOBAL_MEM_SIZE, &out->global_mem, sizeof out->global_mem);
     value(lib, dev, LKV_CL_DEVICE_MAX_MEM_ALLOC_SIZE, &out->max_alloc, sizeof out->max_alloc);
     value(lib, dev, LKV_CL_DEVICE_LOCAL_MEM_SIZE, &out->local_mem, sizeof out->local_mem);

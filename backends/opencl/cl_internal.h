@@ -35,8 +35,9 @@ typedef struct lkv_cl_lib {
 
 /* What lazykv reads of a device, for the probe and the open. */
 typedef struct lkv_cl_info {
-    char name[128], platform[96], version[96], c_version[64], driver[96];
+    char name[128], platform[96], platform_version[128], version[96], c_version[64], driver[96];
     cl_device_type type;
+    cl_uint vendor_id;
     cl_uint compute_units;
     size_t max_wg;
     cl_ulong global_mem, max_alloc, local_mem;
@@ -118,7 +119,8 @@ void lkv_cl_cache_key_make(const lkv_device *d, const char *const texts[2], cons
 /* The cached binary (malloc'ed) or NULL. */
 unsigned char *lkv_cl_cache_load(const lkv_cl_cache_key *key, size_t *out_size);
 void lkv_cl_cache_store(const lkv_cl_cache_key *key, const unsigned char *bin, size_t size);
-/* Binaries taken from and written to the cache in this process (tests). */
+/* Binaries taken from the cache (and accepted by the driver) and written
+ * to it in this process (tests). */
 extern atomic_int lkv_cl_cache_hits, lkv_cl_cache_stores;
 
 /* cl_dispatch.c: the shared plans' dispatches and row lists. */

@@ -10,14 +10,6 @@
 #include "error.h"
 #include "gpu/gpu_host_util.h"
 
-/* As cl_device.c decides: f64 scores where the device has cl_khr_fp64,
- * unless LAZYKV_OPENCL_F64=0. */
-static int f64_scores(const lkv_cl_info *info)
-{
-    const char *knob = getenv("LAZYKV_OPENCL_F64");
-    return info->has_f64 && !(knob && strcmp(knob, "0") == 0);
-}
-
 /* "OpenCL 3.0 PoCL HSTR: ..." is kept to "OpenCL 3.0". */
 static int version_words(const char *v)
 {
@@ -38,12 +30,15 @@ static void report(const lkv_cl_lib *lib, int i, lkv_device_report *rep)
     snprintf(rep->uuid, sizeof rep->uuid, "%s", info.uuid);
     snprintf(rep->pci, sizeof rep->pci, "%s", info.pci);
     rep->memory_bytes = info.global_mem;
-    rep->emulated = (info.type & LKV_CL_DEVICE_TYPE_CPU) != 0;
+    /* Only a GPU is worth more than the cpu backend: CPU devices (PoCL) and
+     * accelerators that are emulations on the CPU (Intel's FPGA emulator)
+     * are not. */
+    rep->emulated = (info.type & LKV_CL_DEVICE_TYPE_GPU) == 0;
     char why[200];
     rep->available = lkv_cl_usable(&info, why, sizeof why);
     if (rep->available)
         snprintf(rep->reason, sizeof rep->reason, "%.*s, %.60s, %s scores", version_words(info.version),
-                 info.version, info.platform, f64_scores(&info) ? "f64" : "f32");
+                 info.version, info.platform, lkv_bind_f64_scores("LAZYKV_OPENCL_F64", info.has_f64) ? "f64" : "f32");
     else
         snprintf(rep->reason, sizeof rep->reason, "%.100s: %.150s", info.name, why);
 }

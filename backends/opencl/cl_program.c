@@ -132,6 +132,8 @@ lkv_status lkv_cl_pipe_ready(lkv_device *d, lkv_bind_pipe id)
     unsigned char *bin = lkv_cl_cache_load(&key, &size);
     cl_program p = bin ? from_binary(d, bin, size, options) : NULL;
     free(bin);
+    if (p)
+        atomic_fetch_add(&lkv_cl_cache_hits, 1);
     lkv_status st = p ? LKV_OK : from_source(d, info, texts, options, &key, &p);
     if (st == LKV_OK)
         st = make_kernel(d, id, p);

@@ -51,10 +51,7 @@ static void device_identity(lkv_vk_instance *vi, VkPhysicalDevice phys, lkv_devi
     rep->emulated = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     VkPhysicalDeviceFeatures feat;
     vi->fn.vkGetPhysicalDeviceFeatures(phys, &feat);
-    /* As lkv_vk_settings decides: f64 where the device has it, unless
-     * LAZYKV_VULKAN_F64=0. */
-    const char *knob = getenv("LAZYKV_VULKAN_F64");
-    int f64 = feat.shaderFloat64 && !(knob && strcmp(knob, "0") == 0);
+    int f64 = lkv_bind_f64_scores("LAZYKV_VULKAN_F64", feat.shaderFloat64 == VK_TRUE);
     snprintf(rep->reason, sizeof rep->reason, "Vulkan %u.%u, %s scores",
              VK_API_VERSION_MAJOR(props.apiVersion), VK_API_VERSION_MINOR(props.apiVersion),
              f64 ? "f64" : "f32");
