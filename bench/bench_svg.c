@@ -149,7 +149,9 @@ static void header(FILE *f, const lkv_bench_results *r)
     for (int d = 0; d < r->n_devices; d++) {
         const lkv_bench_device *dv = &r->devices[d];
         lkv_svg_style s = {colors[d], NULL, LKV_SVG_CIRCLE};
-        snprintf(line, sizeof line, "%s  %.60s%s", dv->label, dv->name,
+        /* A legend entry has 400 px, about 60 characters at this size:
+         * long driver names (PoCL's) are cut to keep the columns apart. */
+        snprintf(line, sizeof line, "%s  %.38s%s", dv->label, dv->name,
                  dv->emulated ? " (emulated)" : "");
         lkv_svg_legend_entry(f, 40 + 400 * (d % 3), 78 + 18 * (d / 3), &s, line);
     }

@@ -530,28 +530,10 @@ static void run_free(decode_run *r)
     r->out = NULL;
 }
 
-static void expect_same_positions(const lkv_cache *ref, const lkv_cache *dev,
-                                  const lkv_cache_config *cfg)
-{
-    for (int32_t l = 0; l < cfg->layers; l++)
-        for (int32_t h = 0; h < cfg->kv_heads; h++) {
-            int32_t na = 0, nb = 0;
-            int32_t *pa = tu_positions(ref, 0, l, h, &na), *pb = tu_positions(dev, 0, l, h, &nb);
-            cr_assert_eq(na, nb, "layer %d head %d: %d slots on cpu, %d on opencl", l, h, na, nb);
-            for (int32_t i = 0; i < na; i++)
-                cr_assert_eq(pa[i], pb[i],
-                             "layer %d head %d slot %d: position %d on cpu, %d on opencl", l, h, i,
-                             pa[i], pb[i]);
-            free(pa);
-            free(pb);
-        }
-}
-
 /* Outputs within f32 rounding of the oracle's (f32 accumulation over at
  * most a few hundred slots against double), evictions, the same kept
  * positions in every head. */
-static void expect_like_oracle(const decode_run *oracle, const decode_run *dev,
-                               const lkv_cache_config *cfg)
+static void expect_like_oracle(const decode_run *oracle, const decode_run *dev)
 {
     double worst = 0;
     size_t at = 0;
@@ -568,7 +550,7 @@ static void expect_like_oracle(const decode_run *oracle, const decode_run *dev,
     lkv_cache_stats st;
     TU_OK(lkv_cache_get_stats(dev->cache, &st));
     cr_assert_gt(st.evictions, 0, "the run must evict to test eviction");
-    expect_same_positions(oracle->cache, dev->cache, cfg);
+    tu_expect_same_positions(oracle->cache, dev->cache, "opencl");
 }
 
 static void expect_same_bits(const decode_run *a, const decode_run *b, const char *why)
@@ -591,7 +573,7 @@ static decode_run opencl_decode(const lkv_cache_config *cfg, int steps, const de
     int hits = atomic_load(&lkv_cl_cache_hits), stores = atomic_load(&lkv_cl_cache_stores);
     lkv_runtime *rt = opencl_or_skip();
     decode_run r = decode(rt, cfg, steps);
-    expect_like_oracle(oracle, &r, cfg);
+    expect_like_oracle(oracle, &r);
     lkv_cache_destroy(r.cache);
     r.cache = NULL;
     lkv_runtime_close(rt);

@@ -92,6 +92,24 @@ int32_t *tu_positions(const lkv_cache *c, int32_t seq, int32_t layer, int32_t he
     return pos;
 }
 
+void tu_expect_same_positions(const lkv_cache *ref, const lkv_cache *dev, const char *backend)
+{
+    lkv_cache_config cfg;
+    TU_OK(lkv_cache_get_config(ref, &cfg));
+    for (int32_t l = 0; l < cfg.layers; l++)
+        for (int32_t h = 0; h < cfg.kv_heads; h++) {
+            int32_t na = 0, nb = 0;
+            int32_t *pa = tu_positions(ref, 0, l, h, &na), *pb = tu_positions(dev, 0, l, h, &nb);
+            cr_assert_eq(na, nb, "layer %d head %d: %d slots on cpu, %d on %s", l, h, na, nb,
+                         backend);
+            for (int32_t i = 0; i < na; i++)
+                cr_assert_eq(pa[i], pb[i], "layer %d head %d slot %d: position %d on cpu, %d on %s",
+                             l, h, i, pa[i], pb[i], backend);
+            free(pa);
+            free(pb);
+        }
+}
+
 const char *tu_shared_path(const char *rel)
 {
     static char buf[4096];

@@ -38,6 +38,9 @@ void tu_decode_random(lkv_cache *c, uint64_t *state);
 
 /* Positions of one cache head (caller frees); *out_n gets the count. */
 int32_t *tu_positions(const lkv_cache *c, int32_t seq, int32_t layer, int32_t head, int32_t *out_n);
+/* Sequence 0 of `dev` (on `backend`) holds exactly the positions `ref`
+ * (on the cpu oracle) holds, in every layer and head. */
+void tu_expect_same_positions(const lkv_cache *ref, const lkv_cache *dev, const char *backend);
 
 /* Runs fn(arg) on a new thread and waits for it: the thread-affinity tests of
  * the GPU backends (a device opened on one thread, used from another). */

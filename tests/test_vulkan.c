@@ -116,22 +116,6 @@ static lkv_cache_config lazy_config(lkv_dtype dtype, int32_t head_dim, int32_t c
     return cfg;
 }
 
-static void expect_same_positions(const lkv_cache *ref, const lkv_cache *dev,
-                                  const lkv_cache_config *cfg)
-{
-    for (int32_t l = 0; l < cfg->layers; l++)
-        for (int32_t h = 0; h < cfg->kv_heads; h++) {
-            int32_t na = 0, nb = 0;
-            int32_t *pa = tu_positions(ref, 0, l, h, &na), *pb = tu_positions(dev, 0, l, h, &nb);
-            cr_assert_eq(na, nb, "layer %d head %d: %d slots on cpu, %d on vulkan", l, h, na, nb);
-            for (int32_t i = 0; i < na; i++)
-                cr_assert_eq(pa[i], pb[i], "layer %d head %d slot %d: position %d on cpu, %d on vulkan",
-                             l, h, i, pa[i], pb[i]);
-            free(pa);
-            free(pb);
-        }
-}
-
 /* One cache on the cpu oracle and one on the device, decoded side by side
  * with the same random data. Records instead of asserting, so it can run on
  * a thread of its own (Criterion asserts belong to the test's thread). */
@@ -196,7 +180,7 @@ static void side_by_side_check(side_by_side *job)
     lkv_cache_stats st;
     TU_OK(lkv_cache_get_stats(job->dev, &st));
     cr_assert_gt(st.evictions, 0, "the run must evict to test eviction");
-    expect_same_positions(job->ref, job->dev, &job->cfg);
+    tu_expect_same_positions(job->ref, job->dev, "vulkan");
     lkv_cache_destroy(job->ref);
     lkv_cache_destroy(job->dev);
 }

@@ -24,20 +24,6 @@ static float4 load4(__global const KV_T *v, uint idx4)
 #endif
 }
 
-// Tree reduction of red[j][*] (rows of LKV_WG) into red[j][0]; every
-// work-item of the group must call it.
-static void reduce(__local float *red, uint tid, int take_max)
-{
-    for (uint s = LKV_WG / 2u; s > 0u; s >>= 1u) {
-        if (tid < s)
-            for (uint j = 0u; j < QBLOCK; j++) {
-                float a = red[j * LKV_WG + tid], b = red[j * LKV_WG + tid + s];
-                red[j * LKV_WG + tid] = take_max ? fmax(a, b) : a + b;
-            }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-}
-
 LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const KV_T, v), LKV_BIND(const float, logits),
                                 LKV_BIND(float, part), uint n, uint cap, uint dim, uint per,
                                 uint kv_skew, uint split_len, uint n_splits,
@@ -68,7 +54,7 @@ LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const KV_T, v), LKV_BIND(const float, l
     for (uint j = 0u; j < QBLOCK; j++)
         red[j * LKV_WG + tid] = m[j];
     barrier(CLK_LOCAL_MEM_FENCE);
-    reduce(red, tid, 1);
+    lkv_reduce_qblock(red, tid, 1);
     for (uint j = 0u; j < QBLOCK; j++)
         m[j] = red[j * LKV_WG];
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -103,7 +89,7 @@ LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const KV_T, v), LKV_BIND(const float, l
     for (uint j = 0u; j < QBLOCK; j++)
         red[j * LKV_WG + tid] = l[j];
     barrier(CLK_LOCAL_MEM_FENCE);
-    reduce(red, tid, 0);
+    lkv_reduce_qblock(red, tid, 0);
 
     uint stride = dim + 2u;
     for (uint j = 0u; j < jn; j++) {

@@ -55,4 +55,19 @@
 // push fields named cap, meta_skew and row_base.
 #define META_INDEX(row, slot) (meta_skew + ((row) - row_base) * cap + (slot))
 
+// Tree reduction of red[j][*] (QBLOCK rows of LKV_WG, a power of two) into
+// red[j][0], by max or by sum: attend's split passes. Every work-item of the
+// group must call it.
+static void lkv_reduce_qblock(__local float *red, uint tid, int take_max)
+{
+    for (uint s = LKV_WG / 2u; s > 0u; s >>= 1u) {
+        if (tid < s)
+            for (uint j = 0u; j < QBLOCK; j++) {
+                float a = red[j * LKV_WG + tid], b = red[j * LKV_WG + tid + s];
+                red[j * LKV_WG + tid] = take_max ? fmax(a, b) : a + b;
+            }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
 #endif // LKV_CL_H
