@@ -65,11 +65,11 @@ static unsigned char *binary_of(lkv_device *d, cl_program p, size_t *out_size)
     return bin;
 }
 
-static lkv_status from_source(lkv_device *d, const lkv_bind_pipe_info *info, const char *texts[2],
+static lkv_status from_source(lkv_device *d, const lkv_bind_pipe_info *info, const char *texts[3],
                               const char *options, const lkv_cl_cache_key *key, cl_program *out)
 {
     cl_int err = LKV_CL_SUCCESS;
-    cl_program p = d->lib.fn.clCreateProgramWithSource(d->ctx, 2, texts, NULL, &err);
+    cl_program p = d->lib.fn.clCreateProgramWithSource(d->ctx, 3, texts, NULL, &err);
     if (err != LKV_CL_SUCCESS)
         return lkv_cl_check(err, "clCreateProgramWithSource");
     err = d->lib.fn.clBuildProgram(p, 1, &d->dev, options, NULL, NULL);
@@ -120,8 +120,9 @@ lkv_status lkv_cl_pipe_ready(lkv_device *d, lkv_bind_pipe id)
     if (d->pipes[id].kernel)
         return LKV_OK;
     const lkv_bind_pipe_info *info = &lkv_bind_pipes[id];
-    const char *texts[2] = {lkv_cl_kernel_header(), lkv_cl_kernel_source(info->source)};
-    if (!texts[1])
+    const char *texts[3] = {lkv_cl_kernel_prelude(), lkv_cl_kernel_header(),
+                            lkv_cl_kernel_source(info->source)};
+    if (!texts[2])
         return lkv_fail(LKV_INTERNAL, "opencl: no embedded source %s.cl for pipeline %s",
                         info->source, info->name);
     char options[256];
