@@ -32,18 +32,7 @@ LKV_KERNEL lkv_attend_split(LKV_BIND(const KV_T, v), LKV_BIND(const float, logit
     uint s0 = split * split_len, s1 = min(n, s0 + split_len);
 
     float m[QBLOCK];
-    for (uint j = 0u; j < QBLOCK; j++)
-        m[j] = NEG_INF;
-    for (uint i = s0 + tid; i < s1; i += LKV_WG)
-        for (uint j = 0u; j < jn; j++)
-            m[j] = fmax(m[j], logits[(qh0 + j) * n + i]);
-    for (uint j = 0u; j < QBLOCK; j++)
-        red[j * LKV_WG + tid] = m[j];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    lkv_reduce_qblock(red, tid, 1);
-    for (uint j = 0u; j < QBLOCK; j++)
-        m[j] = red[j * LKV_WG];
-    barrier(CLK_LOCAL_MEM_FENCE);
+    lkv_split_max(logits, qh0, n, s0, s1, jn, red, tid, m);
 
     float l[QBLOCK], acc[QBLOCK];
     for (uint j = 0u; j < QBLOCK; j++) {

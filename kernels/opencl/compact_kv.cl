@@ -94,20 +94,6 @@ static void move_slot(const kv_move *m, uint j, uint s0)
 }
 #endif
 
-// The first slot that moves: kept[j] - j never decreases.
-static uint first_moved_of(__global const uint *kept, uint kept0, uint count)
-{
-    uint lo = 0u, hi = count;
-    while (lo < hi) {
-        uint mid = (lo + hi) / 2u;
-        if (kept[kept0 + mid] == mid)
-            lo = mid + 1u;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 LKV_KERNEL lkv_compact_kv(LKV_BIND(uint, list), LKV_BIND(uint, kept), LKV_BIND(WORD, k),
                       LKV_BIND(WORD, v), LKV_BIND(WORD, scratch),
                       uint cap,
@@ -130,7 +116,7 @@ LKV_KERNEL lkv_compact_kv(LKV_BIND(uint, list), LKV_BIND(uint, kept), LKV_BIND(W
     uint kept0 = meta_skew + (row - row_base) * cap;
     // One search per work-group, shared through local memory.
     if (get_local_id(0) == 0)
-        first_moved = first_moved_of(kept, kept0, count);
+        first_moved = lkv_first_moved(kept, kept0, count);
     barrier(CLK_LOCAL_MEM_FENCE);
     kv_move m = {kept, k, v, scratch, words, phase, scratch_half,
                  skew + (row - row_base) * cap * words, kept0, count, first_moved};

@@ -5,20 +5,6 @@
 // words. Launch: x = blocks of the round's slots, y = listed rows.
 // list: (row, k) pairs; scratch: [listed row][round slot][4].
 
-// The first slot that moves: kept[j] - j never decreases.
-static uint first_moved(__global const uint *kept, uint base, uint count)
-{
-    uint lo = 0u, hi = count;
-    while (lo < hi) {
-        uint mid = (lo + hi) / 2u;
-        if (kept[base + mid] == mid)
-            lo = mid + 1u;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 LKV_KERNEL lkv_compact_meta(LKV_BIND(uint, list), LKV_BIND(uint, kept), LKV_BIND(uint, pos),
                         LKV_BIND(uint, sa), LKV_BIND(uint, sb), LKV_BIND(uint, sf),
                         LKV_BIND(uint4, scratch),
@@ -36,7 +22,7 @@ LKV_KERNEL lkv_compact_meta(LKV_BIND(uint, list), LKV_BIND(uint, kept), LKV_BIND
     uint r = (uint)get_group_id(1);
     uint row = list[2u * r], count = list[2u * r + 1u];
     uint base = META_INDEX(row, 0u);
-    uint lo = first_moved(kept, base, count);
+    uint lo = lkv_first_moved(kept, base, count);
     uint stride = (uint)get_num_groups(0) * LKV_WG;
     uint end = count > round_first ? min(round_slots, count - round_first) : 0u;
     for (uint i = (uint)get_global_id(0); i < end; i += stride) {

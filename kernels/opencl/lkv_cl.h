@@ -70,4 +70,38 @@ static void lkv_reduce_qblock(__local float *red, uint tid, int take_max)
     }
 }
 
+// attend's split passes, step 1: each of the jn query heads' largest logit
+// over slots s0 .. s1 into m[], the same in every work-item.
+static void lkv_split_max(__global const float *logits, uint qh0, uint n, uint s0, uint s1,
+                          uint jn, __local float *red, uint tid, float *m)
+{
+    for (uint j = 0u; j < QBLOCK; j++)
+        m[j] = as_float(0xff800000u); // -inf
+    for (uint i = s0 + tid; i < s1; i += LKV_WG)
+        for (uint j = 0u; j < jn; j++)
+            m[j] = fmax(m[j], logits[(qh0 + j) * n + i]);
+    for (uint j = 0u; j < QBLOCK; j++)
+        red[j * LKV_WG + tid] = m[j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    lkv_reduce_qblock(red, tid, 1);
+    for (uint j = 0u; j < QBLOCK; j++)
+        m[j] = red[j * LKV_WG];
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+// compact: the first of a row's count kept slots that moves (kept[j] != j);
+// kept[j] - j never decreases, so a binary search finds it.
+static uint lkv_first_moved(__global const uint *kept, uint base, uint count)
+{
+    uint lo = 0u, hi = count;
+    while (lo < hi) {
+        uint mid = (lo + hi) / 2u;
+        if (kept[base + mid] == mid)
+            lo = mid + 1u;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 #endif // LKV_CL_H
