@@ -88,7 +88,7 @@ static lkv_status chunk(lkv_device *d, const lkv_attend_args *a, const attend_pl
         {p->n, p->cap, p->dim, p->per, ch_first, k.skew, q_base, a->scale};
     lkv_bind_buf b1[3] = {k.bind, lkv_bind_whole(d, a->q), logits};
     lkv_status st = lkv_bind_dispatch(d, logits_pipe(c->dtype, p->dim, k.skew), b1, &lp,
-                                    lkv_bind_groups(d, p->n, (int64_t)nch * p->qblocks), nch, p->qblocks);
+                                      lkv_bind_groups(d, p->n, (int64_t)nch * p->qblocks), nch, p->qblocks);
     struct { uint32_t n, cap, dim, per, kv_skew, split_len, n_splits, dblocks; } sp =
         {p->n, p->cap, p->dim, p->per, v.skew, p->split_len, p->n_splits, p->dblocks};
     lkv_bind_buf b2[3] = {v.bind, logits, parts};

@@ -128,9 +128,9 @@ static lkv_status move_kv(lkv_device *d, const lkv_compact_args *a, const compac
     const kv_plan *p = &r->kv;
     uint64_t scratch = kv_scratch(r);
     lkv_bind_buf b[5] = {list, kept.bind,
-                           lkv_bind_window_of(d, c->k, r->lo, r->hi, kv_row_bytes(c), elem_of(c)).bind,
-                           lkv_bind_window_of(d, c->v, r->lo, r->hi, kv_row_bytes(c), elem_of(c)).bind,
-                           {lkv_bind_of(d)->compact_scratch, 0, scratch}};
+                         lkv_bind_window_of(d, c->k, r->lo, r->hi, kv_row_bytes(c), elem_of(c)).bind,
+                         lkv_bind_window_of(d, c->v, r->lo, r->hi, kv_row_bytes(c), elem_of(c)).bind,
+                         {lkv_bind_of(d)->compact_scratch, 0, scratch}};
     int64_t most = lkv_bind_longest(a->row_k, r->first, r->len);
     lkv_status st = LKV_OK;
     for (int64_t first = 0; st == LKV_OK && first < most; first += r->kv_round)
@@ -139,7 +139,7 @@ static lkv_status move_kv(lkv_device *d, const lkv_compact_args *a, const compac
                 {(uint32_t)c->capacity, p->words / p->unit, p->skew / p->unit, (uint32_t)r->lo,
                  kept.skew, phase, (uint32_t)first, r->kv_round, (uint32_t)(scratch / 8 / p->unit)};
             st = lkv_bind_dispatch(d, p->pipe, b, &push, slot_groups(d, r->len, r->kv_round),
-                                 (uint32_t)r->len, 1);
+                                   (uint32_t)r->len, 1);
         }
     return st;
 }
@@ -150,11 +150,11 @@ static lkv_status move_meta(lkv_device *d, const lkv_compact_args *a, const comp
     const lkv_cache_buffers *c = a->cache;
     uint64_t row = (uint64_t)c->capacity * 4;
     lkv_bind_buf b[7] = {list, kept.bind,
-                           lkv_bind_window_of(d, c->pos, r->lo, r->hi, row, 4).bind,
-                           lkv_bind_window_of(d, c->state_a, r->lo, r->hi, row, 4).bind,
-                           lkv_bind_window_of(d, c->state_b, r->lo, r->hi, row, 4).bind,
-                           lkv_bind_window_of(d, c->state_f, r->lo, r->hi, row, 4).bind,
-                           {lkv_bind_of(d)->compact_scratch, 0, meta_scratch(r)}};
+                         lkv_bind_window_of(d, c->pos, r->lo, r->hi, row, 4).bind,
+                         lkv_bind_window_of(d, c->state_a, r->lo, r->hi, row, 4).bind,
+                         lkv_bind_window_of(d, c->state_b, r->lo, r->hi, row, 4).bind,
+                         lkv_bind_window_of(d, c->state_f, r->lo, r->hi, row, 4).bind,
+                         {lkv_bind_of(d)->compact_scratch, 0, meta_scratch(r)}};
     int64_t most = lkv_bind_longest(a->row_k, r->first, r->len);
     lkv_status st = LKV_OK;
     for (int64_t first = 0; st == LKV_OK && first < most; first += r->meta_round)
@@ -163,7 +163,7 @@ static lkv_status move_meta(lkv_device *d, const lkv_compact_args *a, const comp
                 {(uint32_t)c->capacity, kept.skew, (uint32_t)r->lo, phase, (uint32_t)first,
                  r->meta_round};
             st = lkv_bind_dispatch(d, LKV_BIND_PIPE_compact_meta, b, &push,
-                                 lkv_bind_groups(d, r->meta_round, r->len), (uint32_t)r->len, 1);
+                                   lkv_bind_groups(d, r->meta_round, r->len), (uint32_t)r->len, 1);
         }
     return st;
 }

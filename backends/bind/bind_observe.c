@@ -30,13 +30,13 @@ lkv_status lkv_bind_observe(lkv_device *d, const lkv_observe_args *a)
             break;
         lkv_bind_window p = lkv_bind_window_of(d, a->probs, lo, hi, row_bytes, 4);
         lkv_bind_buf b[5] = {list, p.bind,
-                               lkv_bind_window_of(d, c->state_a, lo, hi, row_bytes, 4).bind,
-                               lkv_bind_window_of(d, c->state_b, lo, hi, row_bytes, 4).bind,
-                               lkv_bind_window_of(d, c->state_f, lo, hi, row_bytes, 4).bind};
+                             lkv_bind_window_of(d, c->state_a, lo, hi, row_bytes, 4).bind,
+                             lkv_bind_window_of(d, c->state_b, lo, hi, row_bytes, 4).bind,
+                             lkv_bind_window_of(d, c->state_f, lo, hi, row_bytes, 4).bind};
         struct { uint32_t cap, skew, row_base, kind; int32_t t; float alpha; } push =
             {(uint32_t)c->capacity, p.skew, (uint32_t)lo, (uint32_t)a->kind, a->t, a->alpha};
         st = lkv_bind_dispatch(d, LKV_BIND_PIPE_observe, b, &push, lkv_bind_groups(d, most, len),
-                             (uint32_t)len, 1);
+                               (uint32_t)len, 1);
     }
     return st;
 }

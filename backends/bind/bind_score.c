@@ -10,11 +10,11 @@ static lkv_status prior(lkv_device *d, const lkv_score_args *a, lkv_bind_buf lis
     uint64_t row_bytes = (uint64_t)a->cache->capacity * 4;
     lkv_bind_window s = lkv_bind_window_of(d, a->scores, lo, hi, row_bytes, 4);
     lkv_bind_buf b[3] = {list, lkv_bind_window_of(d, a->prior_kept, lo, hi, row_bytes, 4).bind,
-                           s.bind};
+                         s.bind};
     struct { uint32_t cap, skew, row_base, prior_k; } push =
         {(uint32_t)a->cache->capacity, s.skew, (uint32_t)lo, (uint32_t)a->prior_k};
     return lkv_bind_dispatch(d, LKV_BIND_PIPE_score_prior, b, &push, lkv_bind_groups(d, a->prior_k, len),
-                           (uint32_t)len, 1);
+                             (uint32_t)len, 1);
 }
 
 lkv_status lkv_bind_score(lkv_device *d, const lkv_score_args *a)
@@ -46,9 +46,9 @@ lkv_status lkv_bind_score(lkv_device *d, const lkv_score_args *a)
             return st;
         lkv_bind_window s = lkv_bind_window_of(d, a->scores, lo, hi, row_bytes, 4);
         lkv_bind_buf b[6] = {list, lkv_bind_window_of(d, c->pos, lo, hi, row_bytes, 4).bind,
-                               lkv_bind_window_of(d, c->state_a, lo, hi, row_bytes, 4).bind,
-                               lkv_bind_window_of(d, c->state_b, lo, hi, row_bytes, 4).bind,
-                               lkv_bind_window_of(d, c->state_f, lo, hi, row_bytes, 4).bind, s.bind};
+                             lkv_bind_window_of(d, c->state_a, lo, hi, row_bytes, 4).bind,
+                             lkv_bind_window_of(d, c->state_b, lo, hi, row_bytes, 4).bind,
+                             lkv_bind_window_of(d, c->state_f, lo, hi, row_bytes, 4).bind, s.bind};
         struct {
             uint32_t cap, skew, row_base, kind;
             int32_t t, protect_head, protect_tail, pool_kernel;

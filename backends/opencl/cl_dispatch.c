@@ -33,7 +33,7 @@ static lkv_status set_args(lkv_device *d, cl_kernel k, const lkv_bind_pipe_info 
 }
 
 lkv_status lkv_cl_dispatch(lkv_device *d, lkv_bind_pipe pipe, const lkv_bind_buf *binds,
-                              const void *push, uint32_t gx, uint32_t gy, uint32_t gz)
+                           const void *push, uint32_t gx, uint32_t gy, uint32_t gz)
 {
     lkv_status st = lkv_cl_pipe_ready(d, pipe);
     if (st != LKV_OK || gx == 0 || gy == 0 || gz == 0)
@@ -85,7 +85,7 @@ lkv_status lkv_cl_list_room(lkv_device *d, size_t bytes)
 }
 
 lkv_status lkv_cl_list_put(lkv_device *d, const uint32_t *words, size_t bytes,
-                              lkv_bind_buf *out_bind)
+                           lkv_bind_buf *out_bind)
 {
     lkv_status st = lkv_cl_list_room(d, bytes);
     if (st != LKV_OK)
