@@ -13,8 +13,6 @@
 // subnormals; max is fmax, which passes over NaN (what GLSL max does on the
 // usual drivers, where it is left undefined).
 
-#define NEG_INF as_float(0xff800000u)
-
 LKV_KERNEL lkv_attend_split(LKV_BIND(const KV_T, v), LKV_BIND(const float, logits),
                             LKV_BIND(float, part), uint n, uint cap, uint dim, uint per,
                             uint kv_skew, uint split_len, uint n_splits, uint dblocks)
@@ -41,15 +39,7 @@ LKV_KERNEL lkv_attend_split(LKV_BIND(const KV_T, v), LKV_BIND(const float, logit
     }
     uint e = db * LKV_WG + tid;
     for (uint c = s0; c < s1; c += LKV_WG) {
-        uint i = c + tid;
-        for (uint j = 0u; j < QBLOCK; j++) {
-            // A split whose logits are all -inf contributes nothing (the CPU's
-            // 0), not exp(-inf - -inf) = NaN.
-            bool live = i < s1 && j < jn && m[j] != NEG_INF;
-            float w = live ? exp(logits[(qh0 + j) * n + i] - m[j]) : 0.0f;
-            weight[j * LKV_WG + tid] = w;
-            l[j] += w;
-        }
+        lkv_split_weights(logits, qh0, n, c + tid, s1, jn, m, weight, tid, l);
         barrier(CLK_LOCAL_MEM_FENCE);
         uint cn = min((uint)LKV_WG, s1 - c);
         if (e < dim)

@@ -13,8 +13,6 @@
 // subnormals; max is fmax (passes over NaN); a head_dim of 0 takes no lane
 // instead of dividing by zero (a CPU device would trap).
 
-#define NEG_INF as_float(0xff800000u)
-
 static float4 load4(__global const KV_T *v, uint idx4)
 {
 #ifdef LKV_F16
@@ -56,15 +54,7 @@ LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const KV_T, v), LKV_BIND(const float, l
     }
     uint row4 = (kv_skew + chr * cap * dim) / 4u;
     for (uint c = s0; c < s1; c += LKV_WG) {
-        uint i = c + tid;
-        for (uint j = 0u; j < QBLOCK; j++) {
-            // A split whose logits are all -inf contributes nothing (the CPU's
-            // 0), not exp(-inf - -inf) = NaN.
-            bool live = i < s1 && j < jn && m[j] != NEG_INF;
-            float w = live ? exp(logits[(qh0 + j) * n + i] - m[j]) : 0.0f;
-            weight[j * LKV_WG + tid] = w;
-            l[j] += w;
-        }
+        lkv_split_weights(logits, qh0, n, c + tid, s1, jn, m, weight, tid, l);
         barrier(CLK_LOCAL_MEM_FENCE);
         uint cn = min((uint)LKV_WG, s1 - c);
         if (working)

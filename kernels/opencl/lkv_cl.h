@@ -89,6 +89,21 @@ static void lkv_split_max(__global const float *logits, uint qh0, uint n, uint s
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
+// attend's split passes, step 2, for one chunk of slots: slot i's weight
+// exp(logit - max) for each of the jn query heads into weight[j][tid],
+// summed into l[]. A split whose logits are all -inf weighs nothing (the
+// CPU's 0), not exp(-inf - -inf) = NaN.
+static void lkv_split_weights(__global const float *logits, uint qh0, uint n, uint i, uint s1,
+                              uint jn, const float *m, __local float *weight, uint tid, float *l)
+{
+    for (uint j = 0u; j < QBLOCK; j++) {
+        bool live = i < s1 && j < jn && m[j] != as_float(0xff800000u);
+        float w = live ? exp(logits[(qh0 + j) * n + i] - m[j]) : 0.0f;
+        weight[j * LKV_WG + tid] = w;
+        l[j] += w;
+    }
+}
+
 // compact: the first of a row's count kept slots that moves (kept[j] != j);
 // kept[j] - j never decreases, so a binary search finds it.
 static uint lkv_first_moved(__global const uint *kept, uint base, uint count)
