@@ -11,8 +11,6 @@
 
 #include "error.h"
 
-#define LKV_MAX_REPORTS 64
-
 int lkv_devices_same(const lkv_device_report *a, const lkv_device_report *b)
 {
     if (a->device < 0 || b->device < 0 || strcmp(a->backend, b->backend) == 0)

@@ -6,6 +6,9 @@
 
 #include "backend.h"
 
+/* The most devices one backend may report. */
+#define LKV_MAX_REPORTS 64
+
 /* Probes every backend of the registry in its order. A backend not built
  * in, or whose probe fails, gives one report (device -1) with the reason.
  * Reports are linked (same_as) before they are returned. *out_reps is

@@ -9,8 +9,6 @@
 #include "device_list.h"
 #include "error.h"
 
-#define LKV_MAX_REPORTS 64
-
 static const lkv_backend_entry *find_backend(const char *name, size_t len)
 {
     for (int i = 0; i < lkv_backend_registry_count; i++) {

@@ -152,8 +152,9 @@ lkv_status lkv_bind_env_long(const char *name, long long lo, long long hi, long 
 lkv_status lkv_bind_work_group(const char *knob, uint64_t max_items, uint64_t local_bytes,
                                uint32_t *out_wg);
 /* Whether scores run in double: where the device can, unless the knob
- * (LAZYKV_VULKAN_F64, LAZYKV_OPENCL_F64) is 0. Read as the open reads it,
- * for the probe's report; a bad value is the open's to refuse. */
+ * (LAZYKV_VULKAN_F64, LAZYKV_OPENCL_F64) is 0: the probe's report. It
+ * parses the knob as lkv_bind_env_long does for the open, which also
+ * refuses a bad value. */
 int lkv_bind_f64_scores(const char *knob, int device_has_f64);
 /* Work-groups worth launching at once on a GPU or on a CPU device. */
 uint32_t lkv_bind_group_budget(int on_cpu);

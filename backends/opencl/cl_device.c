@@ -36,7 +36,7 @@ static lkv_status settings(lkv_device *d)
     v = 1;
     if (st == LKV_OK)
         st = lkv_bind_env_long("LAZYKV_OPENCL_F64", 0, 1, &v, &set);
-    lim->has_f64 = lkv_bind_f64_scores("LAZYKV_OPENCL_F64", d->info.has_f64);
+    lim->has_f64 = d->info.has_f64 && v == 1;
     return st;
 }
 

@@ -20,8 +20,7 @@ static void text(const lkv_cl_lib *lib, cl_device_id dev, cl_device_info what, c
     if (whole && lib->fn.clGetDeviceInfo(dev, what, size, whole, NULL) == LKV_CL_SUCCESS) {
         if (whole != buf)
             memcpy(buf, whole, len - 1);
-        buf[len - 1] = '\0';
-        buf[size < len ? size - 1 : len - 1] = '\0';
+        buf[len - 1] = '\0'; /* a string that fit ends on its own NUL */
     } else {
         buf[0] = '\0';
     }

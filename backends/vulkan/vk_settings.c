@@ -52,7 +52,7 @@ static lkv_status f64_scores(lkv_device *d)
     long long v = 1;
     int set = 0;
     lkv_status st = lkv_bind_env_long("LAZYKV_VULKAN_F64", 0, 1, &v, &set);
-    d->bind.lim.has_f64 = lkv_bind_f64_scores("LAZYKV_VULKAN_F64", have.shaderFloat64 == VK_TRUE);
+    d->bind.lim.has_f64 = have.shaderFloat64 == VK_TRUE && v == 1;
     return st;
 }
 
