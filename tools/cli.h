@@ -31,5 +31,7 @@ int cmd_replay(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_conformance(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 #endif

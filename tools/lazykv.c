@@ -14,6 +14,8 @@ static const struct {
     {"simulate", cmd_simulate, "synthetic decode with eviction vs the full cache"},
     {"conformance", cmd_conformance, "check every backend's ops against the cpu oracle"},
     {"bench", cmd_bench, "time every backend's ops side by side on the same inputs"},
+    {"generate", cmd_generate, "run a real model with eviction: text in, text out, memory saved"},
+    {"eval", cmd_eval, "fidelity of each policy and budget against the full cache on a model"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,188 @@
+/* Lanes: which caches run, how big, and what peak each policy promises.
+ *
+ * Every cache holds the whole prompt at prefill before any policy can act,
+ * so no peak is below the prompt length P; from there each policy promises:
+ *   full            T (it holds at most P + G - 1 slots)
+ *   streaming, h2o,
+ *   tova            max(P, B) + 1: one token in, then back to B
+ *   lazy            max(P, B) + W: W tokens in, then back to B every W steps
+ *   snapkv          max(P, B + interval): back to B at prefill and every interval
+ *   nacl            evicts once, at prefill, to at most B; it grows after that,
+ *                   so what is judged is the prefill kept <= B
+ * Expanded GQA keeps q_heads / kv_heads cache heads per KV head; at equal
+ * memory each gets B * kv_heads / q_heads slots. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "eval_lanes.h"
+
+static void set_name(lkv_eval_lane_spec *l, const char *budget)
+{
+    snprintf(l->name, sizeof l->name, "%s %s%s%s", lkv_policy_name(l->policy),
+             l->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded", budget ? " " : "",
+             budget ? budget : "");
+}
+
+lkv_status lkv_eval_lane_specs(const lkv_eval_settings *s, lkv_eval_lane_spec **out_specs,
+                               int *out_n)
+{
+    int n = 1;
+    for (int p = 0; p < s->n_policies; p++)
+        n += s->n_gqa * (s->policies[p] == LKV_POLICY_FULL ? 1 : s->n_budgets);
+    lkv_eval_lane_spec *l = calloc((size_t)n, sizeof *l);
+    if (!l)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for %d lanes", n);
+    l[0] = (lkv_eval_lane_spec){.policy = LKV_POLICY_FULL, .gqa = LKV_GQA_GROUPED, .budget = -1,
+                                .reference = 1, .name = "full (reference)"};
+    int k = 1;
+    for (int p = 0; p < s->n_policies; p++)
+        for (int g = 0; g < s->n_gqa; g++) {
+            int full = s->policies[p] == LKV_POLICY_FULL;
+            for (int b = 0; b < (full ? 1 : s->n_budgets); b++, k++) {
+                l[k] = (lkv_eval_lane_spec){.policy = s->policies[p], .gqa = s->gqa[g],
+                                            .budget = full ? -1 : b};
+                set_name(&l[k], full ? NULL : s->budgets[b].label);
+            }
+        }
+    *out_specs = l;
+    *out_n = n;
+    return LKV_OK;
+}
+
+static int32_t max32(int32_t a, int32_t b) { return a > b ? a : b; }
+
+/* NACL keeps shares of the prompt, not a slot count: scale its default
+ * proxy-keep, random-keep and protect shares together so they add up to
+ * B / P of the prompt (rounding in nacl only rounds down overall). */
+static void nacl_shares(lkv_policy_params *p, int32_t prompt, int32_t budget)
+{
+    p->min_length = 1;
+    if (budget >= prompt) {
+        p->min_length = prompt + 1; /* nothing to evict */
+        return;
+    }
+    double sum = (double)p->proxy_keep_ratio + p->random_keep_ratio + p->protect_ratio;
+    double scale = (double)budget / prompt / sum;
+    p->proxy_keep_ratio = (float)(p->proxy_keep_ratio * scale);
+    p->random_keep_ratio = (float)(p->random_keep_ratio * scale);
+    p->protect_ratio = (float)(p->protect_ratio * scale);
+}
+
+static int32_t snapkv_every(const lkv_policy_params *p)
+{
+    return p->interval == 0 ? p->window : p->interval;
+}
+
+static void plan_bound(lkv_eval_lane_plan *pl, int32_t prompt, int32_t total)
+{
+    const lkv_policy_params *p = &pl->cfg.policy;
+    int32_t b = pl->budget;
+    pl->bound_kind = LKV_EVAL_BOUND_PEAK;
+    switch (p->kind) {
+    case LKV_POLICY_LAZY:
+        pl->bound = max32(prompt, b) + p->window;
+        break;
+    case LKV_POLICY_STREAMING:
+    case LKV_POLICY_H2O:
+    case LKV_POLICY_TOVA:
+        pl->bound = max32(prompt, b) + 1;
+        break;
+    case LKV_POLICY_SNAPKV: {
+        int32_t every = snapkv_every(p);
+        pl->bound = every > 0 ? max32(prompt, b + every) : total;
+        break;
+    }
+    case LKV_POLICY_NACL:
+        pl->bound_kind = LKV_EVAL_BOUND_PREFILL;
+        pl->bound = b;
+        break;
+    default:
+        pl->bound = total;
+        break;
+    }
+}
+
+lkv_status lkv_eval_lane_plan_make(const lkv_model *m, const lkv_eval_settings *s,
+                                   const lkv_eval_lane_spec *spec, int32_t prompt,
+                                   int32_t generated, lkv_eval_lane_plan *out)
+{
+    lkv_eval_lane_plan pl;
+    memset(&pl, 0, sizeof pl);
+    lkv_cache_config_init(&pl.cfg);
+    lkv_model_cache_shape(m, &pl.cfg);
+    pl.cfg.sequences = 1;
+    pl.cfg.dtype = s->dtype;
+    pl.cfg.gqa = spec->gqa;
+    lkv_status st = lkv_policy_init(&pl.cfg.policy, spec->policy);
+    if (st != LKV_OK)
+        return st;
+    int32_t total = prompt + generated;
+    if (spec->policy != LKV_POLICY_FULL) {
+        int32_t b = lkv_eval_budget_slots(&s->budgets[spec->budget], total);
+        if (spec->gqa == LKV_GQA_EXPANDED)
+            b = max32(1, (int32_t)((int64_t)b * pl.cfg.kv_heads / pl.cfg.q_heads));
+        pl.budget = b;
+    }
+    lkv_policy_params *p = &pl.cfg.policy;
+    if (spec->policy == LKV_POLICY_NACL)
+        nacl_shares(p, prompt, pl.budget);
+    else
+        p->budget = pl.budget;
+    if (spec->policy == LKV_POLICY_LAZY) {
+        if (s->window > 0)
+            p->window = s->window;
+        if (s->alpha >= 0.0)
+            p->alpha = (float)s->alpha;
+    }
+    plan_bound(&pl, prompt, total);
+    /* room for anything the policy may do, and never less than the sequence */
+    pl.cfg.capacity = pl.bound_kind == LKV_EVAL_BOUND_PEAK ? max32(pl.bound, total) : total;
+    *out = pl;
+    return LKV_OK;
+}
+
+lkv_status lkv_eval_lane_open(lkv_runtime *rt, const lkv_eval_lane_plan *plan,
+                              const lkv_eval_lane_spec *spec, lkv_eval_lane_result *res,
+                              lkv_cache **out_cache)
+{
+    *out_cache = NULL;
+    res->budget = plan->budget;
+    res->bound = plan->bound;
+    res->bound_kind = plan->bound_kind;
+    res->capacity = plan->cfg.capacity;
+    lkv_status st = lkv_cache_create(rt, &plan->cfg, out_cache);
+    if (st == LKV_INVALID_ARGUMENT) {
+        res->status = st;
+        snprintf(res->error, sizeof res->error, "%s", lkv_last_error());
+        return LKV_OK;
+    }
+    if (st != LKV_OK)
+        return lkv_fail_context(st, "lane %s", spec->name);
+    res->cache_heads = lkv_cache_heads(*out_cache);
+    return LKV_OK;
+}
+
+void lkv_eval_lane_account(const lkv_cache *c, const lkv_eval_lane_plan *plan,
+                           int count_evictions, lkv_eval_lane_result *res)
+{
+    lkv_cache_stats stats;
+    if (lkv_cache_get_stats(c, &stats) != LKV_OK)
+        return;
+    /* Every row of a cache holds the same number of slots once a step or a
+     * prefill is complete, and the sum over rows peaks at such a moment, so
+     * this division is the exact per-head peak. */
+    int64_t rows = (int64_t)plan->cfg.layers * lkv_cache_heads(c);
+    int32_t peak = (int32_t)(stats.peak_slots / rows);
+    if (peak > res->peak)
+        res->peak = peak;
+    if (stats.kv_bytes_peak > res->kv_bytes_peak)
+        res->kv_bytes_peak = stats.kv_bytes_peak;
+    if (count_evictions) {
+        res->evictions = stats.evictions;
+        res->tokens_evicted = stats.tokens_evicted;
+    }
+    res->within_bound = plan->bound_kind == LKV_EVAL_BOUND_PEAK ? res->peak <= res->bound
+                                                                 : res->prefill_kept <= res->bound;
+}

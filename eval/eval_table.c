@@ -1,0 +1,145 @@
+/* The report on stdout (and --markdown): a header on the model and settings,
+ * one markdown table row per lane aggregated over the prompts, the lanes
+ * skipped and why, and the time each phase took. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "eval.h"
+
+static void header(FILE *f, const lkv_eval_results *r)
+{
+    const lkv_eval_settings *s = &r->settings;
+    const lkv_model_config *m = &r->shape;
+    fprintf(f, "# lazykv eval: %s\n\n", r->model);
+    fprintf(f, "- model: %d layers, %d query heads, %d KV heads, head_dim %d, vocab %d\n",
+            m->layers, m->q_heads, m->kv_heads, m->head_dim, m->vocab);
+    fprintf(f, "- backend %s, %s K/V storage, %d threads for the forward pass\n", r->backend,
+            s->dtype == LKV_DTYPE_F16 ? "f16" : "f32", r->threads);
+    int64_t tokens = 0, positions = 0;
+    for (int i = 0; i < r->n_prompts; i++) {
+        tokens += r->prompts[i].total;
+        positions += r->prompts[i].generated;
+    }
+    fprintf(f, "- %d prompt(s), %lld tokens in all (prompt + reference), %lld reference "
+               "positions; reference up to %d tokens%s\n",
+            r->n_prompts, (long long)tokens, (long long)positions, s->max_tokens,
+            s->ignore_eos ? ", end tokens ignored" : r->tokenized ? " or an end token" : "");
+    char window[32] = "default", alpha[32] = "default";
+    if (s->window > 0)
+        snprintf(window, sizeof window, "%d", s->window);
+    if (s->alpha >= 0.0)
+        snprintf(alpha, sizeof alpha, "%g", s->alpha);
+    fprintf(f, "- lazy window %s, alpha %s; budgets are slots per cache head, a percentage is "
+               "of each prompt's prompt + reference length T\n\n", window, alpha);
+}
+
+static void cell_number(char *buf, size_t len, double v, const char *fmt)
+{
+    if (isnan(v))
+        snprintf(buf, len, "-");
+    else if (v == 0.0)
+        snprintf(buf, len, "0");
+    else
+        snprintf(buf, len, fmt, v);
+}
+
+/* A mean over prompts: whole numbers stay whole. */
+static void cell_mean(char *buf, size_t len, double v)
+{
+    snprintf(buf, len, v == floor(v) ? "%.0f" : "%.1f", v);
+}
+
+static void bound_cell(char *buf, size_t len, const lkv_eval_results *r, int k,
+                       const lkv_eval_summary *s)
+{
+    char mean[24];
+    cell_mean(mean, sizeof mean, s->bound_mean);
+    int prefill = r->prompts[0].lanes[k].bound_kind == LKV_EVAL_BOUND_PREFILL;
+    if (s->over_bound)
+        snprintf(buf, len, "%s%s OVER (%d)", prefill ? "prefill <= " : "", mean, s->over_bound);
+    else
+        snprintf(buf, len, "%s%s ok", prefill ? "prefill <= " : "", mean);
+}
+
+static void row(FILE *f, const lkv_eval_results *r, int k)
+{
+    const lkv_eval_lane_spec *spec = &r->lanes[k];
+    lkv_eval_summary s;
+    lkv_eval_summarize(r, k, &s);
+    const char *policy = spec->reference ? "full (reference)" : lkv_policy_name(spec->policy);
+    const char *gqa = spec->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded";
+    const char *budget = spec->budget >= 0 ? r->settings.budgets[spec->budget].label : "-";
+    if (s.prompts == 0) {
+        fprintf(f, "| %s | %s | %s | skipped | | | | | | | | | |\n", policy, gqa, budget);
+        return;
+    }
+    char slots[24] = "-", share[24], peak[24], bound[48], kl[24], top1[24], ppl[24], prefix[40],
+         match[24], acc[24] = "-";
+    if (spec->policy != LKV_POLICY_FULL)
+        cell_mean(slots, sizeof slots, s.budget_mean);
+    snprintf(share, sizeof share, "%.1f%%", 100.0 * s.fraction_mean);
+    cell_mean(peak, sizeof peak, s.peak_mean);
+    bound_cell(bound, sizeof bound, r, k, &s);
+    cell_number(kl, sizeof kl, s.kl_mean, "%.3g");
+    /* the reference row: its agreement with R, which it generated itself */
+    snprintf(top1, sizeof top1, "%.4f", spec->reference ? s.ref_top1 : s.top1);
+    snprintf(ppl, sizeof ppl, "%.4f", s.ppl_ratio);
+    snprintf(prefix, sizeof prefix, "%.1f (%.0f%%)", s.prefix_mean, 100.0 * s.prefix_share);
+    snprintf(match, sizeof match, "%.0f/%d", s.answer_match * s.prompts, s.prompts);
+    if (s.graded)
+        snprintf(acc, sizeof acc, "%.0f/%d", s.accuracy * s.graded, s.graded);
+    fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", policy, gqa,
+            budget, slots, share, peak, bound, kl, top1, ppl, prefix, match, acc);
+}
+
+static void notes(FILE *f, const lkv_eval_results *r)
+{
+    int any = 0;
+    for (int i = 0; i < r->n_prompts; i++)
+        for (int k = 0; k < r->n_lanes; k++) {
+            const lkv_eval_lane_result *res = &r->prompts[i].lanes[k];
+            if (res->status == LKV_OK)
+                continue;
+            if (!any++)
+                fprintf(f, "\nSkipped lanes (the runtime refused the configuration):\n\n");
+            fprintf(f, "- prompt %d, %s: %s\n", i + 1, r->lanes[k].name, res->error);
+        }
+}
+
+static void timing(FILE *f, const lkv_eval_results *r)
+{
+    fprintf(f, "\nTime per phase (lane-tokens: positions x lanes stepping):\n\n");
+    for (int ph = 0; ph < LKV_EVAL_PHASES; ph++) {
+        double sec = 0.0;
+        int64_t steps = 0, lane_tokens = 0;
+        for (int i = 0; i < r->n_prompts; i++) {
+            sec += r->prompts[i].phase[ph].seconds;
+            steps += r->prompts[i].phase[ph].steps;
+            lane_tokens += r->prompts[i].phase[ph].lane_tokens;
+        }
+        fprintf(f, "- %s: %lld lane-tokens in %.2f s: %.1f lane-tokens/s, %.1f steps/s\n",
+                lkv_eval_phase_name((lkv_eval_phase)ph), (long long)lane_tokens, sec,
+                sec > 0.0 ? (double)lane_tokens / sec : 0.0, sec > 0.0 ? (double)steps / sec : 0.0);
+    }
+    fprintf(f, "- total %.2f s\n", r->seconds);
+}
+
+void lkv_eval_print_table(FILE *f, const lkv_eval_results *r)
+{
+    header(f, r);
+    fprintf(f, "| policy | gqa | budget | slots B | B/T | peak | bound | KL mean | top-1 | "
+               "ppl ratio | common prefix | answer match | accuracy |\n");
+    fprintf(f, "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    for (int k = 0; k < r->n_lanes; k++)
+        row(f, r, k);
+    fprintf(f, "\nPer cache head: slots B (expanded GQA: its equal-memory share), peak held, and "
+               "the bound the policy promises (means over prompts). KL(p_full || p_lane) in nats, "
+               "top-1 agreement with the full cache (for the reference: with the tokens it "
+               "generated) and the perplexity ratio on the reference pool the teacher-forced "
+               "positions of all prompts; common prefix (tokens, share of the reference) and "
+               "answers come from free-running generation.\n");
+    notes(f, r);
+    timing(f, r);
+    fflush(f);
+}

@@ -1,0 +1,200 @@
+/* A persistent pool: workers sleep on a condition variable and wake when the
+ * job generation advances, so a matmul costs a wake-up, not a thread start. */
+#include "pool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+
+#define LKV_POOL_MAX_THREADS 256
+
+typedef struct lkv_pool_worker {
+    lkv_pool *pool;
+    int index; /* share index, 1 .. threads - 1 */
+    pthread_t tid;
+} lkv_pool_worker;
+
+struct lkv_pool {
+    int threads; /* shares per job, the caller included */
+    int started; /* worker threads running */
+    lkv_pool_worker *workers;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    pthread_cond_t done;
+    uint64_t generation; /* advanced once per job */
+    int pending;         /* workers still in the current job */
+    int stop;
+    int64_t n;
+    void (*fn)(void *ctx, int64_t begin, int64_t end);
+    void *ctx;
+};
+
+static void run_share(lkv_pool *p, int index, int64_t n,
+                      void (*fn)(void *, int64_t, int64_t), void *ctx)
+{
+    int64_t begin = n * index / p->threads;
+    int64_t end = n * (index + 1) / p->threads;
+    if (begin < end)
+        fn(ctx, begin, end);
+}
+
+static void *worker_main(void *arg)
+{
+    lkv_pool_worker *w = arg;
+    lkv_pool *p = w->pool;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && p->generation == seen)
+            pthread_cond_wait(&p->wake, &p->mu);
+        if (p->stop)
+            break;
+        seen = p->generation;
+        int64_t n = p->n;
+        void (*fn)(void *, int64_t, int64_t) = p->fn;
+        void *ctx = p->ctx;
+        pthread_mutex_unlock(&p->mu);
+        run_share(p, w->index, n, fn, ctx);
+        pthread_mutex_lock(&p->mu);
+        if (--p->pending == 0)
+            pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* LAZYKV_MODEL_THREADS, when set, replaces a request for "all CPUs". */
+static lkv_status resolve_threads(int threads, int *out_threads)
+{
+    if (threads > LKV_POOL_MAX_THREADS)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "pool of %d threads: expected at most %d", threads,
+                        LKV_POOL_MAX_THREADS);
+    if (threads > 0) {
+        *out_threads = threads;
+        return LKV_OK;
+    }
+    const char *env = getenv("LAZYKV_MODEL_THREADS");
+    if (env && *env) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(env, &end, 10);
+        if (errno != 0 || end == env || *end != '\0' || v < 1 || v > LKV_POOL_MAX_THREADS)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "LAZYKV_MODEL_THREADS '%s' is not an integer in 1..%d", env,
+                            LKV_POOL_MAX_THREADS);
+        *out_threads = (int)v;
+        return LKV_OK;
+    }
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online < 1)
+        online = 1;
+    *out_threads = online > LKV_POOL_MAX_THREADS ? LKV_POOL_MAX_THREADS : (int)online;
+    return LKV_OK;
+}
+
+static lkv_status init_sync(lkv_pool *p)
+{
+    if (pthread_mutex_init(&p->mu, NULL) != 0)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "pool: cannot create a mutex");
+    if (pthread_cond_init(&p->wake, NULL) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        return lkv_fail(LKV_OUT_OF_MEMORY, "pool: cannot create a condition variable");
+    }
+    if (pthread_cond_init(&p->done, NULL) != 0) {
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->mu);
+        return lkv_fail(LKV_OUT_OF_MEMORY, "pool: cannot create a condition variable");
+    }
+    return LKV_OK;
+}
+
+/* Starts threads - 1 workers; the pool shrinks to the ones that started. */
+static void start_workers(lkv_pool *p, int wanted)
+{
+    for (int i = 0; i < wanted - 1; i++) {
+        lkv_pool_worker *w = &p->workers[i];
+        w->pool = p;
+        w->index = i + 1;
+        if (pthread_create(&w->tid, NULL, worker_main, w) != 0)
+            break;
+        p->started++;
+    }
+    p->threads = p->started + 1;
+}
+
+lkv_status lkv_pool_create(int threads, lkv_pool **out_pool)
+{
+    lkv_clear_error();
+    if (!out_pool)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_pool_create: out_pool is NULL");
+    int wanted = 0;
+    lkv_status st = resolve_threads(threads, &wanted);
+    if (st != LKV_OK)
+        return st;
+    lkv_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "pool: out of memory");
+    p->workers = wanted > 1 ? calloc((size_t)(wanted - 1), sizeof *p->workers) : NULL;
+    if (wanted > 1 && !p->workers) {
+        free(p);
+        return lkv_fail(LKV_OUT_OF_MEMORY, "pool of %d threads: out of memory", wanted);
+    }
+    if ((st = init_sync(p)) != LKV_OK) {
+        free(p->workers);
+        free(p);
+        return st;
+    }
+    start_workers(p, wanted);
+    *out_pool = p;
+    return LKV_OK;
+}
+
+void lkv_pool_free(lkv_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->started; i++)
+        pthread_join(p->workers[i].tid, NULL);
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->mu);
+    free(p->workers);
+    free(p);
+}
+
+int lkv_pool_threads(const lkv_pool *p)
+{
+    return p ? p->threads : 1;
+}
+
+void lkv_pool_run(lkv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t begin, int64_t end),
+                  void *ctx)
+{
+    if (n <= 0)
+        return;
+    if (!p || p->threads <= 1 || n == 1) {
+        fn(ctx, 0, n);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->n = n;
+    p->fn = fn;
+    p->ctx = ctx;
+    p->pending = p->started;
+    p->generation++;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    run_share(p, 0, n, fn, ctx);
+    pthread_mutex_lock(&p->mu);
+    while (p->pending > 0)
+        pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}

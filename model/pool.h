@@ -1,0 +1,25 @@
+/* A persistent pool of worker threads for the forward pass: a token runs
+ * some 200 matmuls, too many to pay a thread start each. */
+#ifndef LKV_POOL_H
+#define LKV_POOL_H
+
+#include <stdint.h>
+
+#include "lazykv.h"
+
+typedef struct lkv_pool lkv_pool;
+
+/* threads <= 0 means the online CPUs (LAZYKV_MODEL_THREADS overrides). A pool
+ * of one thread runs everything on the caller. If a thread cannot start the
+ * pool has fewer; it never fails for that. */
+lkv_status lkv_pool_create(int threads, lkv_pool **out_pool);
+void lkv_pool_free(lkv_pool *pool);
+int lkv_pool_threads(const lkv_pool *pool);
+
+/* Calls fn(ctx, begin, end) over a split of [0, n) across the threads
+ * (the caller takes one share) and returns when every share is done. The
+ * split depends only on n and the thread count. */
+void lkv_pool_run(lkv_pool *pool, int64_t n, void (*fn)(void *ctx, int64_t begin, int64_t end),
+                  void *ctx);
+
+#endif

@@ -1,0 +1,563 @@
+/* `lazykv generate`: a real model decoding through an evicting cache. Text
+ * (or token ids) in, text out as it is generated, then what the cache held
+ * against what the full cache would have held for the same tokens. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+#include "forward.h"
+#include "gen.h"
+#include "model.h"
+#include "pool.h"
+#include "tokenizer.h"
+
+static const char *const cmd = "generate";
+
+#define GEN_DEFAULT_MODEL "SmolLM2-135M-Instruct.Q4_1.gguf"
+#define GEN_MAX_PARAMS 32
+
+static const char *const help =
+    "usage: lazykv generate [options] (--prompt TEXT | --chat TEXT | --prompt-file FILE |\n"
+    "                                  --prompt-ids IDS)\n\n"
+    "Runs a Llama-architecture model (GGUF, or a llama2.c checkpoint) on the CPU with\n"
+    "every attention going through a lazykv cache that evicts by the chosen policy.\n"
+    "Text streams to stdout; the statistics go to stderr.\n\n"
+    "model and prompt\n"
+    "  --model PATH        default $LAZYKV_MODEL_DIR, else $XDG_CACHE_HOME/lazykv/models,\n"
+    "                      else ~/.cache/lazykv/models, + /" GEN_DEFAULT_MODEL "\n"
+    "                      (scripts/fetch-model.sh fetches it)\n"
+    "  --prompt TEXT       raw text (control-token text such as <|im_start|> is the token)\n"
+    "  --chat TEXT         one user turn through the model's chat template\n"
+    "  --system TEXT       the chat's system message (default: the template's)\n"
+    "  --prompt-file FILE  raw text from a file ('-' is standard input)\n"
+    "  --prompt-ids IDS    token ids, comma-separated (models without a tokenizer)\n"
+    "  --echo              print the prompt (text, or its ids on a line of their own) first\n\n"
+    "decoding\n"
+    "  --max-tokens N      tokens to generate (default 256); stops early at an end token\n"
+    "  --ignore-eos        do not stop at end tokens\n"
+    "  --temperature T     0 (default) is greedy\n"
+    "  --top-p P           nucleus cut when sampling (default 1)\n"
+    "  --seed S            sampling seed (default 1): a seed gives the same tokens\n"
+    "  --threads N         forward-pass threads (default: the online CPUs)\n\n"
+    "cache\n"
+    "  --policy NAME       lazy (default), full, streaming, h2o, tova, snapkv, nacl\n"
+    "  --budget N|P%       slots kept per cache head; P% of prompt + max-tokens (default 50%)\n"
+    "  --window W          lazy eviction period / snapkv window\n"
+    "  --alpha A           lazy importance threshold\n"
+    "  --param KEY=VALUE   any other policy parameter (sinks, recent, interval, ...)\n"
+    "  --gqa grouped|expanded  (default grouped)\n"
+    "  --dtype f16|f32     K/V storage (default f16)\n"
+    "  --backend SPEC      default $LAZYKV_BACKEND, else auto\n\n"
+    "output\n"
+    "  --ids               print token ids (space-separated, one line) instead of text\n"
+    "                      (always, for a model without a tokenizer)\n"
+    "  --logits-out FILE   raw little-endian f32 [generated][vocab]: the logits each\n"
+    "                      generated token was chosen from\n"
+    "  --quiet             no statistics\n";
+
+typedef struct gen_opts {
+    const char *model, *backend, *logits_out;
+    gen_prompt_spec prompt;
+    gen_cache_spec cache;
+    gen_param params[GEN_MAX_PARAMS];
+    int32_t max_tokens, threads;
+    double temperature, top_p;
+    uint64_t seed;
+    int ignore_eos, ids, quiet, echo;
+} gen_opts;
+
+/* ---- command line ---- */
+
+static int parse_seed(const char *text, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text || *end || text[0] == '-')
+        return cli_error(cmd, "--seed '%s' is not an integer in 0..2^64-1", text);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int parse_budget(const char *v, gen_cache_spec *c)
+{
+    size_t n = strlen(v);
+    char num[32];
+    c->budget_given = 1;
+    if (n > 1 && v[n - 1] == '%' && n < sizeof num) {
+        snprintf(num, sizeof num, "%.*s", (int)(n - 1), v);
+        char *end = NULL;
+        errno = 0;
+        long p = strtol(num, &end, 10);
+        if (errno || end == num || *end || p < 1 || p > 100)
+            return cli_error(cmd, "--budget '%s' is not a percentage in 1%%..100%%", v);
+        c->budget_pct = (int32_t)p;
+        c->budget = 0;
+        return 0;
+    }
+    c->budget_pct = 0;
+    return cli_int(cmd, "--budget", v, 1, 1 << 24, &c->budget);
+}
+
+static int add_param(gen_opts *o, const char *flag, const char *key, size_t key_len,
+                     const char *value)
+{
+    int n = o->cache.n_params;
+    if (n == GEN_MAX_PARAMS)
+        return cli_error(cmd, "more than %d policy parameters given", GEN_MAX_PARAMS);
+    if (key_len == 0 || key_len >= sizeof o->params[n].key)
+        return cli_error(cmd, "%s '%s': the parameter name is empty or too long", flag,
+                         key_len ? key : value);
+    memcpy(o->params[n].key, key, key_len);
+    o->params[n].key[key_len] = '\0';
+    o->params[n].value = value;
+    o->params[n].flag = flag;
+    o->cache.n_params = n + 1;
+    return 0;
+}
+
+static int parse_choice(const char *flag, const char *v, const char *a, const char *b, int *out)
+{
+    if (strcmp(v, a) && strcmp(v, b))
+        return cli_error(cmd, "%s '%s' is not %s or %s", flag, v, a, b);
+    *out = strcmp(v, a) != 0;
+    return 0;
+}
+
+static int parse_value(gen_opts *o, const char *a, const char *v)
+{
+    int rc = 0, choice = 0;
+    if (!strcmp(a, "--model")) o->model = v;
+    else if (!strcmp(a, "--prompt")) o->prompt.text = v;
+    else if (!strcmp(a, "--chat")) o->prompt.chat = v;
+    else if (!strcmp(a, "--system")) o->prompt.system = v;
+    else if (!strcmp(a, "--prompt-file")) o->prompt.file = v;
+    else if (!strcmp(a, "--prompt-ids")) o->prompt.ids = v;
+    else if (!strcmp(a, "--max-tokens")) rc = cli_int(cmd, a, v, 0, 1 << 24, &o->max_tokens);
+    else if (!strcmp(a, "--temperature")) rc = cli_real(cmd, a, v, 0, 100, &o->temperature);
+    else if (!strcmp(a, "--top-p")) {
+        rc = cli_real(cmd, a, v, 0, 1, &o->top_p);
+        if (rc == 0 && o->top_p <= 0)
+            rc = cli_error(cmd, "--top-p '%s' is not a number in (0, 1]", v);
+    }
+    else if (!strcmp(a, "--seed")) rc = parse_seed(v, &o->seed);
+    else if (!strcmp(a, "--threads")) rc = cli_int(cmd, a, v, 1, 4096, &o->threads);
+    else if (!strcmp(a, "--policy")) o->cache.policy = v;
+    else if (!strcmp(a, "--budget")) rc = parse_budget(v, &o->cache);
+    else if (!strcmp(a, "--window")) rc = add_param(o, a, "window", 6, v);
+    else if (!strcmp(a, "--alpha")) rc = add_param(o, a, "alpha", 5, v);
+    else if (!strcmp(a, "--param")) {
+        const char *eq = strchr(v, '=');
+        rc = eq ? add_param(o, a, v, (size_t)(eq - v), eq + 1)
+                : cli_error(cmd, "--param '%s' is not KEY=VALUE", v);
+    } else if (!strcmp(a, "--gqa")) {
+        rc = parse_choice(a, v, "grouped", "expanded", &choice);
+        o->cache.gqa = choice ? LKV_GQA_EXPANDED : LKV_GQA_GROUPED;
+    } else if (!strcmp(a, "--dtype")) {
+        rc = parse_choice(a, v, "f16", "f32", &choice);
+        o->cache.dtype = choice ? LKV_DTYPE_F32 : LKV_DTYPE_F16;
+    }
+    else if (!strcmp(a, "--backend")) o->backend = v;
+    else if (!strcmp(a, "--logits-out")) o->logits_out = v;
+    return rc;
+}
+
+/* 0 to run, 1 after --help, else the exit code. */
+static int parse(int argc, char **argv, gen_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_tokens = 256;
+    o->top_p = 1.0;
+    o->seed = 1;
+    o->cache = (gen_cache_spec){.policy = "lazy", .budget_pct = 50, .params = o->params,
+                                .dtype = LKV_DTYPE_F16, .gqa = LKV_GQA_GROUPED};
+    static const char *const flags[] = {"--ignore-eos", "--ids", "--quiet", "--echo"};
+    int *const flag_of[] = {&o->ignore_eos, &o->ids, &o->quiet, &o->echo};
+    static const char *const valued[] = {
+        "--model", "--prompt", "--chat", "--system", "--prompt-file", "--prompt-ids",
+        "--max-tokens", "--temperature", "--top-p", "--seed", "--threads", "--policy",
+        "--budget", "--window", "--alpha", "--param", "--gqa", "--dtype", "--backend",
+        "--logits-out"};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int known = 0, rc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(help, stdout);
+            return 1;
+        }
+        for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
+            if (!strcmp(a, flags[f]))
+                *flag_of[f] = known = 1;
+        if (known)
+            continue;
+        for (size_t f = 0; f < sizeof valued / sizeof valued[0]; f++)
+            known |= !strcmp(a, valued[f]);
+        if (!known)
+            return cli_error(cmd, a[0] == '-' ? "unknown option '%s' (see --help)"
+                                              : "unexpected argument '%s' (see --help)", a);
+        if (!v)
+            return cli_error(cmd, "%s needs a value (see --help)", a);
+        i++;
+        if ((rc = parse_value(o, a, v)) != 0)
+            return rc;
+    }
+    int rc = gen_prompt_check(&o->prompt);
+    return rc ? rc : gen_cache_check(&o->cache);
+}
+
+/* ---- the model file ---- */
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static int model_path(const gen_opts *o, char *buf, size_t len)
+{
+    int n;
+    if (o->model)
+        n = snprintf(buf, len, "%s", o->model);
+    else if (env("LAZYKV_MODEL_DIR"))
+        n = snprintf(buf, len, "%s/%s", env("LAZYKV_MODEL_DIR"), GEN_DEFAULT_MODEL);
+    else if (env("XDG_CACHE_HOME"))
+        n = snprintf(buf, len, "%s/lazykv/models/%s", env("XDG_CACHE_HOME"), GEN_DEFAULT_MODEL);
+    else if (env("HOME"))
+        n = snprintf(buf, len, "%s/.cache/lazykv/models/%s", env("HOME"), GEN_DEFAULT_MODEL);
+    else
+        return cli_error(cmd, "no --model given and none of LAZYKV_MODEL_DIR, XDG_CACHE_HOME, "
+                              "HOME is set to find " GEN_DEFAULT_MODEL);
+    if (n < 0 || (size_t)n >= len)
+        return cli_error(cmd, "model path '%.64s...' is too long", buf);
+    struct stat sb;
+    if (stat(buf, &sb) != 0)
+        return cli_error(cmd, "model file '%s': %s: run scripts/fetch-model.sh to fetch "
+                              GEN_DEFAULT_MODEL ", or pass --model PATH",
+                         buf, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return cli_error(cmd, "model '%s' is not a regular file (--model takes the path of "
+                              "a .gguf or llama2.c .bin)", buf);
+    return 0;
+}
+
+/* ---- one run ---- */
+
+typedef struct gen_run {
+    lkv_model *model;
+    lkv_tokenizer *tok;
+    int32_t *prompt, n_prompt;
+    char *prompt_text;
+    lkv_runtime *rt;
+    lkv_cache *cache;
+    lkv_pool *pool;
+    lkv_forward *fw;
+    gen_sampler sampler;
+    float *logits;
+    FILE *logits_file;
+    char *piece;
+    size_t piece_cap;
+    /* results */
+    int32_t generated, steps, end_token;
+    double prefill_s, decode_s;
+} gen_run;
+
+static void run_free(gen_run *r)
+{
+    if (r->logits_file)
+        fclose(r->logits_file);
+    free(r->piece);
+    free(r->logits);
+    gen_sampler_free(&r->sampler);
+    lkv_forward_free(r->fw);
+    lkv_pool_free(r->pool);
+    lkv_cache_destroy(r->cache);
+    lkv_runtime_close(r->rt);
+    free(r->prompt_text);
+    free(r->prompt);
+    lkv_tokenizer_free(r->tok);
+    lkv_model_free(r->model);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int load(const gen_opts *o, const char *path, gen_run *r)
+{
+    lkv_status st = lkv_model_load(path, &r->model);
+    if (st != LKV_OK)
+        return cli_error(cmd, "model '%s': %s: %s", path, lkv_status_name(st), lkv_last_error());
+    if (r->model->gguf) {
+        st = lkv_tokenizer_from_gguf(r->model->gguf, &r->tok);
+        if (st != LKV_OK)
+            return cli_error(cmd, "model '%s': tokenizer: %s: %s", path, lkv_status_name(st),
+                             lkv_last_error());
+    }
+    int rc = gen_prompt_ids(&o->prompt, r->model, r->tok, &r->prompt, &r->n_prompt,
+                            &r->prompt_text);
+    if (rc)
+        return rc;
+    int64_t total = (int64_t)r->n_prompt + o->max_tokens;
+    if (total > r->model->cfg.context)
+        return cli_error(cmd, "%d prompt tokens + --max-tokens %d = %lld exceeds the context of "
+                              "model '%s' (%d tokens)",
+                         (int)r->n_prompt, (int)o->max_tokens, (long long)total, r->model->name,
+                         (int)r->model->cfg.context);
+    return 0;
+}
+
+static int prepare(const gen_opts *o, gen_run *r)
+{
+    lkv_cache_config cfg;
+    int rc = gen_cache_config(&o->cache, r->model, r->n_prompt, o->max_tokens, &cfg);
+    if (rc)
+        return rc;
+    lkv_status st = lkv_runtime_open(o->backend, &r->rt);
+    if (st == LKV_OK)
+        st = lkv_cache_create(r->rt, &cfg, &r->cache);
+    if (st == LKV_OK)
+        st = lkv_pool_create(o->threads, &r->pool);
+    if (st == LKV_OK)
+        st = lkv_forward_create(r->model, r->pool, 1, r->n_prompt, &r->fw);
+    if (st != LKV_OK)
+        return cli_lib_error(cmd, st);
+    rc = gen_sampler_init(&r->sampler, r->model->cfg.vocab, o->temperature, o->top_p, o->seed);
+    if (rc)
+        return rc;
+    r->logits = malloc(sizeof(float) * (size_t)r->model->cfg.vocab);
+    r->piece_cap = 256;
+    r->piece = malloc(r->piece_cap);
+    if (!r->logits || !r->piece)
+        return cli_error(cmd, "out of host memory for the logits (vocab %d)",
+                         (int)r->model->cfg.vocab);
+    if (o->logits_out && !(r->logits_file = fopen(o->logits_out, "wb")))
+        return cli_error(cmd, "--logits-out '%s': cannot open for writing: %s", o->logits_out,
+                         strerror(errno));
+    return 0;
+}
+
+/* The file format is little-endian whatever the host. */
+static int write_logits(gen_run *r, const char *path)
+{
+    int32_t n = r->model->cfg.vocab;
+    const uint16_t probe = 1;
+    if (*(const unsigned char *)&probe == 0) {
+        for (int32_t i = 0; i < n; i++) {
+            unsigned char b[4], s[4];
+            memcpy(b, &r->logits[i], 4);
+            s[0] = b[3], s[1] = b[2], s[2] = b[1], s[3] = b[0];
+            if (fwrite(s, 1, 4, r->logits_file) != 4)
+                return cli_error(cmd, "--logits-out '%s': write failed: %s", path, strerror(errno));
+        }
+        return 0;
+    }
+    if (fwrite(r->logits, sizeof(float), (size_t)n, r->logits_file) != (size_t)n)
+        return cli_error(cmd, "--logits-out '%s': write failed: %s", path, strerror(errno));
+    return 0;
+}
+
+static int piece_of(gen_run *r, int32_t id, int show_special, size_t *out_len)
+{
+    size_t len = 0;
+    lkv_status st = lkv_tokenizer_piece(r->tok, id, show_special, r->piece, r->piece_cap, &len);
+    if (st == LKV_OK && len > r->piece_cap) {
+        char *grown = realloc(r->piece, len);
+        if (!grown)
+            return cli_error(cmd, "out of host memory for the text of token %d", (int)id);
+        r->piece = grown;
+        r->piece_cap = len;
+        st = lkv_tokenizer_piece(r->tok, id, show_special, r->piece, r->piece_cap, &len);
+    }
+    if (st != LKV_OK)
+        return cli_lib_error(cmd, st);
+    *out_len = len;
+    return 0;
+}
+
+static int echo_prompt(const gen_opts *o, gen_run *r, gen_stream *out)
+{
+    if (o->ids || !r->tok) {
+        for (int32_t i = 0; i < r->n_prompt; i++)
+            printf("%s%d", i ? " " : "", (int)r->prompt[i]);
+        printf("\n");
+        fflush(stdout);
+        return 0;
+    }
+    if (r->prompt_text) {
+        gen_stream_put(out, r->prompt_text, strlen(r->prompt_text));
+        return 0;
+    }
+    for (int32_t i = 0; i < r->n_prompt; i++) {
+        size_t len;
+        int rc = piece_of(r, r->prompt[i], 1, &len);
+        if (rc)
+            return rc;
+        gen_stream_put(out, r->piece, len);
+    }
+    return 0;
+}
+
+static int emit(const gen_opts *o, gen_run *r, gen_stream *out, int32_t id)
+{
+    if (o->ids || !r->tok) {
+        printf("%s%d", r->generated > 1 ? " " : "", (int)id);
+        fflush(stdout);
+        return 0;
+    }
+    size_t len;
+    int rc = piece_of(r, id, 0, &len);
+    if (rc == 0)
+        gen_stream_put(out, r->piece, len);
+    return rc;
+}
+
+static int decode_loop(const gen_opts *o, gen_run *r, lkv_lane *lane, gen_stream *out)
+{
+    for (;;) {
+        if (r->generated == o->max_tokens)
+            return 0;
+        int32_t next = gen_sample(&r->sampler, r->logits);
+        int rc = r->logits_file ? write_logits(r, o->logits_out) : 0;
+        r->generated++;
+        if (rc == 0)
+            rc = emit(o, r, out, next);
+        if (rc)
+            return rc;
+        if (!o->ignore_eos && r->tok && lkv_tokenizer_is_end(r->tok, next)) {
+            r->end_token = next;
+            return 0;
+        }
+        if (r->generated == o->max_tokens)
+            return 0;
+        double t0 = now_s();
+        lkv_status st = lkv_forward_step(r->fw, lane, 1, &next, r->logits);
+        r->decode_s += now_s() - t0;
+        if (st != LKV_OK)
+            return cli_error(cmd, "decode step %d: %s: %s", (int)r->steps + 1,
+                             lkv_status_name(st), lkv_last_error());
+        r->steps++;
+    }
+}
+
+static int generate(const gen_opts *o, gen_run *r)
+{
+    gen_stream out;
+    gen_stream_init(&out, stdout);
+    r->end_token = -1;
+    int rc = o->echo ? echo_prompt(o, r, &out) : 0;
+    if (rc)
+        return rc;
+    lkv_lane lane = {r->cache, 0, 0};
+    double t0 = now_s();
+    lkv_status st = lkv_forward_prefill(r->fw, &lane, 1, r->prompt, r->n_prompt,
+                                        o->max_tokens > 0 ? r->logits : NULL);
+    r->prefill_s = now_s() - t0;
+    if (st != LKV_OK)
+        return cli_error(cmd, "prefill of %d tokens: %s: %s", (int)r->n_prompt,
+                         lkv_status_name(st), lkv_last_error());
+    rc = decode_loop(o, r, &lane, &out);
+    gen_stream_finish(&out);
+    if (out.last != '\n' && (o->ids || !r->tok || out.last != -1))
+        putchar('\n');
+    fflush(stdout);
+    if (rc == 0 && r->logits_file && fflush(r->logits_file) != 0)
+        rc = cli_error(cmd, "--logits-out '%s': write failed: %s", o->logits_out,
+                       strerror(errno));
+    return rc;
+}
+
+/* ---- the report ---- */
+
+static void fmt_bytes(double b, char *buf, size_t len)
+{
+    if (b >= 1048576.0)
+        snprintf(buf, len, "%.2f MiB", b / 1048576.0);
+    else
+        snprintf(buf, len, "%.1f KiB", b / 1024.0);
+}
+
+static double rate(double n, double s) { return s > 0.0 ? n / s : 0.0; }
+
+static void report(const gen_run *r, int threads)
+{
+    const lkv_model *m = r->model;
+    lkv_runtime_info info;
+    lkv_cache_config cfg;
+    lkv_cache_stats s;
+    lkv_runtime_get_info(r->rt, &info);
+    lkv_cache_get_config(r->cache, &cfg);
+    lkv_cache_get_stats(r->cache, &s);
+    char policy[320];
+    gen_policy_line(&cfg, policy, sizeof policy);
+    int32_t heads = lkv_cache_heads(r->cache);
+    int64_t rows = (int64_t)cfg.layers * heads, tokens = (int64_t)r->n_prompt + r->steps;
+    int64_t dbytes = cfg.dtype == LKV_DTYPE_F16 ? 2 : 4;
+    int64_t full = tokens * cfg.layers * cfg.kv_heads * 2 * cfg.head_dim * dbytes;
+    char peak[32], all[32], reserved[32];
+    fmt_bytes((double)s.kv_bytes_peak, peak, sizeof peak);
+    fmt_bytes((double)full, all, sizeof all);
+    fmt_bytes((double)s.kv_bytes_reserved, reserved, sizeof reserved);
+    FILE *f = stderr;
+    fprintf(f, "\nmodel      %s (%s): %d layers, %d query / %d KV heads, head_dim %d, vocab %d; "
+               "%d threads\n",
+            m->name, m->format == LKV_MODEL_GGUF ? "GGUF" : "llama2.c", m->cfg.layers,
+            m->cfg.q_heads, m->cfg.kv_heads, m->cfg.head_dim, m->cfg.vocab, threads);
+    fprintf(f, "backend    %s:%d %s\n           %s\n", info.backend, info.device,
+            info.device_name, info.selection);
+    fprintf(f, "policy     %s; %s K/V, %s GQA\n", policy,
+            cfg.dtype == LKV_DTYPE_F16 ? "f16" : "f32",
+            cfg.gqa == LKV_GQA_GROUPED ? "grouped" : "expanded");
+    fprintf(f, "prompt     %d tokens, prefill %.3f s (%.1f tokens/s)\n", (int)r->n_prompt,
+            r->prefill_s, rate(r->n_prompt, r->prefill_s));
+    fprintf(f, "generated  %d tokens", (int)r->generated);
+    if (r->end_token >= 0)
+        fprintf(f, " (stopped at end token %d)", (int)r->end_token);
+    if (r->steps > 0)
+        fprintf(f, ", decode %d steps in %.3f s (%.1f tokens/s)\n", (int)r->steps, r->decode_s,
+                rate(r->steps, r->decode_s));
+    else
+        fprintf(f, ", no decode step\n");
+    fprintf(f, "KV slots   peak %lld per cache head (%lld over %d layers x %d heads), capacity %d; "
+               "full cache %lld per head\n",
+            (long long)((s.peak_slots + rows - 1) / rows), (long long)s.peak_slots,
+            (int)cfg.layers, (int)heads, (int)cfg.capacity, (long long)tokens);
+    fprintf(f, "KV memory  %s: peak KV %s vs %s for the full cache of the same %lld tokens: "
+               "%.1f%% memory saved (reserved %s, %lld evictions)\n",
+            lkv_policy_name(cfg.policy.kind), peak, all, (long long)tokens,
+            full > 0 ? 100.0 * (1.0 - (double)s.kv_bytes_peak / (double)full) : 0.0, reserved,
+            (long long)s.evictions);
+    if (cfg.gqa == LKV_GQA_EXPANDED && cfg.q_heads != cfg.kv_heads)
+        fprintf(f, "           (expanded GQA keeps %d cache heads per layer where the model has "
+                   "%d KV heads; the full cache counts %d)\n",
+                (int)heads, (int)cfg.kv_heads, (int)cfg.kv_heads);
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    gen_opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    char path[4096];
+    rc = model_path(&o, path, sizeof path);
+    if (rc)
+        return rc;
+    gen_run r;
+    memset(&r, 0, sizeof r);
+    rc = load(&o, path, &r);
+    if (rc == 0)
+        rc = prepare(&o, &r);
+    if (rc == 0)
+        rc = generate(&o, &r);
+    if (rc == 0 && !o.quiet)
+        report(&r, lkv_pool_threads(r.pool));
+    run_free(&r);
+    return rc;
+}
