@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "text_escape.h"
 #include "unicode.h"
 
 #define EMPTY_KEY UINT64_MAX
@@ -94,11 +95,11 @@ static lkv_status parse_merge(const lkv_gguf_str *m, uint64_t index, const lkv_t
     /* Byte-level tokens hold no space, so the first one after the first
      * character separates the two. */
     const char *sp = len > 1 ? memchr(s + 1, ' ', len - 1) : NULL;
-    int shown = len > 80 ? 80 : (int)len;
+    char shown[LKV_ESCAPE_CAP];
     if (!sp)
         return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "tokenizer.ggml.merges[%llu] '%.*s' is not two tokens separated by a space",
-                        (unsigned long long)index, shown, s);
+                        "tokenizer.ggml.merges[%llu] '%s' is not two tokens separated by a space",
+                        (unsigned long long)index, lkv_text_escape(s, len, shown, sizeof shown));
     size_t llen = (size_t)(sp - s), rlen = len - llen - 1;
     out_ids[0] = lkv_token_map_find2(map, s, llen, NULL, 0);
     out_ids[1] = lkv_token_map_find2(map, sp + 1, rlen, NULL, 0);
@@ -107,9 +108,10 @@ static lkv_status parse_merge(const lkv_gguf_str *m, uint64_t index, const lkv_t
                           : out_ids[2] < 0 ? "the merged token" : NULL;
     if (missing)
         return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "tokenizer.ggml.merges[%llu] '%.*s' names a token not in the vocabulary "
+                        "tokenizer.ggml.merges[%llu] '%s' names a token not in the vocabulary "
                         "(%s)",
-                        (unsigned long long)index, shown, s, missing);
+                        (unsigned long long)index, lkv_text_escape(s, len, shown, sizeof shown),
+                        missing);
     return LKV_OK;
 }
 

@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "fp16.h"
+#include "le.h"
 
 #define QK4_0 32
 #define QK4_1 32
@@ -89,18 +90,22 @@ lkv_status lkv_ggml_row_bytes(uint32_t type, int64_t n, uint64_t *out_bytes)
         *out_bytes = 0;
         return st;
     }
-    *out_bytes = (uint64_t)(n / info->block_elems) * (uint64_t)info->block_bytes;
+    uint64_t blocks = (uint64_t)(n / info->block_elems);
+    if (blocks > UINT64_MAX / (uint64_t)info->block_bytes) {
+        *out_bytes = 0;
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%lld elements of %s (%llu blocks of %d bytes) take more bytes than a "
+                        "64-bit size holds",
+                        (long long)n, info->name, (unsigned long long)blocks,
+                        (int)info->block_bytes);
+    }
+    *out_bytes = blocks * (uint64_t)info->block_bytes;
     return LKV_OK;
 }
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static float half_at(const uint8_t *p) { return lkv_half_to_float((uint16_t)(p[0] | (p[1] << 8))); }
-
-static uint32_t u32_at(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
+static float half_at(const uint8_t *p) { return lkv_half_to_float(lkv_le16(p)); }
 
 static float float_of_bits(uint32_t u)
 {
@@ -111,14 +116,14 @@ static float float_of_bits(uint32_t u)
 
 /* ---- one block of each type ---------------------------------------------- */
 
-static void block_f32(const uint8_t *b, float *y) { *y = float_of_bits(u32_at(b)); }
+static void block_f32(const uint8_t *b, float *y) { *y = float_of_bits(lkv_le32(b)); }
 
 static void block_f16(const uint8_t *b, float *y) { *y = half_at(b); }
 
 /* bf16 is the top half of an f32. */
 static void block_bf16(const uint8_t *b, float *y)
 {
-    *y = float_of_bits((uint32_t)(b[0] | (b[1] << 8)) << 16);
+    *y = float_of_bits((uint32_t)lkv_le16(b) << 16);
 }
 
 /* d, then 16 bytes: element j in the low nibble of byte j, j + 16 in the high. */
@@ -146,7 +151,7 @@ static void block_q4_1(const uint8_t *b, float *y)
 static void block_q5_0(const uint8_t *b, float *y)
 {
     const float d = half_at(b);
-    const uint32_t qh = u32_at(b + 2);
+    const uint32_t qh = lkv_le32(b + 2);
     const uint8_t *qs = b + 6;
     for (int j = 0; j < QK5_0 / 2; j++) {
         const int hi0 = (int)((qh >> j) << 4 & 0x10), hi1 = (int)((qh >> (j + 12)) & 0x10);
@@ -158,7 +163,7 @@ static void block_q5_0(const uint8_t *b, float *y)
 static void block_q5_1(const uint8_t *b, float *y)
 {
     const float d = half_at(b), m = half_at(b + 2);
-    const uint32_t qh = u32_at(b + 4);
+    const uint32_t qh = lkv_le32(b + 4);
     const uint8_t *qs = b + 8;
     for (int j = 0; j < QK5_1 / 2; j++) {
         const int hi0 = (int)((qh >> j) << 4 & 0x10), hi1 = (int)((qh >> (j + 12)) & 0x10);
@@ -174,18 +179,25 @@ static void block_q8_0(const uint8_t *b, float *y)
         y[j] = (float)(int8_t)b[2 + j] * d;
 }
 
-/* Sub-block j's 6-bit scale and min out of the 12 packed bytes: 0..3 in the
- * low six bits of bytes j and j + 4, 4..7 in a nibble of byte j + 4 with
+/* Sub-block j's scale and min, each a 6-bit value times its super-block
+ * factor. The 12 packed bytes keep those of sub-blocks 0..3 in the low six
+ * bits of bytes j and j + 4; those of 4..7 in a nibble of byte j + 4, with
  * their top two bits in the spare bits of bytes j - 4 and j. */
-static void scale_min_k4(int j, const uint8_t *q, int *sc, int *m)
+typedef struct k_scale {
+    float d, m;
+} k_scale;
+
+static k_scale k_sub_scale(const uint8_t *q, int j, float d, float dmin)
 {
+    int sc, m;
     if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
     } else {
-        *sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+        sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
     }
+    return (k_scale){d * (float)sc, dmin * (float)m};
 }
 
 /* d, dmin, 12 scale bytes, 128 quant bytes: each 64 elements are two
@@ -195,15 +207,12 @@ static void block_q4_k(const uint8_t *b, float *y)
     const float d = half_at(b), dmin = half_at(b + 2);
     const uint8_t *scales = b + 4, *q = b + 4 + K_SCALE_SIZE;
     for (int j = 0, is = 0; j < QK_K; j += 64, is += 2, q += 32) {
-        int sc, m;
-        scale_min_k4(is, scales, &sc, &m);
-        const float d1 = d * (float)sc, m1 = dmin * (float)m;
-        scale_min_k4(is + 1, scales, &sc, &m);
-        const float d2 = d * (float)sc, m2 = dmin * (float)m;
+        const k_scale lo = k_sub_scale(scales, is, d, dmin);
+        const k_scale hi = k_sub_scale(scales, is + 1, d, dmin);
         for (int l = 0; l < 32; l++)
-            *y++ = d1 * (float)(q[l] & 0x0f) - m1;
+            *y++ = lo.d * (float)(q[l] & 0x0f) - lo.m;
         for (int l = 0; l < 32; l++)
-            *y++ = d2 * (float)(q[l] >> 4) - m2;
+            *y++ = hi.d * (float)(q[l] >> 4) - hi.m;
     }
 }
 
@@ -215,15 +224,12 @@ static void block_q5_k(const uint8_t *b, float *y)
     const uint8_t *scales = b + 4, *qh = b + 4 + K_SCALE_SIZE, *ql = qh + QK_K / 8;
     unsigned u1 = 1, u2 = 2;
     for (int j = 0, is = 0; j < QK_K; j += 64, is += 2, ql += 32, u1 <<= 2, u2 <<= 2) {
-        int sc, m;
-        scale_min_k4(is, scales, &sc, &m);
-        const float d1 = d * (float)sc, m1 = dmin * (float)m;
-        scale_min_k4(is + 1, scales, &sc, &m);
-        const float d2 = d * (float)sc, m2 = dmin * (float)m;
+        const k_scale lo = k_sub_scale(scales, is, d, dmin);
+        const k_scale hi = k_sub_scale(scales, is + 1, d, dmin);
         for (int l = 0; l < 32; l++)
-            *y++ = d1 * (float)((ql[l] & 0x0f) + (qh[l] & u1 ? 16 : 0)) - m1;
+            *y++ = lo.d * (float)((ql[l] & 0x0f) + (qh[l] & u1 ? 16 : 0)) - lo.m;
         for (int l = 0; l < 32; l++)
-            *y++ = d2 * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+            *y++ = hi.d * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - hi.m;
     }
 }
 

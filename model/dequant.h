@@ -19,7 +19,7 @@ typedef struct lkv_ggml_type_info {
 const lkv_ggml_type_info *lkv_ggml_type_get(uint32_t type);
 
 /* Bytes taken by `n` elements of `type`; 0 with INVALID_ARGUMENT when n is not
- * a whole number of blocks or the type is unknown. */
+ * a whole number of blocks, the type is unknown, or the bytes overflow 64 bits. */
 lkv_status lkv_ggml_row_bytes(uint32_t type, int64_t n, uint64_t *out_bytes);
 
 /* Dequantizes `n` elements (a whole number of blocks) from `src` into `dst`.

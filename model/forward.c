@@ -180,19 +180,19 @@ static lkv_status check_shape(const lkv_forward *fw, int32_t i, const lkv_cache_
 /* The cache's own checks would fire only after earlier lanes had taken the
  * token; these run first so a refused call changes nothing. */
 static lkv_status check_lane(const lkv_forward *fw, const lkv_lane *ln, int32_t i,
-                             int32_t n_new, int prefill)
+                             int32_t n_new, int prefill, lkv_cache_config *out_cfg)
 {
     if (!ln->cache)
         return lkv_fail(LKV_INVALID_ARGUMENT, "lane %d has no cache", i);
-    lkv_cache_config c;
-    lkv_status st = lkv_cache_get_config(ln->cache, &c);
+    const lkv_cache_config *c = out_cfg;
+    lkv_status st = lkv_cache_get_config(ln->cache, out_cfg);
     if (st == LKV_OK)
-        st = check_shape(fw, i, &c);
+        st = check_shape(fw, i, c);
     if (st != LKV_OK)
         return st;
-    if (ln->sequence < 0 || ln->sequence >= c.sequences)
+    if (ln->sequence < 0 || ln->sequence >= c->sequences)
         return lkv_fail(LKV_INVALID_ARGUMENT, "lane %d: sequence %d is not in 0..%d", i,
-                        ln->sequence, c.sequences - 1);
+                        ln->sequence, c->sequences - 1);
     if (ln->position < 0 || ln->position > INT32_MAX - LKV_POSITION_HEADROOM - n_new)
         return lkv_fail(LKV_INVALID_ARGUMENT, "lane %d: position %d is out of range", i,
                         ln->position);
@@ -204,11 +204,40 @@ static lkv_status check_lane(const lkv_forward *fw, const lkv_lane *ln, int32_t 
                         "lane %d: sequence %d already holds %d tokens (step %d): reset it before "
                         "a prefill",
                         i, ln->sequence, len, step);
-    if ((int64_t)len + n_new > c.capacity)
+    if ((int64_t)len + n_new > c->capacity)
         return lkv_fail(LKV_OUT_OF_MEMORY,
                         "lane %d: sequence %d holds %d of %d slots, no room for %d more", i,
-                        ln->sequence, len, c.capacity, n_new);
+                        ln->sequence, len, c->capacity, n_new);
     return LKV_OK;
+}
+
+/* The scale the cache applies: 0 in a config stands for 1/sqrt(head_dim),
+ * worked out as the cache does. */
+static float applied_scale(const lkv_cache_config *c)
+{
+    return c->scale > 0.0f ? c->scale : (float)(1.0 / sqrt((double)c->head_dim));
+}
+
+static const char *dtype_name(lkv_dtype d) { return d == LKV_DTYPE_F16 ? "f16" : "f32"; }
+
+/* A prompt's attention is computed once, through lane 0's cache, and every
+ * lane continues from the hidden states it gives; a lane whose cache rounds
+ * K/V to another dtype or applies another softmax scale would silently
+ * inherit lane 0's numerics. The gqa mode may differ: an expanded cache holds
+ * the same K/V values as a grouped one, a copy per q head, and attends them in
+ * the same order (test_forward checks the two agree bit for bit), and lazykv
+ * eval prefills expanded lanes beside its grouped reference. */
+static lkv_status check_same_storage(int32_t i, const lkv_cache_config *c,
+                                     const lkv_cache_config *first)
+{
+    if (c->dtype == first->dtype && applied_scale(c) == applied_scale(first))
+        return LKV_OK;
+    return lkv_fail(LKV_INVALID_ARGUMENT,
+                    "lane %d's cache stores K/V as %s with scale %.9g but lane 0's as %s with "
+                    "scale %.9g: a prefill attends once, through lane 0's cache, so every lane "
+                    "needs lane 0's dtype and scale (prefill such lanes separately)",
+                    i, dtype_name(c->dtype), (double)applied_scale(c), dtype_name(first->dtype),
+                    (double)applied_scale(first));
 }
 
 static lkv_status check_lanes(const lkv_forward *fw, const lkv_lane *lanes, int32_t n_lanes,
@@ -219,8 +248,11 @@ static lkv_status check_lanes(const lkv_forward *fw, const lkv_lane *lanes, int3
     if (n_lanes < 1 || n_lanes > fw->max_lanes)
         return lkv_fail(LKV_INVALID_ARGUMENT, "n_lanes %d is not in 1..%d (this pass's max_lanes)",
                         n_lanes, fw->max_lanes);
+    lkv_cache_config first, c;
     for (int32_t i = 0; i < n_lanes; i++) {
-        lkv_status st = check_lane(fw, &lanes[i], i, n_new, prefill);
+        lkv_status st = check_lane(fw, &lanes[i], i, n_new, prefill, i == 0 ? &first : &c);
+        if (st == LKV_OK && prefill && i > 0)
+            st = check_same_storage(i, &c, &first);
         if (st != LKV_OK)
             return st;
         for (int32_t j = 0; j < i; j++)

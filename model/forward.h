@@ -33,8 +33,14 @@ void lkv_forward_free(lkv_forward *fw);
 
 /* Runs a prompt. Every lane gets the same tokens; since prefill attention is
  * causal over the whole prompt whatever the policy, the hidden states are
- * computed once and each layer's K/V (and Q, for the policies that vote with
- * the prompt's queries) go to every lane's cache. out_logits (may be NULL):
+ * computed once, attending through lane 0's cache, and each layer's K/V (and
+ * Q, for the policies that vote with the prompt's queries) go to every lane's
+ * cache. So every lane's cache must store K/V as lane 0's does: the same
+ * dtype and softmax scale (INVALID_ARGUMENT naming both otherwise; the gqa
+ * mode may differ, as it does not change the values). Their caches should
+ * also come from one runtime: a cache does not say which runtime it belongs
+ * to, so this cannot be checked, and a lane on another backend would take
+ * lane 0's backend's arithmetic for its prompt. out_logits (may be NULL):
  * [vocab], after the last token. Lanes' positions advance by n_tokens. */
 lkv_status lkv_forward_prefill(lkv_forward *fw, lkv_lane *lanes, int32_t n_lanes,
                                const int32_t *tokens, int32_t n_tokens, float *out_logits);

@@ -22,7 +22,9 @@ void lkv_rope_apply(float *v, int32_t heads, int32_t head_dim, const float *cos_
 /* out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)). */
 void lkv_swiglu(float *out, const float *gate, const float *up, int32_t n);
 
-/* x[i] += d[i]. */
+/* The residual connection: a block's output d added into the stream x. One
+ * function for the prompt's rows and the lanes' rows alike, so a token's
+ * stream is summed the same way whichever call carries it. */
 void lkv_add(float *x, const float *d, int32_t n);
 
 #endif

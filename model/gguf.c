@@ -18,6 +18,7 @@
 #include "dequant.h"
 #include "error.h"
 #include "gguf_cursor.h"
+#include "text_escape.h"
 
 #define GGUF_DEFAULT_ALIGNMENT 32u
 /* The smallest encodings, which bound the counts by the bytes left. */
@@ -80,21 +81,14 @@ static int is_signed_kind(lkv_gguf_kind k)
     return k == LKV_GGUF_I8 || k == LKV_GGUF_I16 || k == LKV_GGUF_I32 || k == LKV_GGUF_I64;
 }
 
-/* A key or name fit for a message: the first 64 bytes, non-printing ones
- * shown as '?', since a corrupt file can put anything there. */
-static const char *printable(const char *p, uint64_t len, char *buf, size_t cap)
-{
-    size_t n = len < cap - 4 ? (size_t)len : cap - 4, i;
-    for (i = 0; i < n; i++)
-        buf[i] = p[i] >= 0x20 && p[i] < 0x7f ? p[i] : '?';
-    if (n < len)
-        for (int k = 0; k < 3; k++)
-            buf[i++] = '.';
-    buf[i] = '\0';
-    return buf;
-}
+/* Room for any tensor name that is plain ASCII, shown whole. */
+#define NAME_SHOWN_CAP (sizeof ((lkv_gguf_tensor *)0)->name + 4)
 
-#define PRINTABLE_CAP 68
+/* A tensor's name as a message may show it: names come from the file. */
+static const char *shown_name(const lkv_gguf_tensor *t, char *buf)
+{
+    return lkv_text_escape(t->name, strlen(t->name), buf, NAME_SHOWN_CAP);
+}
 
 /* ---- the file's bytes ---------------------------------------------------- */
 
@@ -233,14 +227,14 @@ static void decode_scalar(const uint8_t *p, lkv_gguf_value *v)
     case LKV_GGUF_U8: v->as.u = p[0]; break;
     case LKV_GGUF_BOOL: v->as.u = p[0] != 0; break;
     case LKV_GGUF_I8: v->as.i = (int8_t)p[0]; break;
-    case LKV_GGUF_U16: v->as.u = lkv_gguf_le16(p); break;
-    case LKV_GGUF_I16: v->as.i = (int16_t)lkv_gguf_le16(p); break;
-    case LKV_GGUF_U32: v->as.u = lkv_gguf_le32(p); break;
-    case LKV_GGUF_I32: v->as.i = (int32_t)lkv_gguf_le32(p); break;
-    case LKV_GGUF_U64: v->as.u = lkv_gguf_le64(p); break;
-    case LKV_GGUF_I64: u64 = lkv_gguf_le64(p); memcpy(&v->as.i, &u64, sizeof u64); break;
-    case LKV_GGUF_F32: u32 = lkv_gguf_le32(p); memcpy(&f32, &u32, 4); v->as.f = f32; break;
-    case LKV_GGUF_F64: u64 = lkv_gguf_le64(p); memcpy(&f64, &u64, 8); v->as.f = f64; break;
+    case LKV_GGUF_U16: v->as.u = lkv_le16(p); break;
+    case LKV_GGUF_I16: v->as.i = (int16_t)lkv_le16(p); break;
+    case LKV_GGUF_U32: v->as.u = lkv_le32(p); break;
+    case LKV_GGUF_I32: v->as.i = (int32_t)lkv_le32(p); break;
+    case LKV_GGUF_U64: v->as.u = lkv_le64(p); break;
+    case LKV_GGUF_I64: u64 = lkv_le64(p); memcpy(&v->as.i, &u64, sizeof u64); break;
+    case LKV_GGUF_F32: u32 = lkv_le32(p); memcpy(&f32, &u32, 4); v->as.f = f32; break;
+    case LKV_GGUF_F64: u64 = lkv_le64(p); memcpy(&f64, &u64, 8); v->as.f = f64; break;
     default: break;
     }
 }
@@ -313,12 +307,11 @@ static lkv_status read_value(lkv_gguf_cursor *c, uint32_t kind, lkv_gguf_value *
     if (size == 0)
         return lkv_fail(LKV_INVALID_ARGUMENT, "unknown value kind %u at byte %llu (0..12 are defined)",
                         (unsigned)kind, (ull)(c->pos - 4));
-    lkv_status st = lkv_gguf_cur_need(c, size, kind_name(kind));
-    if (st != LKV_OK)
-        return st;
-    decode_scalar(c->base + c->pos, v);
-    c->pos += size;
-    return LKV_OK;
+    const uint8_t *p;
+    lkv_status st = lkv_gguf_cur_take(c, size, kind_name(kind), &p);
+    if (st == LKV_OK)
+        decode_scalar(p, v);
+    return st;
 }
 
 static lkv_status read_kv(lkv_gguf_cursor *c, int64_t index, gguf_kv *out)
@@ -333,9 +326,9 @@ static lkv_status read_kv(lkv_gguf_cursor *c, int64_t index, gguf_kv *out)
     if (st == LKV_OK)
         st = read_value(c, kind, &kv.value);
     if (st != LKV_OK) {
-        char name[PRINTABLE_CAP];
+        char name[LKV_ESCAPE_CAP];
         return lkv_fail_context(st, "kv %lld '%s'", (ll)index,
-                                printable(kv.key.ptr, kv.key.len, name, sizeof name));
+                                lkv_text_escape(kv.key.ptr, kv.key.len, name, sizeof name));
     }
     *out = kv;
     return LKV_OK;
@@ -372,10 +365,10 @@ static lkv_status read_kvs(lkv_gguf_cursor *c, lkv_gguf *g, uint64_t n_kv)
     for (uint64_t i = 1; i < n_kv; i++) {
         const gguf_kv *a = g->kv_sorted[i - 1], *b = g->kv_sorted[i];
         if (str_cmp(a->key, b->key) == 0) {
-            char name[PRINTABLE_CAP];
+            char name[LKV_ESCAPE_CAP];
             ll ia = a - g->kv, ib = b - g->kv;
             return lkv_fail(LKV_INVALID_ARGUMENT, "key '%s' appears twice (kv %lld and kv %lld)",
-                            printable(a->key.ptr, a->key.len, name, sizeof name),
+                            lkv_text_escape(a->key.ptr, a->key.len, name, sizeof name),
                             ia < ib ? ia : ib, ia < ib ? ib : ia);
         }
     }
@@ -426,8 +419,10 @@ static lkv_status read_dims(lkv_gguf_cursor *c, lkv_gguf_tensor *t)
 }
 
 /* Elements and bytes, refusing shapes whose element count overflows int64
- * (zero-sized dimensions included, as if they were 1) and rows that are not
- * whole blocks. */
+ * (zero-sized dimensions included, as if they were 1), rows that are not
+ * whole blocks, and byte counts that overflow 64 bits: a wrapped count would
+ * let a huge tensor pass the check that its data lies inside the file. The
+ * caller names the tensor. */
 static lkv_status size_tensor(lkv_gguf_tensor *t, const lkv_ggml_type_info *info)
 {
     int64_t all = 1;
@@ -443,7 +438,12 @@ static lkv_status size_tensor(lkv_gguf_tensor *t, const lkv_ggml_type_info *info
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "ne[0] = %lld is not a multiple of the %s block size %d",
                         (ll)t->ne[0], info->name, (int)info->block_elems);
-    uint64_t row = (uint64_t)(t->ne[0] / info->block_elems) * (uint64_t)info->block_bytes;
+    uint64_t row;
+    lkv_status st = lkv_ggml_row_bytes((uint32_t)t->type, t->ne[0], &row);
+    if (st != LKV_OK)
+        return st;
+    /* No overflow: each partial product of nonzero dimensions is at most the
+     * element count checked above, and a zero one makes the rest zero. */
     uint64_t rows = (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3];
     if (rows != 0 && row > UINT64_MAX / rows)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%llu rows of %llu bytes overflow a 64-bit size",
@@ -475,15 +475,15 @@ static lkv_status read_tensor_name(lkv_gguf_cursor *c, lkv_gguf_tensor *t)
     lkv_status st = lkv_gguf_cur_str(c, "name", &name);
     if (st != LKV_OK)
         return st;
-    char shown[PRINTABLE_CAP];
+    char shown[LKV_ESCAPE_CAP];
     if (name.len >= sizeof t->name)
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "name '%s' at byte %llu is %llu bytes: at most %zu are supported",
-                        printable(name.ptr, name.len, shown, sizeof shown), (ull)at,
+                        lkv_text_escape(name.ptr, name.len, shown, sizeof shown), (ull)at,
                         (ull)name.len, sizeof t->name - 1);
     if (memchr(name.ptr, '\0', (size_t)name.len))
         return lkv_fail(LKV_INVALID_ARGUMENT, "name '%s' at byte %llu contains a NUL byte",
-                        printable(name.ptr, name.len, shown, sizeof shown), (ull)at);
+                        lkv_text_escape(name.ptr, name.len, shown, sizeof shown), (ull)at);
     memcpy(t->name, name.ptr, (size_t)name.len);
     t->name[name.len] = '\0';
     return LKV_OK;
@@ -496,35 +496,38 @@ static lkv_status read_tensor_info(lkv_gguf_cursor *c, int64_t index, lkv_gguf_t
         return lkv_fail_context(st, "tensor %lld", (ll)index);
     if ((st = read_dims(c, t)) == LKV_OK)
         st = read_type_and_offset(c, t);
-    if (st != LKV_OK)
-        return lkv_fail_context(st, "tensor %lld '%s'", (ll)index, t->name);
+    if (st != LKV_OK) {
+        char shown[NAME_SHOWN_CAP];
+        return lkv_fail_context(st, "tensor %lld '%s'", (ll)index, shown_name(t, shown));
+    }
     return LKV_OK;
 }
 
 static lkv_status place_tensor(const lkv_gguf *g, int64_t index, lkv_gguf_tensor *t)
 {
     uint64_t size = g->size, base = g->data_start;
+    char shown[NAME_SHOWN_CAP];
     if (t->offset % g->alignment != 0)
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "tensor %lld '%s': offset %llu is not a multiple of the alignment %llu",
-                        (ll)index, t->name, (ull)t->offset, (ull)g->alignment);
+                        (ll)index, shown_name(t, shown), (ull)t->offset, (ull)g->alignment);
     if (base > size || t->offset > size - base)
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "tensor %lld '%s': offset %llu from the data section at byte %llu starts "
                         "past the end of the file (%llu bytes)",
-                        (ll)index, t->name, (ull)t->offset, (ull)base, (ull)size);
-    uint64_t start = base + t->offset;
+                        (ll)index, shown_name(t, shown), (ull)t->offset, (ull)base, (ull)size);
+    uint64_t start = base + t->offset; /* <= size, checked above */
     if (t->bytes > size - start) {
         if (t->bytes > UINT64_MAX - start)
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "tensor %lld '%s': %llu bytes from byte %llu run past the end of the "
                             "file (%llu bytes)",
-                            (ll)index, t->name, (ull)t->bytes, (ull)start, (ull)size);
+                            (ll)index, shown_name(t, shown), (ull)t->bytes, (ull)start, (ull)size);
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "tensor %lld '%s': data ends at byte %llu (%llu bytes from byte %llu) "
                         "past the end of the file (%llu bytes)",
-                        (ll)index, t->name, (ull)(start + t->bytes), (ull)t->bytes, (ull)start,
-                        (ull)size);
+                        (ll)index, shown_name(t, shown), (ull)(start + t->bytes), (ull)t->bytes,
+                        (ull)start, (ull)size);
     }
     t->data = g->bytes + start;
     return LKV_OK;
@@ -549,9 +552,10 @@ static lkv_status index_tensors(lkv_gguf *g)
         const lkv_gguf_tensor *a = g->tensors_sorted[i - 1], *b = g->tensors_sorted[i];
         if (strcmp(a->name, b->name) == 0) {
             ll ia = a - g->tensors, ib = b - g->tensors;
+            char shown[NAME_SHOWN_CAP];
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "tensor %lld '%s': duplicate name, already used by tensor %lld",
-                            ia < ib ? ib : ia, a->name, ia < ib ? ia : ib);
+                            ia < ib ? ib : ia, shown_name(a, shown), ia < ib ? ia : ib);
         }
     }
     return LKV_OK;
@@ -567,8 +571,10 @@ static lkv_status read_tensors(lkv_gguf_cursor *c, lkv_gguf *g, uint64_t n)
             return st;
         g->n_tensors++;
     }
-    /* The data section starts at the next multiple of the alignment. */
-    g->data_start = (c->pos + g->alignment - 1) / g->alignment * g->alignment;
+    /* The data section starts at the next multiple of the alignment. No
+     * overflow: pos <= size < 2^63 (an off_t) and the alignment is a u32; a
+     * start past the end of the file fails each tensor's placement. */
+    g->data_start = c->pos + (g->alignment - c->pos % g->alignment) % g->alignment;
     for (uint64_t i = 0; i < n; i++) {
         lkv_status st = place_tensor(g, (int64_t)i, &g->tensors[i]);
         if (st != LKV_OK)
@@ -661,21 +667,39 @@ const lkv_gguf_value *lkv_gguf_kv_at(const lkv_gguf *g, int64_t i, lkv_gguf_str 
     return &g->kv[i].value;
 }
 
-static lkv_status find_kind(const lkv_gguf *g, const char *key, const lkv_gguf_value **out)
+static int is_integer_kind(lkv_gguf_kind k) { return is_unsigned_kind(k) || is_signed_kind(k); }
+
+static int is_number_kind(lkv_gguf_kind k)
+{
+    return is_integer_kind(k) || k == LKV_GGUF_F32 || k == LKV_GGUF_F64;
+}
+
+static int is_string_kind(lkv_gguf_kind k) { return k == LKV_GGUF_STRING; }
+
+static int is_array_kind(lkv_gguf_kind k) { return k == LKV_GGUF_ARRAY; }
+
+/* The value of `key` when `accepts` its kind; else a message saying it is
+ * missing or what it is instead of `expected` ("an integer"). */
+static lkv_status find_as(const lkv_gguf *g, const char *key, int (*accepts)(lkv_gguf_kind),
+                          const char *expected, const lkv_gguf_value **out)
 {
     if (!key)
         return lkv_fail(LKV_INVALID_ARGUMENT, "gguf lookup: key is NULL");
-    *out = lkv_gguf_find(g, key);
-    if (!*out)
+    const lkv_gguf_value *v = lkv_gguf_find(g, key);
+    if (!v)
         return lkv_fail(LKV_INVALID_ARGUMENT, "gguf key '%s' is missing", key);
+    if (!accepts(v->kind))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "gguf key '%s' is a %s, not %s", key,
+                        kind_name(v->kind), expected);
+    *out = v;
     return LKV_OK;
 }
 
 lkv_status lkv_gguf_get_int(const lkv_gguf *g, const char *key, int64_t lo, int64_t hi,
                             int64_t *out)
 {
-    const lkv_gguf_value *v;
-    lkv_status st = find_kind(g, key, &v);
+    const lkv_gguf_value *v = NULL;
+    lkv_status st = find_as(g, key, is_integer_kind, "an integer", &v);
     if (st != LKV_OK)
         return st;
     int64_t x;
@@ -684,14 +708,11 @@ lkv_status lkv_gguf_get_int(const lkv_gguf *g, const char *key, int64_t lo, int6
             return lkv_fail(LKV_INVALID_ARGUMENT, "gguf key '%s' = %llu is outside %lld..%lld",
                             key, (ull)v->as.u, (ll)lo, (ll)hi);
         x = (int64_t)v->as.u;
-    } else if (is_signed_kind(v->kind)) {
+    } else {
         x = v->as.i;
         if (x < lo || x > hi)
             return lkv_fail(LKV_INVALID_ARGUMENT, "gguf key '%s' = %lld is outside %lld..%lld",
                             key, (ll)x, (ll)lo, (ll)hi);
-    } else {
-        return lkv_fail(LKV_INVALID_ARGUMENT, "gguf key '%s' is a %s, not an integer", key,
-                        kind_name(v->kind));
     }
     *out = x;
     return LKV_OK;
@@ -699,45 +720,32 @@ lkv_status lkv_gguf_get_int(const lkv_gguf *g, const char *key, int64_t lo, int6
 
 lkv_status lkv_gguf_get_real(const lkv_gguf *g, const char *key, double *out)
 {
-    const lkv_gguf_value *v;
-    lkv_status st = find_kind(g, key, &v);
+    const lkv_gguf_value *v = NULL;
+    lkv_status st = find_as(g, key, is_number_kind, "a number", &v);
     if (st != LKV_OK)
         return st;
-    if (v->kind == LKV_GGUF_F32 || v->kind == LKV_GGUF_F64)
-        *out = v->as.f;
-    else if (is_unsigned_kind(v->kind))
-        *out = (double)v->as.u;
-    else if (is_signed_kind(v->kind))
-        *out = (double)v->as.i;
-    else
-        return lkv_fail(LKV_INVALID_ARGUMENT, "gguf key '%s' is a %s, not a number", key,
-                        kind_name(v->kind));
+    *out = is_unsigned_kind(v->kind) ? (double)v->as.u
+           : is_signed_kind(v->kind) ? (double)v->as.i
+                                     : v->as.f;
     return LKV_OK;
 }
 
 lkv_status lkv_gguf_get_str(const lkv_gguf *g, const char *key, lkv_gguf_str *out)
 {
-    const lkv_gguf_value *v;
-    lkv_status st = find_kind(g, key, &v);
-    if (st != LKV_OK)
-        return st;
-    if (v->kind != LKV_GGUF_STRING)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "gguf key '%s' is a %s, not a string", key,
-                        kind_name(v->kind));
-    *out = v->as.s;
-    return LKV_OK;
+    const lkv_gguf_value *v = NULL;
+    lkv_status st = find_as(g, key, is_string_kind, "a string", &v);
+    if (st == LKV_OK)
+        *out = v->as.s;
+    return st;
 }
 
 lkv_status lkv_gguf_get_array(const lkv_gguf *g, const char *key, lkv_gguf_kind elem_kind,
                               const lkv_gguf_value **out)
 {
-    const lkv_gguf_value *v;
-    lkv_status st = find_kind(g, key, &v);
+    const lkv_gguf_value *v = NULL;
+    lkv_status st = find_as(g, key, is_array_kind, "an array", &v);
     if (st != LKV_OK)
         return st;
-    if (v->kind != LKV_GGUF_ARRAY)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "gguf key '%s' is a %s, not an array", key,
-                        kind_name(v->kind));
     if (elem_kind != LKV_GGUF_ARRAY && v->elem_kind != elem_kind)
         return lkv_fail(LKV_INVALID_ARGUMENT, "gguf key '%s' is an array of %s, not of %s", key,
                         kind_name(v->elem_kind), kind_name(elem_kind));

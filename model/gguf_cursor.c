@@ -13,52 +13,33 @@ lkv_status lkv_gguf_cur_need(const lkv_gguf_cursor *c, uint64_t n, const char *w
                     (unsigned long long)lkv_gguf_cur_left(c), (unsigned long long)c->size);
 }
 
-lkv_status lkv_gguf_cur_skip(lkv_gguf_cursor *c, uint64_t n, const char *what)
+lkv_status lkv_gguf_cur_take(lkv_gguf_cursor *c, uint64_t n, const char *what,
+                             const uint8_t **out)
 {
     lkv_status st = lkv_gguf_cur_need(c, n, what);
-    if (st == LKV_OK)
-        c->pos += n;
-    return st;
-}
-
-lkv_status lkv_gguf_cur_u8(lkv_gguf_cursor *c, const char *what, uint8_t *out)
-{
-    lkv_status st = lkv_gguf_cur_need(c, 1, what);
     if (st != LKV_OK)
         return st;
-    *out = c->base[c->pos];
-    c->pos += 1;
-    return LKV_OK;
-}
-
-lkv_status lkv_gguf_cur_u16(lkv_gguf_cursor *c, const char *what, uint16_t *out)
-{
-    lkv_status st = lkv_gguf_cur_need(c, 2, what);
-    if (st != LKV_OK)
-        return st;
-    *out = lkv_gguf_le16(c->base + c->pos);
-    c->pos += 2;
+    *out = c->base + c->pos;
+    c->pos += n;
     return LKV_OK;
 }
 
 lkv_status lkv_gguf_cur_u32(lkv_gguf_cursor *c, const char *what, uint32_t *out)
 {
-    lkv_status st = lkv_gguf_cur_need(c, 4, what);
-    if (st != LKV_OK)
-        return st;
-    *out = lkv_gguf_le32(c->base + c->pos);
-    c->pos += 4;
-    return LKV_OK;
+    const uint8_t *p;
+    lkv_status st = lkv_gguf_cur_take(c, 4, what, &p);
+    if (st == LKV_OK)
+        *out = lkv_le32(p);
+    return st;
 }
 
 lkv_status lkv_gguf_cur_u64(lkv_gguf_cursor *c, const char *what, uint64_t *out)
 {
-    lkv_status st = lkv_gguf_cur_need(c, 8, what);
-    if (st != LKV_OK)
-        return st;
-    *out = lkv_gguf_le64(c->base + c->pos);
-    c->pos += 8;
-    return LKV_OK;
+    const uint8_t *p;
+    lkv_status st = lkv_gguf_cur_take(c, 8, what, &p);
+    if (st == LKV_OK)
+        *out = lkv_le64(p);
+    return st;
 }
 
 lkv_status lkv_gguf_cur_str(lkv_gguf_cursor *c, const char *what, lkv_gguf_str *out)

@@ -1,9 +1,13 @@
 /* What both loaders share: telling the formats apart, the shape checks, the
  * weight arena, and the cache shape a model needs. */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "model_internal.h"
@@ -126,18 +130,46 @@ void lkv_model_set_name(lkv_model *m, const char *path)
     snprintf(m->name, sizeof m->name, "%s", base);
 }
 
+/* Reads the first bytes of a regular file. The type is checked on the open
+ * descriptor (no race with a rename), and the open does not block, so a FIFO
+ * or a device is refused rather than waited on. */
+static lkv_status read_magic(const char *path, unsigned char *magic, size_t cap, size_t *out_got)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "model '%s': cannot open it: %s", path,
+                        strerror(errno));
+    struct stat sb;
+    lkv_status st = LKV_OK;
+    if (fstat(fd, &sb) != 0)
+        st = lkv_fail(LKV_INVALID_ARGUMENT, "model '%s': cannot stat it: %s", path,
+                      strerror(errno));
+    else if (!S_ISREG(sb.st_mode))
+        st = lkv_fail(LKV_INVALID_ARGUMENT, "'%s' is not a regular file", path);
+    ssize_t got = 0;
+    if (st == LKV_OK) {
+        do
+            got = read(fd, magic, cap);
+        while (got < 0 && errno == EINTR);
+        if (got < 0)
+            st = lkv_fail(LKV_INVALID_ARGUMENT, "model '%s': cannot read it: %s", path,
+                          strerror(errno));
+    }
+    close(fd);
+    *out_got = got > 0 ? (size_t)got : 0;
+    return st;
+}
+
 /* GGUF files say so in their first four bytes; llama2.c checkpoints have no
- * magic (they start with dim), so anything else is tried as one. */
+ * magic (they start with dim), so any other regular file is tried as one. */
 static lkv_status sniff(const char *path, int *out_gguf)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "model '%s': cannot open it", path);
     unsigned char magic[4] = {0};
-    size_t got = fread(magic, 1, sizeof magic, f);
-    fclose(f);
-    *out_gguf = got == 4 && memcmp(magic, "GGUF", 4) == 0;
-    return LKV_OK;
+    size_t got = 0;
+    lkv_status st = read_magic(path, magic, sizeof magic, &got);
+    if (st == LKV_OK)
+        *out_gguf = got == 4 && memcmp(magic, "GGUF", 4) == 0;
+    return st;
 }
 
 lkv_status lkv_model_load(const char *path, lkv_model **out_model)

@@ -10,6 +10,7 @@
 #include "dequant.h"
 #include "error.h"
 #include "model_internal.h"
+#include "text_escape.h"
 
 #define LKV_GGUF_DEFAULT_THETA 10000.0
 
@@ -35,10 +36,11 @@ static lkv_status check_arch(const lkv_gguf *g, const char *path)
     lkv_status st = lkv_gguf_get_str(g, "general.architecture", &arch);
     if (st != LKV_OK)
         return lkv_fail_context(st, "model '%s'", path);
+    char shown[LKV_ESCAPE_CAP];
     if (arch.len != 5 || memcmp(arch.ptr, "llama", 5) != 0)
         return lkv_fail(LKV_UNSUPPORTED,
-                        "model '%s': architecture '%.*s' is not supported (only llama)", path,
-                        (int)(arch.len > 64 ? 64 : arch.len), arch.ptr);
+                        "model '%s': architecture '%s' is not supported (only llama)", path,
+                        lkv_text_escape(arch.ptr, arch.len, shown, sizeof shown));
     return LKV_OK;
 }
 
@@ -201,8 +203,8 @@ static void set_name(lkv_model *m, const lkv_gguf *g)
     const lkv_gguf_value *v = lkv_gguf_find(g, "general.name");
     if (!v || lkv_gguf_get_str(g, "general.name", &name) != LKV_OK || name.len == 0)
         return;
-    int len = (int)(name.len < sizeof m->name - 1 ? name.len : sizeof m->name - 1);
-    snprintf(m->name, sizeof m->name, "%.*s", len, name.ptr);
+    /* Escaped: tools print the name and put it in messages. */
+    lkv_text_escape(name.ptr, name.len, m->name, sizeof m->name);
 }
 
 static lkv_status load_open(lkv_gguf *g, const char *path, lkv_model *m)

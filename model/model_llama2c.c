@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "le.h"
 #include "model_internal.h"
 
 #define LKV_LLAMA2C_HEADER 28
@@ -18,15 +19,6 @@
 typedef struct llama2c_header {
     int32_t dim, hidden, layers, heads, kv_heads, vocab, seq_len;
 } llama2c_header;
-
-static int32_t read_le32(const unsigned char *p)
-{
-    uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                 (uint32_t)p[3] << 24;
-    int32_t v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
 
 static int host_is_little_endian(void)
 {
@@ -38,7 +30,7 @@ static int host_is_little_endian(void)
 
 static lkv_status read_header(FILE *f, const char *path, uint64_t size, llama2c_header *h)
 {
-    unsigned char raw[LKV_LLAMA2C_HEADER];
+    uint8_t raw[LKV_LLAMA2C_HEADER];
     if (size < LKV_LLAMA2C_HEADER || fread(raw, 1, sizeof raw, f) != sizeof raw)
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "llama2.c checkpoint '%s': %llu bytes is shorter than its %d-byte header",
@@ -46,11 +38,13 @@ static lkv_status read_header(FILE *f, const char *path, uint64_t size, llama2c_
     int32_t *fields[7] = {&h->dim,      &h->hidden, &h->layers, &h->heads,
                           &h->kv_heads, &h->vocab,  &h->seq_len};
     for (int i = 0; i < 7; i++)
-        *fields[i] = read_le32(raw + 4 * i);
+        *fields[i] = lkv_le32_signed(raw + 4 * i);
     return LKV_OK;
 }
 
-/* The raw header fields, before the model config derived from them. */
+/* The raw header fields, checked before the config is derived from them so
+ * a bad value is named as the file holds it (a negative vocab_size is
+ * legal: it marks an unshared classifier). */
 static lkv_status check_header(const llama2c_header *h, const char *path)
 {
     const char *names[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads"};

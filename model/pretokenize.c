@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "text_escape.h"
 #include "unicode.h"
 
 /* One code point (or invalid byte) of the text. u[n].off is the text's end. */
@@ -30,9 +31,10 @@ lkv_status lkv_pretok_from_name(const char *name, size_t len, lkv_pretok_kind *o
         *out_kind = LKV_PRETOK_GPT2;
         return LKV_OK;
     }
+    char shown[LKV_ESCAPE_CAP];
     return lkv_fail(LKV_UNSUPPORTED,
-                    "tokenizer.ggml.pre '%.*s' is not supported (known: 'smollm', 'gpt2')",
-                    len > 64 ? 64 : (int)len, name);
+                    "tokenizer.ggml.pre '%s' is not supported (known: 'smollm', 'gpt2')",
+                    lkv_text_escape(name, len, shown, sizeof shown));
 }
 
 static lkv_status put(const split *s, size_t a, size_t b)

@@ -11,6 +11,8 @@
 #include "chat.h"
 #include "error.h"
 #include "pretokenize.h"
+#include "le.h"
+#include "text_escape.h"
 #include "token_map.h"
 #include "unicode.h"
 
@@ -26,7 +28,6 @@ enum {
 };
 
 #define MAX_ENDS 4
-#define SHOWN 60 /* bytes of a token's text quoted in a message */
 
 struct lkv_tokenizer {
     int32_t n_vocab;
@@ -66,11 +67,12 @@ static lkv_status check_model(const lkv_gguf *g)
     lkv_status st = lkv_gguf_get_str(g, "tokenizer.ggml.model", &model);
     if (st != LKV_OK)
         return st;
+    char shown[LKV_ESCAPE_CAP];
     if (model.len != 4 || memcmp(model.ptr, "gpt2", 4) != 0)
         return lkv_fail(LKV_UNSUPPORTED,
-                        "tokenizer.ggml.model '%.*s' is not supported: only 'gpt2' (byte-level "
+                        "tokenizer.ggml.model '%s' is not supported: only 'gpt2' (byte-level "
                         "BPE) is",
-                        model.len > SHOWN ? SHOWN : (int)model.len, model.ptr);
+                        lkv_text_escape(model.ptr, model.len, shown, sizeof shown));
     return LKV_OK;
 }
 
@@ -115,11 +117,9 @@ static lkv_status read_types(const lkv_gguf *g, lkv_tokenizer *tok)
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "tokenizer.ggml.token_type has %llu entries but tokenizer.ggml.tokens %d",
                         (unsigned long long)v->count, tok->n_vocab);
-    const unsigned char *p = v->data;
+    const uint8_t *p = v->data;
     for (int32_t i = 0; i < tok->n_vocab; i++) {
-        uint32_t u = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
-                     (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
-        int32_t t = (int32_t)u;
+        int32_t t = lkv_le32_signed(p + 4 * (size_t)i);
         if (t < TT_UNDEFINED || t > TT_BYTE)
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "tokenizer.ggml.token_type[%d] = %d is not a token type (0..6)", i, t);
@@ -148,14 +148,14 @@ static uint64_t decode_byte_level(const lkv_gguf_str *s, const int16_t *cp_to_by
 
 static lkv_status bad_token_char(const lkv_gguf_str *s, int32_t id, uint64_t bad)
 {
-    int shown = s->len > SHOWN ? SHOWN : (int)s->len;
+    char shown[LKV_ESCAPE_CAP];
+    lkv_text_escape(s->ptr, s->len, shown, sizeof shown);
     if (bad - 1 == LKV_UNICODE_INVALID)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "token %d '%.*s' is not valid UTF-8", id, shown,
-                        s->ptr);
+        return lkv_fail(LKV_INVALID_ARGUMENT, "token %d '%s' is not valid UTF-8", id, shown);
     return lkv_fail(LKV_INVALID_ARGUMENT,
-                    "token %d '%.*s' holds U+%04llX, which stands for no byte in the "
+                    "token %d '%s' holds U+%04llX, which stands for no byte in the "
                     "byte-level alphabet",
-                    id, shown, s->ptr, (unsigned long long)(bad - 1));
+                    id, shown, (unsigned long long)(bad - 1));
 }
 
 static lkv_status copy_texts(lkv_tokenizer *tok, const lkv_gguf_str *texts)

@@ -52,16 +52,46 @@ static void rig_close(rig *r)
     lkv_runtime_close(r->rt);
 }
 
-static lkv_cache *full_cache(const rig *r, int32_t sequences, int32_t capacity)
+/* The model's cache shape, policy "full", f32, grouped. */
+static lkv_cache_config full_config(const rig *r, int32_t sequences, int32_t capacity)
 {
     lkv_cache_config cfg;
     lkv_cache_config_init(&cfg);
     lkv_model_cache_shape(r->m, &cfg);
     cfg.sequences = sequences;
     cfg.capacity = capacity;
+    return cfg;
+}
+
+static lkv_cache *cache_of(const rig *r, const lkv_cache_config *cfg)
+{
     lkv_cache *c = NULL;
-    TU_OK(lkv_cache_create(r->rt, &cfg, &c));
+    TU_OK(lkv_cache_create(r->rt, cfg, &c));
     return c;
+}
+
+static lkv_cache *full_cache(const rig *r, int32_t sequences, int32_t capacity)
+{
+    lkv_cache_config cfg = full_config(r, sequences, capacity);
+    return cache_of(r, &cfg);
+}
+
+/* Logits for n rows. */
+static float *logits_buf(const rig *r, int32_t n)
+{
+    float *p = malloc((size_t)n * (size_t)r->m->cfg.vocab * sizeof(float));
+    cr_assert_not_null(p);
+    return p;
+}
+
+/* Every one of the cache's first `sequences` sequences holds nothing. */
+static void expect_empty(const lkv_cache *c, int32_t sequences)
+{
+    for (int32_t i = 0; i < sequences; i++) {
+        int32_t len = -1, step = -1;
+        TU_OK(lkv_cache_sequence_info(c, i, &len, &step));
+        cr_assert(len == 0 && step == 0, "sequence %d holds %d tokens (step %d)", i, len, step);
+    }
 }
 
 static int32_t argmax(const float *x, int32_t n)
@@ -463,7 +493,7 @@ Test(forward, bad_token_is_refused_and_changes_nothing)
     int32_t vocab = r.m->cfg.vocab;
     lkv_cache *c = full_cache(&r, 2, 64), *ref_c = full_cache(&r, 1, 64);
     lkv_lane lanes[2] = {{c, 0, 0}, {c, 1, 0}}, rl = {ref_c, 0, 0};
-    float *lg = malloc(2 * (size_t)vocab * sizeof(float)), *want = malloc((size_t)vocab * sizeof(float));
+    float *lg = logits_buf(&r, 2), *want = logits_buf(&r, 1);
     int32_t ok[2] = {3, 4};
     for (int t = 0; t < 3; t++) {
         TU_OK(lkv_forward_step(r.fw, lanes, 2, ok, lg));
@@ -481,11 +511,11 @@ Test(forward, bad_token_is_refused_and_changes_nothing)
     lkv_lane fl = {fresh, 0, 0};
     cr_assert_eq(lkv_forward_prefill(r.fw, &fl, 1, prompt, 3, lg), LKV_INVALID_ARGUMENT);
     cr_assert(strstr(lkv_last_error(), "9999"), "%s", lkv_last_error());
-    int32_t len = -1, step = -1;
-    TU_OK(lkv_cache_sequence_info(fresh, 0, &len, &step));
-    cr_assert(len == 0 && step == 0 && fl.position == 0);
+    expect_empty(fresh, 1);
+    cr_assert_eq(fl.position, 0);
     cr_assert(lanes[0].position == 3 && lanes[1].position == 3, "positions unchanged");
     for (int i = 0; i < 2; i++) {
+        int32_t len = -1, step = -1;
         TU_OK(lkv_cache_sequence_info(c, i, &len, &step));
         cr_assert(len == 3 && step == 3, "lane %d: %d tokens at step %d after the refusal", i, len,
                   step);
@@ -505,7 +535,7 @@ Test(forward, bad_token_is_refused_and_changes_nothing)
 Test(forward, cache_of_another_shape_is_refused)
 {
     rig r = rig_open(1, 1, 8);
-    float *lg = malloc((size_t)r.m->cfg.vocab * sizeof(float));
+    float *lg = logits_buf(&r, 1);
     struct {
         int32_t layers, q_heads, kv_heads, head_dim;
         const char *named;
@@ -519,8 +549,7 @@ Test(forward, cache_of_another_shape_is_refused)
         cfg.kv_heads = bad[i].kv_heads;
         cfg.head_dim = bad[i].head_dim;
         cfg.capacity = 64;
-        lkv_cache *c = NULL;
-        TU_OK(lkv_cache_create(r.rt, &cfg, &c));
+        lkv_cache *c = cache_of(&r, &cfg);
         lkv_lane lane = {c, 0, 0};
         int32_t tok = 1;
         cr_assert_eq(lkv_forward_step(r.fw, &lane, 1, &tok, lg), LKV_INVALID_ARGUMENT);
@@ -537,7 +566,7 @@ Test(forward, cache_of_another_shape_is_refused)
 Test(forward, lane_and_prompt_counts_out_of_range_are_refused)
 {
     rig r = rig_open(1, 2, 4);
-    float *lg = malloc(3 * (size_t)r.m->cfg.vocab * sizeof(float));
+    float *lg = logits_buf(&r, 3);
     lkv_cache *c = full_cache(&r, 3, 64);
     lkv_lane lanes[3] = {{c, 0, 0}, {c, 1, 0}, {c, 2, 0}};
     int32_t toks[5] = {1, 2, 3, 4, 5};
@@ -551,20 +580,91 @@ Test(forward, lane_and_prompt_counts_out_of_range_are_refused)
     lkv_lane apart[2] = {{c, 0, 0}, {c, 1, 3}};
     cr_assert_eq(lkv_forward_prefill(r.fw, apart, 2, toks, 2, lg), LKV_INVALID_ARGUMENT);
     cr_assert(strstr(lkv_last_error(), "position 3"), "%s", lkv_last_error());
-    for (int i = 0; i < 3; i++) {
-        int32_t len = -1;
-        TU_OK(lkv_cache_sequence_info(c, i, &len, NULL));
-        cr_assert_eq(len, 0, "sequence %d untouched", i);
-    }
+    expect_empty(c, 3);
     free(lg);
     lkv_cache_destroy(c);
+    rig_close(&r);
+}
+
+/* A prompt is attended once, through lane 0's cache: a lane whose cache
+ * stores K/V at another precision or with another scale would silently take
+ * lane 0's numerics, so the prefill refuses it and leaves every lane as it
+ * was. */
+Test(forward, prefill_refuses_lanes_whose_caches_store_kv_differently)
+{
+    rig r = rig_open(1, 2, 4);
+    float *lg = logits_buf(&r, 2);
+    lkv_cache_config base = full_config(&r, 1, 64);
+    lkv_cache_config f16 = base, scaled = base;
+    f16.dtype = LKV_DTYPE_F16;
+    /* One float step above 1/sqrt(head_dim): the model accepts it (within
+     * 1e-6), but it is not lane 0's scale. */
+    scaled.scale = nextafterf((float)(1.0 / sqrt((double)base.head_dim)), 1.0f);
+    struct {
+        const lkv_cache_config *cfg;
+        const char *named[2];
+    } cases[] = {{&f16, {"lane 1's cache stores K/V as f16", "lane 0's as f32"}},
+                 {&scaled, {"lane 1's cache", "scale"}}};
+    int32_t toks[2] = {1, 2};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        lkv_cache *first = cache_of(&r, &base), *other = cache_of(&r, cases[i].cfg);
+        lkv_lane lanes[2] = {{first, 0, 0}, {other, 0, 0}};
+        cr_assert_eq(lkv_forward_prefill(r.fw, lanes, 2, toks, 2, lg), LKV_INVALID_ARGUMENT,
+                     "case %zu", i);
+        for (int k = 0; k < 2; k++)
+            cr_assert(strstr(lkv_last_error(), cases[i].named[k]), "'%s' should say '%s'",
+                      lkv_last_error(), cases[i].named[k]);
+        cr_assert(lanes[0].position == 0 && lanes[1].position == 0);
+        expect_empty(first, 1);
+        expect_empty(other, 1);
+        /* Steps attend per lane, so the same lanes may step together. */
+        TU_OK(lkv_forward_step(r.fw, lanes, 2, toks, lg));
+        lkv_cache_destroy(first);
+        lkv_cache_destroy(other);
+    }
+    free(lg);
+    rig_close(&r);
+}
+
+/* A grouped cache keeps one copy of each kv head's K/V and an expanded one a
+ * copy per q head: the same values, attended in the same order, so an
+ * expanded lane may share a prefill whose attention ran through a grouped
+ * lane 0 and continue exactly as it would have alone. */
+Test(forward, grouped_and_expanded_lanes_share_a_prefill_bit_for_bit)
+{
+    rig r = rig_open(2, 2, 32);
+    int32_t vocab = r.m->cfg.vocab, toks[32];
+    greedy_tokens(&r, 11, 32, toks);
+    lkv_cache_config grouped = full_config(&r, 1, 64), expanded = grouped;
+    expanded.gqa = LKV_GQA_EXPANDED;
+    lkv_cache *g = cache_of(&r, &grouped), *e = cache_of(&r, &expanded),
+              *solo = cache_of(&r, &expanded);
+    lkv_lane lanes[2] = {{g, 0, 0}, {e, 0, 0}}, one = {solo, 0, 0};
+    float *shared = logits_buf(&r, 2), *alone = logits_buf(&r, 1);
+    TU_OK(lkv_forward_prefill(r.fw, lanes, 2, toks, 32, shared));
+    TU_OK(lkv_forward_prefill(r.fw, &one, 1, toks, 32, alone));
+    cr_assert_eq(memcmp(shared, alone, (size_t)vocab * sizeof(float)), 0,
+                 "prompt logits differ (max %g)", max_diff(shared, alone, vocab));
+    for (int t = 0; t < 4; t++) {
+        int32_t next[2] = {toks[t], toks[t]};
+        TU_OK(lkv_forward_step(r.fw, lanes, 2, next, shared));
+        TU_OK(lkv_forward_step(r.fw, &one, 1, &next[1], alone));
+        cr_assert_eq(memcmp(shared + vocab, alone, (size_t)vocab * sizeof(float)), 0,
+                     "step %d: the expanded lane differs from its run alone (max %g)", t,
+                     max_diff(shared + vocab, alone, vocab));
+    }
+    free(shared);
+    free(alone);
+    lkv_cache_destroy(g);
+    lkv_cache_destroy(e);
+    lkv_cache_destroy(solo);
     rig_close(&r);
 }
 
 Test(forward, full_cache_is_refused_before_any_lane_steps)
 {
     rig r = rig_open(1, 2, 4);
-    float *lg = malloc(2 * (size_t)r.m->cfg.vocab * sizeof(float));
+    float *lg = logits_buf(&r, 2);
     lkv_cache *big = full_cache(&r, 1, 64), *small = full_cache(&r, 1, 3);
     lkv_lane lanes[2] = {{big, 0, 0}, {small, 0, 0}};
     int32_t toks[2] = {1, 2};

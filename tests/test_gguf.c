@@ -834,6 +834,29 @@ Test(gguf, dimensions_whose_product_overflows_are_refused)
     free(b.p);
 }
 
+/* The element count fits int64 but the bytes do not fit 64 bits: a wrapped
+ * byte count (2^62 f32 take 2^64 bytes, 0 once wrapped) would pass the check
+ * that the data lies inside the file. */
+Test(gguf, row_whose_bytes_overflow_64_bits_is_refused)
+{
+    static const struct {
+        uint64_t ne0;
+        const char *named;
+    } cases[] = {{UINT64_C(1) << 62, "4611686018427387904 elements of f32"},
+                 {INT64_MAX, "9223372036854775807 elements of f32"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wbuf b;
+        layout L;
+        build_sample(&b, &L);
+        /* w.0 is f32 3 x 2: one row of ne[0] elements. */
+        patch_le(&b, L.ne0[0], cases[i].ne0, 8);
+        patch_le(&b, L.ne0[0] + 8, 1, 8);
+        expect_bytes_fail(&b, cases[i].named, "tensor 0 'w.0'");
+        cr_assert(strstr(lkv_last_error(), "64-bit"), "%s", lkv_last_error());
+        free(b.p);
+    }
+}
+
 Test(gguf, row_that_is_not_whole_blocks_is_refused)
 {
     layout L = sample_layout();
@@ -869,6 +892,40 @@ Test(gguf, tensor_name_with_a_nul_byte_is_refused)
 {
     layout L = sample_layout();
     expect_patched_fails(L.name[2] + 8 + 1, 0, 1, "contains a NUL byte", "tensor 2");
+}
+
+/* Names and keys come from the file: a message shows their control and
+ * non-ASCII bytes as \xNN, so they cannot drive the terminal. */
+Test(gguf, names_and_keys_in_messages_are_escaped)
+{
+    wbuf b;
+    layout L;
+    build_sample(&b, &L);
+    /* "w.4" becomes ESC ".4", then its offset is misaligned. */
+    patch_le(&b, L.name[4] + 8, 0x1b, 1);
+    patch_le(&b, L.offset[4], L.rel_offset[4] + 4, 8);
+    expect_bytes_fail(&b, "tensor 4 '\\x1b.4'", "alignment");
+    cr_assert_null(strchr(lkv_last_error(), 0x1b), "%s", lkv_last_error());
+    free(b.p);
+    /* "t.u8" and "t.i8" both become "t.\xff8": a duplicate key. */
+    build_sample(&b, &L);
+    patch_le(&b, L.key[1] + 8 + 2, 0xff, 1);
+    patch_le(&b, L.key[2] + 8 + 2, 0xff, 1);
+    expect_bytes_fail(&b, "key 't.\\xff8' appears twice", "kv 1 and kv 2");
+    cr_assert_null(strchr(lkv_last_error(), '\xff'), "%s", lkv_last_error());
+    free(b.p);
+    /* A name too long to show whole: as many \xNN as fit, then "...". */
+    char esc96[97], want[16 * 4 + 8];
+    memset(esc96, 0x1b, 96);
+    esc96[96] = '\0';
+    for (int i = 0; i < 16; i++)
+        memcpy(want + 4 * i, "\\x1b", 4);
+    memcpy(want + 64, "...' at", 8);
+    sample_tensor ts[] = {{esc96, LKV_GGML_F32, 1, {1, 1, 1, 1}, 4}};
+    build(&b, &L, ts, 1, 0);
+    expect_bytes_fail(&b, want, "is 96 bytes");
+    cr_assert_null(strchr(lkv_last_error(), 0x1b), "%s", lkv_last_error());
+    free(b.p);
 }
 
 Test(gguf, missing_file_and_directory_are_refused)

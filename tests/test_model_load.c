@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "model.h"
@@ -217,12 +218,58 @@ Test(model_load, corrupted_headers_are_refused_naming_the_value)
     free(bytes);
 }
 
+/* Loading `path` fails with INVALID_ARGUMENT saying `needle` and leaves
+ * *out_model alone. */
+static void expect_path_refused(const char *path, const char *needle)
+{
+    lkv_model *m = (lkv_model *)(uintptr_t)0x1;
+    lkv_status st = lkv_model_load(path, &m);
+    cr_assert_eq(st, LKV_INVALID_ARGUMENT, "%s: %s: %s", path, lkv_status_name(st),
+                 lkv_last_error());
+    cr_assert_eq(m, (lkv_model *)(uintptr_t)0x1, "out_model untouched on failure");
+    cr_assert(strstr(lkv_last_error(), needle), "'%s' should say '%s'", lkv_last_error(), needle);
+}
+
 Test(model_load, missing_file_is_refused)
 {
-    lkv_model *m = NULL;
-    cr_assert_eq(lkv_model_load("no/such/model.gguf", &m), LKV_INVALID_ARGUMENT);
-    cr_assert(strstr(lkv_last_error(), "no/such/model.gguf"), "%s", lkv_last_error());
-    cr_assert_null(m);
+    expect_path_refused("no/such/model.gguf", "'no/such/model.gguf'");
+    expect_path_refused("no/such/model.gguf", "No such file or directory");
+}
+
+/* A fresh folder under TMPDIR; the caller removes it. */
+static char *temp_dir(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char *path = malloc(4096);
+    snprintf(path, 4096, "%s/lkv_model_dir_XXXXXX", dir && *dir ? dir : "/tmp");
+    cr_assert_not_null(mkdtemp(path), "mkdtemp %s", path);
+    return path;
+}
+
+Test(model_load, directory_is_not_a_regular_file)
+{
+    char *dir = temp_dir();
+    char want[4200];
+    snprintf(want, sizeof want, "'%s' is not a regular file", dir);
+    expect_path_refused(dir, want);
+    rmdir(dir);
+    free(dir);
+}
+
+/* Nothing writes to the FIFO, so a load that opened it for reading and
+ * waited would hang here (Criterion's timeout ends it as a failure). */
+Test(model_load, fifo_is_refused_without_waiting_for_a_writer, .timeout = 20)
+{
+    char *dir = temp_dir();
+    char fifo[4200];
+    snprintf(fifo, sizeof fifo, "%s/model.gguf", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo %s", fifo);
+    char want[4300];
+    snprintf(want, sizeof want, "'%s' is not a regular file", fifo);
+    expect_path_refused(fifo, want);
+    unlink(fifo);
+    rmdir(dir);
+    free(dir);
 }
 
 /* ---- a tiny GGUF llama written here --------------------------------------- */
@@ -286,6 +333,7 @@ static void kv_str(gbuf *b, const char *key, const char *v)
 
 typedef struct tiny_opts {
     const char *arch;
+    const char *name;       /* general.name, "tiny llama" when NULL */
     const char *omit;       /* tensor left out */
     const char *reshape;    /* tensor given ne[1] + 1 rows */
     uint32_t rope_dims;     /* llama.rope.dimension_count, 0 = absent */
@@ -342,7 +390,7 @@ static gbuf tiny_gguf(const tiny_opts *o)
     g_u64(&b, (uint64_t)n);
     g_u64(&b, o->rope_dims ? 11 : 10);
     kv_str(&b, "general.architecture", o->arch ? o->arch : "llama");
-    kv_str(&b, "general.name", "tiny llama");
+    kv_str(&b, "general.name", o->name ? o->name : "tiny llama");
     kv_u32(&b, "llama.block_count", 1);
     kv_u32(&b, "llama.embedding_length", 8);
     kv_u32(&b, "llama.feed_forward_length", 12);
@@ -430,6 +478,8 @@ Test(model_load, gguf_refusals_name_the_tensor_or_key)
         {{.omit = "blk.0.ffn_down.weight"}, LKV_INVALID_ARGUMENT, {"blk.0.ffn_down.weight", "missing"}},
         {{.reshape = "blk.0.attn_k.weight"}, LKV_INVALID_ARGUMENT, {"blk.0.attn_k.weight", "[8, 5"}},
         {{.rope_dims = 2}, LKV_UNSUPPORTED, {"llama.rope.dimension_count", "4"}},
+        /* A name from the file reaches the message escaped. */
+        {{.arch = "ll\x1b[2Jama"}, LKV_UNSUPPORTED, {"'ll\\x1b[2Jama'", "llama"}},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         lkv_model *m = NULL;
@@ -439,7 +489,19 @@ Test(model_load, gguf_refusals_name_the_tensor_or_key)
         for (int k = 0; k < 2; k++)
             cr_assert(strstr(lkv_last_error(), bad[i].named[k]), "'%s' should name '%s'",
                       lkv_last_error(), bad[i].named[k]);
+        cr_assert_null(strchr(lkv_last_error(), 0x1b), "%s", lkv_last_error());
     }
+}
+
+/* Tools print the model's name and put it in messages, so the file's
+ * general.name is kept escaped. */
+Test(model_load, gguf_name_is_kept_escaped)
+{
+    tiny_opts o = {.name = "tiny\x1b]0;pwned\x07 \xc3\xa9"};
+    lkv_model *m = NULL;
+    TU_OK(load_tiny(&o, &m));
+    cr_assert_str_eq(m->name, "tiny\\x1b]0;pwned\\x07 \\xc3\\xa9");
+    lkv_model_free(m);
 }
 
 Test(model_load, smollm2_gguf)

@@ -249,12 +249,13 @@ typedef struct toy {
     const char *const *merges;
     size_t n_merges;
     size_t n_types;
+    const char *const *tokens; /* TOY_N of them */
 } toy;
 
 static toy toy_default(void)
 {
     return (toy){"gpt2", "smollm", NULL, TOY_MERGES, sizeof TOY_MERGES / sizeof TOY_MERGES[0],
-                 TOY_N};
+                 TOY_N, TOY_TOKENS};
 }
 
 static lkv_status toy_open(toy t, lkv_tokenizer **out)
@@ -264,7 +265,7 @@ static lkv_status toy_open(toy t, lkv_tokenizer **out)
     kvs[n++] = (kv){.key = "tokenizer.ggml.model", .kind = KV_STR, .str = t.model};
     if (t.pre)
         kvs[n++] = (kv){.key = "tokenizer.ggml.pre", .kind = KV_STR, .str = t.pre};
-    kvs[n++] = (kv){.key = "tokenizer.ggml.tokens", .kind = KV_STRS, .strs = TOY_TOKENS,
+    kvs[n++] = (kv){.key = "tokenizer.ggml.tokens", .kind = KV_STRS, .strs = t.tokens,
                     .n = TOY_N};
     kvs[n++] = (kv){.key = "tokenizer.ggml.token_type", .kind = KV_I32S, .ints = TOY_TYPES,
                     .n = t.n_types};
@@ -393,37 +394,63 @@ Test(tokenizer_toy, pieces_decode_the_byte_level_text)
 
 /* ---- metadata errors ------------------------------------------------------------ */
 
-Test(tokenizer_errors, merge_naming_an_unknown_token)
+/* Loading the toy vocabulary with these merges fails saying `needle`, and
+ * leaves *out_tok alone. */
+static void expect_merges_refused(const char *const *merges, size_t n, const char *needle)
 {
     toy t = toy_default();
-    static const char *const bad[] = {"a b", "b d"};
-    t.merges = bad;
-    t.n_merges = 2;
+    t.merges = merges;
+    t.n_merges = n;
     lkv_tokenizer *tok = (lkv_tokenizer *)1;
-    expect_fail(toy_open(t, &tok), LKV_INVALID_ARGUMENT,
-                "tokenizer.ggml.merges[1] 'b d' names a token not in the vocabulary");
-    cr_expect_null(tok, "a failed load leaves *out_tok alone");
+    expect_fail(toy_open(t, &tok), LKV_INVALID_ARGUMENT, needle);
+    cr_expect_null(tok, "a failed load leaves *out_tok alone (toy_open set it to NULL)");
+}
+
+Test(tokenizer_errors, merge_naming_an_unknown_token)
+{
+    static const char *const bad[] = {"a b", "b d"};
+    expect_merges_refused(bad, 2, "tokenizer.ggml.merges[1] 'b d' names a token not in the "
+                                  "vocabulary");
 }
 
 Test(tokenizer_errors, merge_whose_result_is_no_token)
 {
-    toy t = toy_default();
     static const char *const bad[] = {"a c"};
-    t.merges = bad;
-    t.n_merges = 1;
-    lkv_tokenizer *tok;
-    expect_fail(toy_open(t, &tok), LKV_INVALID_ARGUMENT, "'a c' names a token not in the "
-                                                          "vocabulary (the merged token)");
+    expect_merges_refused(bad, 1, "'a c' names a token not in the vocabulary (the merged token)");
 }
 
 Test(tokenizer_errors, merge_without_a_space)
 {
-    toy t = toy_default();
     static const char *const bad[] = {"a b", "abc"};
-    t.merges = bad;
-    t.n_merges = 2;
+    expect_merges_refused(bad, 2, "merges[1] 'abc' is not two tokens");
+}
+
+/* Texts from the file reach the message escaped: a terminal control
+ * sequence or invalid UTF-8 in a vocabulary cannot reach the terminal. */
+Test(tokenizer_errors, file_text_in_messages_is_escaped)
+{
+    static const char *const bad_merge[] = {"a\x1b[2J\xff"};
+    expect_merges_refused(bad_merge, 1, "'a\\x1b[2J\\xff' is not two tokens");
+    cr_expect_null(strchr(lkv_last_error(), 0x1b), "%s", lkv_last_error());
+
+    const char *tokens[TOY_N];
+    memcpy(tokens, TOY_TOKENS, sizeof tokens);
+    tokens[5] = "c\x1b[2J";
+    toy t = toy_default();
+    t.tokens = tokens;
     lkv_tokenizer *tok;
-    expect_fail(toy_open(t, &tok), LKV_INVALID_ARGUMENT, "merges[1] 'abc' is not two tokens");
+    expect_fail(toy_open(t, &tok), LKV_INVALID_ARGUMENT,
+                "token 5 'c\\x1b[2J' holds U+001B");
+    tokens[5] = "c\xff";
+    expect_fail(toy_open(t, &tok), LKV_INVALID_ARGUMENT, "token 5 'c\\xff' is not valid UTF-8");
+    cr_expect_null(strchr(lkv_last_error(), '\xff'), "%s", lkv_last_error());
+
+    t = toy_default();
+    t.model = "gpt2\x07";
+    expect_fail(toy_open(t, &tok), LKV_UNSUPPORTED, "tokenizer.ggml.model 'gpt2\\x07'");
+    t = toy_default();
+    t.pre = "\x1b]0;x\x07";
+    expect_fail(toy_open(t, &tok), LKV_UNSUPPORTED, "tokenizer.ggml.pre '\\x1b]0;x\\x07'");
 }
 
 Test(tokenizer_errors, token_type_count_must_match)
@@ -481,6 +508,17 @@ static char *render(const char *chat, const char *system, const char *user, lkv_
     return text;
 }
 
+/* The template renders `system` (NULL: its default) and `user` as `want`. */
+static void expect_rendered(const char *chat, const char *system, const char *user,
+                            const char *want)
+{
+    lkv_status st;
+    char *text = render(chat, system, user, &st);
+    cr_assert_eq(st, LKV_OK, "%s", lkv_last_error());
+    cr_expect_str_eq(text, want);
+    free(text);
+}
+
 /* Expected texts: the templates rendered by jinja2 3.1.6 with messages
  * [user] (or [system, user]) and add_generation_prompt. */
 Test(tokenizer_chat, default_system_read_from_a_double_quoted_literal)
@@ -490,12 +528,9 @@ Test(tokenizer_chat, default_system_read_from_a_double_quoted_literal)
                        "%}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
                        "'<|im_end|>\\n'}}{% endfor %}{% if add_generation_prompt %}{{ "
                        "'<|im_start|>assistant\\n' }}{% endif %}";
-    lkv_status st;
-    char *text = render(chat, NULL, "hi", &st);
-    cr_assert_eq(st, LKV_OK, "%s", lkv_last_error());
-    cr_expect_str_eq(text, "<|im_start|>system\nYou're \"careful\".<|im_end|>\n"
-                           "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
-    free(text);
+    expect_rendered(chat, NULL, "hi",
+                    "<|im_start|>system\nYou're \"careful\".<|im_end|>\n"
+                    "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
 }
 
 Test(tokenizer_chat, chatml_without_a_default_writes_no_system_turn)
@@ -503,16 +538,10 @@ Test(tokenizer_chat, chatml_without_a_default_writes_no_system_turn)
     const char *chat = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' "
                        "+ message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if "
                        "add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
-    lkv_status st;
-    char *text = render(chat, NULL, "hi", &st);
-    cr_assert_eq(st, LKV_OK, "%s", lkv_last_error());
-    cr_expect_str_eq(text, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
-    free(text);
-    text = render(chat, "sys", "hi", &st);
-    cr_assert_eq(st, LKV_OK, "%s", lkv_last_error());
-    cr_expect_str_eq(text, "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
-                           "<|im_start|>assistant\n");
-    free(text);
+    expect_rendered(chat, NULL, "hi", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+    expect_rendered(chat, "sys", "hi",
+                    "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
+                    "<|im_start|>assistant\n");
 }
 
 Test(tokenizer_chat, a_computed_default_needs_a_system_message)
@@ -538,12 +567,9 @@ Test(tokenizer_chat, the_constant_system_turn_is_the_default)
                        "'<|im_start|>' + message.role + '\\n' + message.content + "
                        "'<|im_end|>\\n' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt "
                        "%}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
-    lkv_status st;
-    char *text = render(chat, NULL, "hi", &st);
-    cr_assert_eq(st, LKV_OK, "%s", lkv_last_error());
-    cr_expect_str_eq(text, "<|im_start|>system\nYou are Qwen.<|im_end|>\n<|im_start|>user\nhi"
-                           "<|im_end|>\n<|im_start|>assistant\n");
-    free(text);
+    expect_rendered(chat, NULL, "hi",
+                    "<|im_start|>system\nYou are Qwen.<|im_end|>\n<|im_start|>user\nhi"
+                    "<|im_end|>\n<|im_start|>assistant\n");
 }
 
 Test(tokenizer_chat, other_templates_are_unsupported)
