@@ -314,11 +314,50 @@ const lkv_json *lkv_json_get(const lkv_json *obj, const char *key)
     return NULL;
 }
 
+/* Length (1..4) of the well-formed UTF-8 character at p, or 0 when there is
+ * none: then *skip is the length of its longest well-formed start (at least
+ * 1), which one U+FFFD replaces, as Unicode recommends. */
+static int utf8_char(const unsigned char *p, int *skip)
+{
+    unsigned char c = p[0], lo = 0x80, hi = 0xBF;
+    int need;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2;
+        lo = c == 0xE0 ? 0xA0 : 0x80; /* no overlong forms */
+        hi = c == 0xED ? 0x9F : 0xBF; /* no surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF; /* nothing above U+10FFFF */
+    } else {
+        *skip = 1;
+        return 0;
+    }
+    for (int i = 1; i <= need; i++, lo = 0x80, hi = 0xBF)
+        if (p[i] < lo || p[i] > hi) { /* the terminating NUL stops here too */
+            *skip = i;
+            return 0;
+        }
+    return need + 1;
+}
+
 void lkv_json_write_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
+        int skip = 0, n = utf8_char(p, &skip);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            p += skip;
+            continue;
+        }
+        if (n > 1)
+            fwrite(p, 1, (size_t)n, f);
+        else if (*p == '"' || *p == '\\')
             fprintf(f, "\\%c", *p);
         else if (*p == '\n')
             fputs("\\n", f);
@@ -328,6 +367,7 @@ void lkv_json_write_string(FILE *f, const char *s)
             fprintf(f, "\\u%04x", *p);
         else
             fputc(*p, f);
+        p += n;
     }
     fputc('"', f);
 }

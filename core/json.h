@@ -34,7 +34,9 @@ void lkv_json_free(lkv_json *v);
 const lkv_json *lkv_json_get(const lkv_json *obj, const char *key);
 
 /* Writes `s` (NULL as "") as a JSON string: quotes, backslashes and control
- * characters escaped. For the tools' JSON and JSONL output. */
+ * characters escaped, and each ill-formed UTF-8 sequence (a character cut
+ * between two tokens, say) written as \ufffd, so the output is always valid
+ * JSON. For the tools' JSON and JSONL output. */
 void lkv_json_write_string(FILE *f, const char *s);
 
 #endif

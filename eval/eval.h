@@ -21,6 +21,7 @@
 
 #include "lazykv.h"
 #include "model.h"
+#include "policy_budget.h"
 #include "pool.h"
 #include "tokenizer.h"
 
@@ -31,24 +32,16 @@
 
 /* ---- settings (eval_settings.c) ---- */
 
-/* One entry of --budgets: a share of each prompt's full sequence T, or a
- * fixed number of slots per cache head. */
-typedef struct lkv_eval_budget {
-    double fraction; /* in (0, 1]; 0 when `tokens` is used */
-    int32_t tokens;  /* >= 1; 0 when `fraction` is used */
-    char label[16];  /* as given: "25%", "512" */
-} lkv_eval_budget;
-
 typedef struct lkv_eval_settings {
     int n_policies;
     lkv_policy_kind policies[LKV_EVAL_MAX_POLICIES];
     int n_budgets;
-    lkv_eval_budget budgets[LKV_EVAL_MAX_BUDGETS];
+    lkv_budget budgets[LKV_EVAL_MAX_BUDGETS]; /* of each prompt's full sequence T */
     int n_gqa;
     lkv_gqa_mode gqa[2];
     int32_t max_tokens; /* cap on the reference length G */
     int ignore_eos;     /* generate max_tokens even past end tokens */
-    int32_t window;     /* lazy W; 0: the policy's default */
+    int32_t window;     /* lazy W; 0: lkv_budget_default_window for each lane's B */
     double alpha;       /* lazy threshold; < 0: the policy's default */
     lkv_dtype dtype;
 } lkv_eval_settings;
@@ -63,10 +56,6 @@ lkv_status lkv_eval_parse_policies(const char *list, lkv_eval_settings *s);
 lkv_status lkv_eval_parse_budgets(const char *list, lkv_eval_settings *s);
 /* "grouped", "expanded" or "both". */
 lkv_status lkv_eval_parse_gqa(const char *text, lkv_eval_settings *s);
-
-/* Slots B of a budget for a prompt whose full sequence is `total` tokens:
- * ceil(fraction * total), or the fixed count; clamped to 1..total. */
-int32_t lkv_eval_budget_slots(const lkv_eval_budget *b, int32_t total);
 
 /* ---- prompts (eval_prompts.c) ---- */
 
@@ -96,6 +85,10 @@ lkv_status lkv_eval_prompts_from_jsonl(const char *text, int skip, int n,
 
 /* Every id within the vocabulary and every prompt non-empty. */
 lkv_status lkv_eval_prompts_check(const lkv_eval_prompts *p, int32_t vocab);
+
+/* Every prompt leaves room for `max_tokens` more within the model's
+ * `context`; else the first that does not is named with the numbers. */
+lkv_status lkv_eval_prompts_fit(const lkv_eval_prompts *p, int32_t max_tokens, int32_t context);
 
 void lkv_eval_prompts_free(lkv_eval_prompts *p);
 
@@ -166,6 +159,7 @@ typedef struct lkv_eval_lane_result {
     lkv_status status;          /* LKV_OK, or why the lane was skipped for this prompt */
     char error[LKV_EVAL_ERROR_LEN];
     int32_t budget;             /* B: slots per cache head (0 for full caches) */
+    int32_t window;             /* lazy's W or snapkv's window; 0 for the others */
     int32_t cache_heads;        /* per layer: kv_heads, or q_heads when expanded */
     int32_t capacity;
     int32_t prefill_kept;       /* slots per cache head right after prefill */
@@ -262,6 +256,10 @@ typedef struct lkv_eval_env {
 lkv_status lkv_eval_run(const lkv_eval_env *env, const lkv_eval_settings *s,
                         const lkv_eval_prompts *prompts, lkv_eval_results *out);
 
+/* A monotonic clock in seconds (eval_eta.c); `lazykv generate` times with it
+ * too. */
+double lkv_eval_seconds(void);
+
 /* ---- aggregation over prompts (eval_summary.c) ---- */
 
 typedef struct lkv_eval_summary {
@@ -269,8 +267,10 @@ typedef struct lkv_eval_summary {
     int skipped;
     int64_t positions;      /* teacher-forced positions evaluated */
     double budget_mean;     /* B, slots per cache head */
+    double window_mean;     /* W (lazy, snapkv); NaN for the other policies */
     double fraction_mean;   /* memory of B as a share of the full sequence's */
-    double peak_mean, bound_mean;
+    double peak_mean, bound_mean; /* slots per cache head */
+    double memory_mean;     /* peak K/V memory held as a share of the full sequence's */
     int over_bound;         /* prompts whose peak broke the bound */
     double kl_mean, kl_max; /* over positions */
     double top1, ref_top1;  /* shares of positions */
@@ -284,6 +284,12 @@ typedef struct lkv_eval_summary {
 } lkv_eval_summary;
 
 void lkv_eval_summarize(const lkv_eval_results *r, int lane, lkv_eval_summary *out);
+
+/* The most K/V memory lane `l` held at once on prompt `p`, as a share of the
+ * full cache of that prompt's whole sequence: peak slots per cache head x
+ * cache heads / (T x kv_heads). Expanded lanes count all their cache heads. */
+double lkv_eval_memory_share(const lkv_eval_results *r, const lkv_eval_prompt_result *p,
+                             const lkv_eval_lane_result *l);
 
 /* 1 when the run passes the CI check: the full caches give KL 0, agreement 1
  * and perplexity ratio 1 exactly, the free-running full cache reproduces R,

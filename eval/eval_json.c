@@ -1,6 +1,8 @@
 /* `--json FILE`: the settings, each lane's summary over prompts and every
  * prompt's per-lane details (texts or tokens included), for plotting and
- * diffing runs. NaN, which JSON lacks, is written as null. */
+ * diffing runs. NaN, which JSON lacks, is written as null. The writer is
+ * eval's own: bench/'s lkv_jw lives in lazykv_bench, which lazykv_eval does
+ * not link. */
 #include <math.h>
 #include <stdio.h>
 
@@ -140,8 +142,10 @@ static void summary(out *o, const lkv_eval_results *r, int k)
     integer(o, "skipped", s.skipped);
     integer(o, "positions", s.positions);
     num(o, "budget_mean", r->lanes[k].policy == LKV_POLICY_FULL ? NAN : s.budget_mean);
+    num(o, "window_mean", s.window_mean);
     num(o, "memory_fraction", s.fraction_mean);
     num(o, "peak_mean", s.peak_mean);
+    num(o, "peak_memory_fraction", s.memory_mean);
     num(o, "bound_mean", s.bound_mean);
     integer(o, "over_bound", s.over_bound);
     num(o, "kl_mean", s.kl_mean);
@@ -185,6 +189,26 @@ static void tokens(out *o, const char *key, const int32_t *ids, int32_t n)
     fputc(']', o->f);
 }
 
+/* What the lane's cache was and held. */
+static void lane_cache(out *o, const lkv_eval_results *r, const lkv_eval_prompt_result *p,
+                       const lkv_eval_lane_result *l)
+{
+    integer(o, "budget", l->budget);
+    if (l->window > 0)
+        integer(o, "window", l->window);
+    integer(o, "cache_heads", l->cache_heads);
+    integer(o, "capacity", l->capacity);
+    integer(o, "prefill_kept", l->prefill_kept);
+    integer(o, "peak", l->peak);
+    num(o, "peak_memory_fraction", lkv_eval_memory_share(r, p, l));
+    integer(o, "bound", l->bound);
+    str(o, "bound_kind", l->bound_kind == LKV_EVAL_BOUND_PEAK ? "peak" : "prefill_only");
+    boolean(o, "within_bound", l->within_bound);
+    integer(o, "evictions", l->evictions);
+    integer(o, "tokens_evicted", l->tokens_evicted);
+    integer(o, "kv_bytes_peak", l->kv_bytes_peak);
+}
+
 static void lane_detail(out *o, const lkv_eval_results *r, const lkv_eval_prompt_result *p, int k)
 {
     const lkv_eval_lane_result *l = &p->lanes[k];
@@ -196,17 +220,7 @@ static void lane_detail(out *o, const lkv_eval_results *r, const lkv_eval_prompt
         close_(o, '}');
         return;
     }
-    integer(o, "budget", l->budget);
-    integer(o, "cache_heads", l->cache_heads);
-    integer(o, "capacity", l->capacity);
-    integer(o, "prefill_kept", l->prefill_kept);
-    integer(o, "peak", l->peak);
-    integer(o, "bound", l->bound);
-    str(o, "bound_kind", l->bound_kind == LKV_EVAL_BOUND_PEAK ? "peak" : "prefill_only");
-    boolean(o, "within_bound", l->within_bound);
-    integer(o, "evictions", l->evictions);
-    integer(o, "tokens_evicted", l->tokens_evicted);
-    integer(o, "kv_bytes_peak", l->kv_bytes_peak);
+    lane_cache(o, r, p, l);
     integer(o, "positions", l->positions);
     double pos = l->positions ? l->positions : NAN;
     num(o, "kl_mean", l->kl_sum / pos);

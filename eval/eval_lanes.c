@@ -1,16 +1,12 @@
 /* Lanes: which caches run, how big, and what peak each policy promises.
- *
- * Every cache holds the whole prompt at prefill before any policy can act,
- * so no peak is below the prompt length P; from there each policy promises:
- *   full            T (it holds at most P + G - 1 slots)
- *   streaming, h2o,
- *   tova            max(P, B) + 1: one token in, then back to B
- *   lazy            max(P, B) + W: W tokens in, then back to B every W steps
- *   snapkv          max(P, B + interval): back to B at prefill and every interval
- *   nacl            evicts once, at prefill, to at most B; it grows after that,
- *                   so what is judged is the prefill kept <= B
- * Expanded GQA keeps q_heads / kv_heads cache heads per KV head; at equal
- * memory each gets B * kv_heads / q_heads slots. */
+ * Budgets, default windows and bounds are policy_budget.c's, shared with
+ * `lazykv generate`. Every cache holds the whole prompt at prefill before any
+ * policy can act, so no peak is below the prompt length P. nacl evicts once,
+ * at prefill, to at most B and grows after that, so what is judged for it is
+ * the prefill kept <= B. Expanded GQA keeps q_heads / kv_heads cache heads
+ * per KV head; at equal budget memory each gets B * kv_heads / q_heads slots
+ * (its peak, window or one new token on top of B, is then not equal). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,38 +66,28 @@ static void nacl_shares(lkv_policy_params *p, int32_t prompt, int32_t budget)
     p->protect_ratio = (float)(p->protect_ratio * scale);
 }
 
-static int32_t snapkv_every(const lkv_policy_params *p)
+/* The budget and window of a lane that evicts: B of the prompt's T (its
+ * equal-memory share when expanded), then the window --window gives lazy,
+ * else lkv_budget_default_window. */
+static void set_budget(lkv_eval_lane_plan *pl, const lkv_eval_settings *s,
+                       const lkv_eval_lane_spec *spec, int32_t prompt, int32_t total)
 {
-    return p->interval == 0 ? p->window : p->interval;
-}
-
-static void plan_bound(lkv_eval_lane_plan *pl, int32_t prompt, int32_t total)
-{
-    const lkv_policy_params *p = &pl->cfg.policy;
-    int32_t b = pl->budget;
-    pl->bound_kind = LKV_EVAL_BOUND_PEAK;
-    switch (p->kind) {
-    case LKV_POLICY_LAZY:
-        pl->bound = max32(prompt, b) + p->window;
-        break;
-    case LKV_POLICY_STREAMING:
-    case LKV_POLICY_H2O:
-    case LKV_POLICY_TOVA:
-        pl->bound = max32(prompt, b) + 1;
-        break;
-    case LKV_POLICY_SNAPKV: {
-        int32_t every = snapkv_every(p);
-        pl->bound = every > 0 ? max32(prompt, b + every) : total;
-        break;
+    lkv_policy_params *p = &pl->cfg.policy;
+    int32_t b = lkv_budget_slots(&s->budgets[spec->budget], total);
+    if (spec->gqa == LKV_GQA_EXPANDED)
+        b = max32(1, (int32_t)((int64_t)b * pl->cfg.kv_heads / pl->cfg.q_heads));
+    pl->budget = b;
+    if (spec->policy == LKV_POLICY_NACL) {
+        nacl_shares(p, prompt, b);
+        return;
     }
-    case LKV_POLICY_NACL:
-        pl->bound_kind = LKV_EVAL_BOUND_PREFILL;
-        pl->bound = b;
-        break;
-    default:
-        pl->bound = total;
-        break;
-    }
+    p->budget = b;
+    if (spec->policy == LKV_POLICY_LAZY && s->window > 0)
+        p->window = s->window;
+    else if (spec->policy == LKV_POLICY_LAZY || spec->policy == LKV_POLICY_SNAPKV)
+        p->window = lkv_budget_default_window(spec->policy, b);
+    if (spec->policy == LKV_POLICY_LAZY && s->alpha >= 0.0)
+        p->alpha = (float)s->alpha;
 }
 
 lkv_status lkv_eval_lane_plan_make(const lkv_model *m, const lkv_eval_settings *s,
@@ -119,26 +105,20 @@ lkv_status lkv_eval_lane_plan_make(const lkv_model *m, const lkv_eval_settings *
     if (st != LKV_OK)
         return st;
     int32_t total = prompt + generated;
-    if (spec->policy != LKV_POLICY_FULL) {
-        int32_t b = lkv_eval_budget_slots(&s->budgets[spec->budget], total);
-        if (spec->gqa == LKV_GQA_EXPANDED)
-            b = max32(1, (int32_t)((int64_t)b * pl.cfg.kv_heads / pl.cfg.q_heads));
-        pl.budget = b;
-    }
-    lkv_policy_params *p = &pl.cfg.policy;
-    if (spec->policy == LKV_POLICY_NACL)
-        nacl_shares(p, prompt, pl.budget);
-    else
-        p->budget = pl.budget;
-    if (spec->policy == LKV_POLICY_LAZY) {
-        if (s->window > 0)
-            p->window = s->window;
-        if (s->alpha >= 0.0)
-            p->alpha = (float)s->alpha;
-    }
-    plan_bound(&pl, prompt, total);
+    if (spec->policy != LKV_POLICY_FULL)
+        set_budget(&pl, s, spec, prompt, total);
+    /* the last token of the G is never fed back: P + G - 1 are cached */
+    int32_t steps = generated > 0 ? generated - 1 : 0;
+    pl.bound_kind = spec->policy == LKV_POLICY_NACL ? LKV_EVAL_BOUND_PREFILL : LKV_EVAL_BOUND_PEAK;
+    pl.bound = spec->policy == LKV_POLICY_NACL
+                   ? pl.budget
+                   : (int32_t)lkv_budget_peak_bound(&pl.cfg.policy, prompt, steps);
     /* room for anything the policy may do, and never less than the sequence */
-    pl.cfg.capacity = pl.bound_kind == LKV_EVAL_BOUND_PEAK ? max32(pl.bound, total) : total;
+    int64_t cap = lkv_budget_capacity(&pl.cfg.policy, prompt, steps);
+    if (cap > INT32_MAX)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lane %s: a capacity of %lld slots exceeds int32",
+                        spec->name, (long long)cap);
+    pl.cfg.capacity = max32((int32_t)cap, total);
     *out = pl;
     return LKV_OK;
 }
@@ -149,6 +129,10 @@ lkv_status lkv_eval_lane_open(lkv_runtime *rt, const lkv_eval_lane_plan *plan,
 {
     *out_cache = NULL;
     res->budget = plan->budget;
+    res->window = plan->cfg.policy.kind == LKV_POLICY_LAZY ||
+                          plan->cfg.policy.kind == LKV_POLICY_SNAPKV
+                      ? plan->cfg.policy.window
+                      : 0;
     res->bound = plan->bound;
     res->bound_kind = plan->bound_kind;
     res->capacity = plan->cfg.capacity;

@@ -197,3 +197,21 @@ lkv_status lkv_eval_prompts_check(const lkv_eval_prompts *p, int32_t vocab)
     }
     return LKV_OK;
 }
+
+lkv_status lkv_eval_prompts_fit(const lkv_eval_prompts *p, int32_t max_tokens, int32_t context)
+{
+    for (int i = 0; i < p->count; i++) {
+        int64_t total = (int64_t)p->items[i].n_ids + max_tokens;
+        if (p->items[i].n_ids >= context)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "prompt %d: %d prompt tokens leave no room in the model's context of "
+                            "%d tokens", i + 1, p->items[i].n_ids, context);
+        if (total > context)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "prompt %d: %d prompt tokens + --max-tokens %d = %lld exceeds the "
+                            "model's context of %d tokens: lower --max-tokens to %d or less",
+                            i + 1, p->items[i].n_ids, max_tokens, (long long)total, context,
+                            context - p->items[i].n_ids);
+    }
+    return LKV_OK;
+}

@@ -7,8 +7,14 @@
 
 #include "eval.h"
 
+double lkv_eval_memory_share(const lkv_eval_results *r, const lkv_eval_prompt_result *p,
+                             const lkv_eval_lane_result *l)
+{
+    return (double)l->peak * l->cache_heads / ((double)p->total * r->shape.kv_heads);
+}
+
 typedef struct sums {
-    double budget, fraction, peak, bound, kl, nll_diff, prefix, prefix_share;
+    double budget, window, fraction, peak, memory, bound, kl, nll_diff, prefix, prefix_share;
     int64_t top1, ref_top1, match, correct;
 } sums;
 
@@ -19,12 +25,14 @@ static void add_prompt(const lkv_eval_results *r, const lkv_eval_prompt_result *
     s->prompts++;
     s->positions += res->positions;
     t->budget += res->budget;
+    t->window += res->window;
     /* expanded heads hold q_heads / kv_heads copies: count the memory */
     double memory = (double)res->budget * res->cache_heads;
     t->fraction += spec->policy == LKV_POLICY_FULL
                        ? 1.0
                        : memory / ((double)p->total * r->shape.kv_heads);
     t->peak += res->peak;
+    t->memory += lkv_eval_memory_share(r, p, res);
     t->bound += res->bound;
     s->over_bound += !res->within_bound;
     t->kl += res->kl_sum;
@@ -59,8 +67,10 @@ void lkv_eval_summarize(const lkv_eval_results *r, int lane, lkv_eval_summary *o
     }
     double np = s.prompts ? (double)s.prompts : NAN, pos = s.positions ? (double)s.positions : NAN;
     s.budget_mean = t.budget / np;
+    s.window_mean = t.window > 0.0 ? t.window / np : NAN;
     s.fraction_mean = t.fraction / np;
     s.peak_mean = t.peak / np;
+    s.memory_mean = t.memory / np;
     s.bound_mean = t.bound / np;
     s.kl_mean = t.kl / pos;
     if (!s.positions)

@@ -1,8 +1,10 @@
-/* `--plot FILE.svg`: two panels against the budget, as the share of the full
- * sequence's K/V memory it allows: the mean KL from the full cache (log
- * scale) and the top-1 agreement. One colour per policy; solid circles for
- * grouped GQA, dashed squares for expanded. KL 0 (the full caches) has no
- * place on a log axis, so full caches appear in the agreement panel only. */
+/* `--plot FILE.svg`: two panels against the K/V memory each lane really
+ * held (its peak, as a share of the full cache of the whole sequence): the
+ * mean KL from the full cache (log scale) and the top-1 agreement. One colour
+ * per policy; solid circles for grouped GQA, dashed squares for expanded.
+ * The x axis reaches past 100% when a lane held more than the full cache
+ * (expanded GQA keeps q_heads / kv_heads copies). KL 0 (the full caches) has
+ * no place on a log axis, so full caches appear in the agreement panel only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,22 +69,24 @@ static void marker(FILE *f, double x, double y, const char *color, int square)
         fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", x, y, color);
 }
 
-/* Frame, title, x ticks at every 25% and y ticks (decades on a log axis). */
+/* Frame, title, x ticks (every 25% up to 150%, then coarser) and y ticks
+ * (decades on a log axis). */
 static void frame(FILE *f, const panel *p, const char *title, const char *ylabel, double ystep)
 {
     fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"none\" "
                "stroke=\"#333\"/>\n", (int)p->x, p->y, PANEL_W, PANEL_H);
     text(f, p->x + PANEL_W / 2.0, p->y - 12, "middle", 14, 1, title);
-    for (int i = 0; i <= 4; i++) {
-        double x = map(&p->ax, i * 0.25);
+    double xstep = p->ax.hi <= 1.5 ? 0.25 : p->ax.hi <= 3.0 ? 0.5 : 1.0;
+    for (int i = 0; i * xstep <= p->ax.hi + 1e-9; i++) {
+        double x = map(&p->ax, i * xstep);
         char label[16];
-        snprintf(label, sizeof label, "%d%%", i * 25);
+        snprintf(label, sizeof label, "%.0f%%", i * xstep * 100.0);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x,
                 p->y, x, p->y + PANEL_H);
         text(f, x, p->y + PANEL_H + 16, "middle", 11, 0, label);
     }
     text(f, p->x + PANEL_W / 2.0, p->y + PANEL_H + 36, "middle", 12, 0,
-         "budget: K/V memory kept / full sequence T (expanded at equal memory)");
+         "peak K/V memory held / full cache of the sequence (T tokens)");
     double v = p->ay.lo;
     for (int i = 0; i < 40 && v <= p->ay.hi * (1 + 1e-9); i++) {
         double y = map(&p->ay, v);
@@ -112,7 +116,7 @@ static int by_x(const void *a, const void *b)
 }
 
 /* One line per (policy, GQA mode) through its budgets; full caches are a
- * lone marker at 100%. */
+ * lone marker. */
 static void series(FILE *f, const panel *p, const lkv_eval_results *r, value_fn value)
 {
     point pts[LKV_EVAL_MAX_BUDGETS];
@@ -129,7 +133,7 @@ static void series(FILE *f, const panel *p, const lkv_eval_results *r, value_fn 
             lkv_eval_summarize(r, j, &s);
             double y = value(&s);
             if (s.prompts && isfinite(y) && (!p->ay.log || y > 0.0))
-                pts[n++] = (point){s.fraction_mean, y};
+                pts[n++] = (point){s.memory_mean, y};
         }
         qsort(pts, (size_t)n, sizeof pts[0], by_x);
         const char *color = colors[spec->policy];
@@ -169,9 +173,24 @@ static void value_range(const lkv_eval_results *r, value_fn value, int log_axis,
     *out_n = n;
 }
 
-static void kl_panel(FILE *f, const lkv_eval_results *r)
+/* The x axis's end: 100%, or the largest memory share drawn, rounded up to
+ * the next 25%. */
+static double memory_axis_end(const lkv_eval_results *r)
 {
-    panel p = {80, PANEL_Y, {0, 1, 0, 80, 80 + PANEL_W}, {1e-3, 1, 1, PANEL_Y + PANEL_H, PANEL_Y}};
+    double hi = 1.0;
+    for (int k = 1; k < r->n_lanes; k++) {
+        lkv_eval_summary s;
+        lkv_eval_summarize(r, k, &s);
+        if (s.prompts && isfinite(s.memory_mean) && s.memory_mean > hi)
+            hi = s.memory_mean;
+    }
+    return ceil(hi * 4.0 - 1e-9) / 4.0;
+}
+
+static void kl_panel(FILE *f, const lkv_eval_results *r, double xhi)
+{
+    panel p = {80, PANEL_Y, {0, xhi, 0, 80, 80 + PANEL_W},
+               {1e-3, 1, 1, PANEL_Y + PANEL_H, PANEL_Y}};
     double lo, hi;
     int n;
     value_range(r, kl_of, 1, &lo, &hi, &n);
@@ -187,10 +206,10 @@ static void kl_panel(FILE *f, const lkv_eval_results *r)
     series(f, &p, r, kl_of);
 }
 
-static void top1_panel(FILE *f, const lkv_eval_results *r)
+static void top1_panel(FILE *f, const lkv_eval_results *r, double xhi)
 {
     double x0 = 80 + PANEL_W + 120;
-    panel p = {x0, PANEL_Y, {0, 1, 0, x0, x0 + PANEL_W}, {0, 1, 0, PANEL_Y + PANEL_H, PANEL_Y}};
+    panel p = {x0, PANEL_Y, {0, xhi, 0, x0, x0 + PANEL_W}, {0, 1, 0, PANEL_Y + PANEL_H, PANEL_Y}};
     double lo, hi;
     int n;
     value_range(r, top1_of, 0, &lo, &hi, &n);
@@ -210,7 +229,7 @@ static void top1_panel(FILE *f, const lkv_eval_results *r)
             lkv_eval_summary s;
             lkv_eval_summarize(r, k, &s);
             if (s.prompts)
-                marker(f, map(&p.ax, 1.0), map(&p.ay, s.top1), colors[LKV_POLICY_FULL],
+                marker(f, map(&p.ax, s.memory_mean), map(&p.ay, s.top1), colors[LKV_POLICY_FULL],
                        r->lanes[k].gqa == LKV_GQA_EXPANDED);
         }
 }
@@ -227,7 +246,7 @@ static void legend(FILE *f, const lkv_eval_results *r)
     }
     text(f, 80, y + 26, "start", 12, 0,
          r->settings.n_gqa > 1 || r->settings.gqa[0] == LKV_GQA_EXPANDED
-             ? "solid, circles: grouped GQA; dashed, squares: expanded GQA at equal memory"
+             ? "solid, circles: grouped GQA; dashed, squares: expanded GQA (B x kv/q per head)"
              : "grouped GQA");
 }
 
@@ -248,8 +267,9 @@ int lkv_eval_write_svg(FILE *f, const lkv_eval_results *r)
              "the full cache; %s K/V, backend %s", r->n_prompts, (long long)positions,
              r->settings.dtype == LKV_DTYPE_F16 ? "f16" : "f32", r->backend);
     text(f, WIDTH / 2.0, 50, "middle", 12, 0, line);
-    kl_panel(f, r);
-    top1_panel(f, r);
+    double xhi = memory_axis_end(r);
+    kl_panel(f, r, xhi);
+    top1_panel(f, r, xhi);
     legend(f, r);
     fputs("</svg>\n", f);
     fflush(f);

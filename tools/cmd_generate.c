@@ -2,13 +2,13 @@
  * (or token ids) in, text out as it is generated, then what the cache held
  * against what the full cache would have held for the same tokens. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include "cli.h"
+#include "eval.h"
 #include "forward.h"
 #include "gen.h"
 #include "model.h"
@@ -17,7 +17,6 @@
 
 static const char *const cmd = "generate";
 
-#define GEN_DEFAULT_MODEL "SmolLM2-135M-Instruct.Q4_1.gguf"
 #define GEN_MAX_PARAMS 32
 
 static const char *const help =
@@ -28,7 +27,7 @@ static const char *const help =
     "Text streams to stdout; the statistics go to stderr.\n\n"
     "model and prompt\n"
     "  --model PATH        default $LAZYKV_MODEL_DIR, else $XDG_CACHE_HOME/lazykv/models,\n"
-    "                      else ~/.cache/lazykv/models, + /" GEN_DEFAULT_MODEL "\n"
+    "                      else ~/.cache/lazykv/models, + /" CLI_DEFAULT_MODEL "\n"
     "                      (scripts/fetch-model.sh fetches it)\n"
     "  --prompt TEXT       raw text (control-token text such as <|im_start|> is the token)\n"
     "  --chat TEXT         one user turn through the model's chat template\n"
@@ -42,11 +41,13 @@ static const char *const help =
     "  --temperature T     0 (default) is greedy\n"
     "  --top-p P           nucleus cut when sampling (default 1)\n"
     "  --seed S            sampling seed (default 1): a seed gives the same tokens\n"
-    "  --threads N         forward-pass threads (default: the online CPUs)\n\n"
+    "  --threads N         forward-pass threads, 1..256 (default: the online CPUs)\n\n"
     "cache\n"
     "  --policy NAME       lazy (default), full, streaming, h2o, tova, snapkv, nacl\n"
-    "  --budget N|P%       slots kept per cache head; P% of prompt + max-tokens (default 50%)\n"
-    "  --window W          lazy eviction period / snapkv window\n"
+    "  --budget N|P%       slots kept per cache head; P% of prompt + max-tokens, rounded\n"
+    "                      up (default 50%); at most prompt + max-tokens\n"
+    "  --window W          lazy eviction period / snapkv window (default: the policy's,\n"
+    "                      101 / 32, but at most half the budget)\n"
     "  --alpha A           lazy importance threshold\n"
     "  --param KEY=VALUE   any other policy parameter (sinks, recent, interval, ...)\n"
     "  --gqa grouped|expanded  (default grouped)\n"
@@ -72,52 +73,63 @@ typedef struct gen_opts {
 
 /* ---- command line ---- */
 
-static int parse_seed(const char *text, uint64_t *out)
+static int parse_seed(void *opts, const char *flag, const char *text)
 {
     char *end = NULL;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
     if (errno || end == text || *end || text[0] == '-')
-        return cli_error(cmd, "--seed '%s' is not an integer in 0..2^64-1", text);
-    *out = (uint64_t)v;
+        return cli_error(cmd, "%s '%s' is not an integer in 0..2^64-1", flag, text);
+    ((gen_opts *)opts)->seed = (uint64_t)v;
     return 0;
 }
 
-static int parse_budget(const char *v, gen_cache_spec *c)
+static int parse_top_p(void *opts, const char *flag, const char *v)
 {
-    size_t n = strlen(v);
-    char num[32];
-    c->budget_given = 1;
-    if (n > 1 && v[n - 1] == '%' && n < sizeof num) {
-        snprintf(num, sizeof num, "%.*s", (int)(n - 1), v);
-        char *end = NULL;
-        errno = 0;
-        long p = strtol(num, &end, 10);
-        if (errno || end == num || *end || p < 1 || p > 100)
-            return cli_error(cmd, "--budget '%s' is not a percentage in 1%%..100%%", v);
-        c->budget_pct = (int32_t)p;
-        c->budget = 0;
-        return 0;
-    }
-    c->budget_pct = 0;
-    return cli_int(cmd, "--budget", v, 1, 1 << 24, &c->budget);
+    double *top_p = &((gen_opts *)opts)->top_p;
+    int rc = cli_real(cmd, flag, v, 0, 1, top_p);
+    if (rc == 0 && *top_p <= 0)
+        rc = cli_error(cmd, "%s '%s' is not a number in (0, 1]", flag, v);
+    return rc;
 }
 
-static int add_param(gen_opts *o, const char *flag, const char *key, size_t key_len,
-                     const char *value)
+static int parse_budget(void *opts, const char *flag, const char *v)
+{
+    gen_cache_spec *c = &((gen_opts *)opts)->cache;
+    c->budget_given = 1;
+    return lkv_budget_parse(v, flag, &c->budget) == LKV_OK ? 0
+                                                         : cli_error(cmd, "%s", lkv_last_error());
+}
+
+/* `arg` is the whole argument, for the message. */
+static int add_param(gen_opts *o, const char *flag, const char *arg, const char *key,
+                     size_t key_len, const char *value)
 {
     int n = o->cache.n_params;
     if (n == GEN_MAX_PARAMS)
         return cli_error(cmd, "more than %d policy parameters given", GEN_MAX_PARAMS);
     if (key_len == 0 || key_len >= sizeof o->params[n].key)
-        return cli_error(cmd, "%s '%s': the parameter name is empty or too long", flag,
-                         key_len ? key : value);
+        return cli_error(cmd, "%s '%s': the parameter name is empty or too long", flag, arg);
     memcpy(o->params[n].key, key, key_len);
     o->params[n].key[key_len] = '\0';
     o->params[n].value = value;
     o->params[n].flag = flag;
     o->cache.n_params = n + 1;
     return 0;
+}
+
+/* --window W and --alpha A: the parameter named after the flag. */
+static int parse_named(void *opts, const char *flag, const char *v)
+{
+    return add_param(opts, flag, v, flag + 2, strlen(flag + 2), v);
+}
+
+static int parse_param(void *opts, const char *flag, const char *v)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq)
+        return cli_error(cmd, "%s '%s' is not KEY=VALUE", flag, v);
+    return add_param(opts, flag, v, v, (size_t)(eq - v), eq + 1);
 }
 
 static int parse_choice(const char *flag, const char *v, const char *a, const char *b, int *out)
@@ -128,43 +140,48 @@ static int parse_choice(const char *flag, const char *v, const char *a, const ch
     return 0;
 }
 
-static int parse_value(gen_opts *o, const char *a, const char *v)
+static int parse_gqa(void *opts, const char *flag, const char *v)
 {
-    int rc = 0, choice = 0;
-    if (!strcmp(a, "--model")) o->model = v;
-    else if (!strcmp(a, "--prompt")) o->prompt.text = v;
-    else if (!strcmp(a, "--chat")) o->prompt.chat = v;
-    else if (!strcmp(a, "--system")) o->prompt.system = v;
-    else if (!strcmp(a, "--prompt-file")) o->prompt.file = v;
-    else if (!strcmp(a, "--prompt-ids")) o->prompt.ids = v;
-    else if (!strcmp(a, "--max-tokens")) rc = cli_int(cmd, a, v, 0, 1 << 24, &o->max_tokens);
-    else if (!strcmp(a, "--temperature")) rc = cli_real(cmd, a, v, 0, 100, &o->temperature);
-    else if (!strcmp(a, "--top-p")) {
-        rc = cli_real(cmd, a, v, 0, 1, &o->top_p);
-        if (rc == 0 && o->top_p <= 0)
-            rc = cli_error(cmd, "--top-p '%s' is not a number in (0, 1]", v);
-    }
-    else if (!strcmp(a, "--seed")) rc = parse_seed(v, &o->seed);
-    else if (!strcmp(a, "--threads")) rc = cli_int(cmd, a, v, 1, 4096, &o->threads);
-    else if (!strcmp(a, "--policy")) o->cache.policy = v;
-    else if (!strcmp(a, "--budget")) rc = parse_budget(v, &o->cache);
-    else if (!strcmp(a, "--window")) rc = add_param(o, a, "window", 6, v);
-    else if (!strcmp(a, "--alpha")) rc = add_param(o, a, "alpha", 5, v);
-    else if (!strcmp(a, "--param")) {
-        const char *eq = strchr(v, '=');
-        rc = eq ? add_param(o, a, v, (size_t)(eq - v), eq + 1)
-                : cli_error(cmd, "--param '%s' is not KEY=VALUE", v);
-    } else if (!strcmp(a, "--gqa")) {
-        rc = parse_choice(a, v, "grouped", "expanded", &choice);
-        o->cache.gqa = choice ? LKV_GQA_EXPANDED : LKV_GQA_GROUPED;
-    } else if (!strcmp(a, "--dtype")) {
-        rc = parse_choice(a, v, "f16", "f32", &choice);
-        o->cache.dtype = choice ? LKV_DTYPE_F32 : LKV_DTYPE_F16;
-    }
-    else if (!strcmp(a, "--backend")) o->backend = v;
-    else if (!strcmp(a, "--logits-out")) o->logits_out = v;
+    int expanded = 0, rc = parse_choice(flag, v, "grouped", "expanded", &expanded);
+    ((gen_opts *)opts)->cache.gqa = expanded ? LKV_GQA_EXPANDED : LKV_GQA_GROUPED;
     return rc;
 }
+
+static int parse_dtype(void *opts, const char *flag, const char *v)
+{
+    int f32 = 0, rc = parse_choice(flag, v, "f16", "f32", &f32);
+    ((gen_opts *)opts)->cache.dtype = f32 ? LKV_DTYPE_F32 : LKV_DTYPE_F16;
+    return rc;
+}
+
+#define AT(field) offsetof(gen_opts, field)
+
+static const cli_option options[] = {
+    {"--ignore-eos", CLI_SWITCH, AT(ignore_eos), 0, 0, NULL},
+    {"--ids", CLI_SWITCH, AT(ids), 0, 0, NULL},
+    {"--quiet", CLI_SWITCH, AT(quiet), 0, 0, NULL},
+    {"--echo", CLI_SWITCH, AT(echo), 0, 0, NULL},
+    {"--model", CLI_TEXT, AT(model), 0, 0, NULL},
+    {"--prompt", CLI_TEXT, AT(prompt.text), 0, 0, NULL},
+    {"--chat", CLI_TEXT, AT(prompt.chat), 0, 0, NULL},
+    {"--system", CLI_TEXT, AT(prompt.system), 0, 0, NULL},
+    {"--prompt-file", CLI_TEXT, AT(prompt.file), 0, 0, NULL},
+    {"--prompt-ids", CLI_TEXT, AT(prompt.ids), 0, 0, NULL},
+    {"--max-tokens", CLI_INT, AT(max_tokens), 0, 1 << 24, NULL},
+    {"--temperature", CLI_REAL, AT(temperature), 0, 100, NULL},
+    {"--top-p", CLI_CALL, 0, 0, 0, parse_top_p},
+    {"--seed", CLI_CALL, 0, 0, 0, parse_seed},
+    {"--threads", CLI_INT, AT(threads), 1, CLI_MAX_THREADS, NULL},
+    {"--policy", CLI_TEXT, AT(cache.policy), 0, 0, NULL},
+    {"--budget", CLI_CALL, 0, 0, 0, parse_budget},
+    {"--window", CLI_CALL, 0, 0, 0, parse_named},
+    {"--alpha", CLI_CALL, 0, 0, 0, parse_named},
+    {"--param", CLI_CALL, 0, 0, 0, parse_param},
+    {"--gqa", CLI_CALL, 0, 0, 0, parse_gqa},
+    {"--dtype", CLI_CALL, 0, 0, 0, parse_dtype},
+    {"--backend", CLI_TEXT, AT(backend), 0, 0, NULL},
+    {"--logits-out", CLI_TEXT, AT(logits_out), 0, 0, NULL},
+};
 
 /* 0 to run, 1 after --help, else the exit code. */
 static int parse(int argc, char **argv, gen_opts *o)
@@ -173,75 +190,13 @@ static int parse(int argc, char **argv, gen_opts *o)
     o->max_tokens = 256;
     o->top_p = 1.0;
     o->seed = 1;
-    o->cache = (gen_cache_spec){.policy = "lazy", .budget_pct = 50, .params = o->params,
-                                .dtype = LKV_DTYPE_F16, .gqa = LKV_GQA_GROUPED};
-    static const char *const flags[] = {"--ignore-eos", "--ids", "--quiet", "--echo"};
-    int *const flag_of[] = {&o->ignore_eos, &o->ids, &o->quiet, &o->echo};
-    static const char *const valued[] = {
-        "--model", "--prompt", "--chat", "--system", "--prompt-file", "--prompt-ids",
-        "--max-tokens", "--temperature", "--top-p", "--seed", "--threads", "--policy",
-        "--budget", "--window", "--alpha", "--param", "--gqa", "--dtype", "--backend",
-        "--logits-out"};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int known = 0, rc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(help, stdout);
-            return 1;
-        }
-        for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
-            if (!strcmp(a, flags[f]))
-                *flag_of[f] = known = 1;
-        if (known)
-            continue;
-        for (size_t f = 0; f < sizeof valued / sizeof valued[0]; f++)
-            known |= !strcmp(a, valued[f]);
-        if (!known)
-            return cli_error(cmd, a[0] == '-' ? "unknown option '%s' (see --help)"
-                                              : "unexpected argument '%s' (see --help)", a);
-        if (!v)
-            return cli_error(cmd, "%s needs a value (see --help)", a);
-        i++;
-        if ((rc = parse_value(o, a, v)) != 0)
-            return rc;
-    }
-    int rc = gen_prompt_check(&o->prompt);
+    o->cache = (gen_cache_spec){.policy = "lazy", .budget = {.fraction = 0.5, .label = "50%"},
+                                .params = o->params, .dtype = LKV_DTYPE_F16,
+                                .gqa = LKV_GQA_GROUPED};
+    int rc = cli_parse(cmd, argc, argv, options, sizeof options / sizeof options[0], o, help);
+    if (rc == 0)
+        rc = gen_prompt_check(&o->prompt);
     return rc ? rc : gen_cache_check(&o->cache);
-}
-
-/* ---- the model file ---- */
-
-static const char *env(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v ? v : NULL;
-}
-
-static int model_path(const gen_opts *o, char *buf, size_t len)
-{
-    int n;
-    if (o->model)
-        n = snprintf(buf, len, "%s", o->model);
-    else if (env("LAZYKV_MODEL_DIR"))
-        n = snprintf(buf, len, "%s/%s", env("LAZYKV_MODEL_DIR"), GEN_DEFAULT_MODEL);
-    else if (env("XDG_CACHE_HOME"))
-        n = snprintf(buf, len, "%s/lazykv/models/%s", env("XDG_CACHE_HOME"), GEN_DEFAULT_MODEL);
-    else if (env("HOME"))
-        n = snprintf(buf, len, "%s/.cache/lazykv/models/%s", env("HOME"), GEN_DEFAULT_MODEL);
-    else
-        return cli_error(cmd, "no --model given and none of LAZYKV_MODEL_DIR, XDG_CACHE_HOME, "
-                              "HOME is set to find " GEN_DEFAULT_MODEL);
-    if (n < 0 || (size_t)n >= len)
-        return cli_error(cmd, "model path '%.64s...' is too long", buf);
-    struct stat sb;
-    if (stat(buf, &sb) != 0)
-        return cli_error(cmd, "model file '%s': %s: run scripts/fetch-model.sh to fetch "
-                              GEN_DEFAULT_MODEL ", or pass --model PATH",
-                         buf, strerror(errno));
-    if (!S_ISREG(sb.st_mode))
-        return cli_error(cmd, "model '%s' is not a regular file (--model takes the path of "
-                              "a .gguf or llama2.c .bin)", buf);
-    return 0;
 }
 
 /* ---- one run ---- */
@@ -251,6 +206,7 @@ typedef struct gen_run {
     lkv_tokenizer *tok;
     int32_t *prompt, n_prompt;
     char *prompt_text;
+    char *prompt_file;      /* --prompt-file's contents */
     lkv_runtime *rt;
     lkv_cache *cache;
     lkv_pool *pool;
@@ -277,16 +233,10 @@ static void run_free(gen_run *r)
     lkv_cache_destroy(r->cache);
     lkv_runtime_close(r->rt);
     free(r->prompt_text);
+    free(r->prompt_file);
     free(r->prompt);
     lkv_tokenizer_free(r->tok);
     lkv_model_free(r->model);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int load(const gen_opts *o, const char *path, gen_run *r)
@@ -436,9 +386,9 @@ static int decode_loop(const gen_opts *o, gen_run *r, lkv_lane *lane, gen_stream
         }
         if (r->generated == o->max_tokens)
             return 0;
-        double t0 = now_s();
+        double t0 = lkv_eval_seconds();
         lkv_status st = lkv_forward_step(r->fw, lane, 1, &next, r->logits);
-        r->decode_s += now_s() - t0;
+        r->decode_s += lkv_eval_seconds() - t0;
         if (st != LKV_OK)
             return cli_error(cmd, "decode step %d: %s: %s", (int)r->steps + 1,
                              lkv_status_name(st), lkv_last_error());
@@ -455,10 +405,10 @@ static int generate(const gen_opts *o, gen_run *r)
     if (rc)
         return rc;
     lkv_lane lane = {r->cache, 0, 0};
-    double t0 = now_s();
+    double t0 = lkv_eval_seconds();
     lkv_status st = lkv_forward_prefill(r->fw, &lane, 1, r->prompt, r->n_prompt,
                                         o->max_tokens > 0 ? r->logits : NULL);
-    r->prefill_s = now_s() - t0;
+    r->prefill_s = lkv_eval_seconds() - t0;
     if (st != LKV_OK)
         return cli_error(cmd, "prefill of %d tokens: %s: %s", (int)r->n_prompt,
                          lkv_status_name(st), lkv_last_error());
@@ -475,45 +425,26 @@ static int generate(const gen_opts *o, gen_run *r)
 
 /* ---- the report ---- */
 
-static void fmt_bytes(double b, char *buf, size_t len)
-{
-    if (b >= 1048576.0)
-        snprintf(buf, len, "%.2f MiB", b / 1048576.0);
-    else
-        snprintf(buf, len, "%.1f KiB", b / 1024.0);
-}
-
 static double rate(double n, double s) { return s > 0.0 ? n / s : 0.0; }
 
-static void report(const gen_run *r, int threads)
+static void report_run(const gen_opts *o, const gen_run *r, const lkv_cache_config *cfg)
 {
     const lkv_model *m = r->model;
     lkv_runtime_info info;
-    lkv_cache_config cfg;
-    lkv_cache_stats s;
     lkv_runtime_get_info(r->rt, &info);
-    lkv_cache_get_config(r->cache, &cfg);
-    lkv_cache_get_stats(r->cache, &s);
     char policy[320];
-    gen_policy_line(&cfg, policy, sizeof policy);
-    int32_t heads = lkv_cache_heads(r->cache);
-    int64_t rows = (int64_t)cfg.layers * heads, tokens = (int64_t)r->n_prompt + r->steps;
-    int64_t dbytes = cfg.dtype == LKV_DTYPE_F16 ? 2 : 4;
-    int64_t full = tokens * cfg.layers * cfg.kv_heads * 2 * cfg.head_dim * dbytes;
-    char peak[32], all[32], reserved[32];
-    fmt_bytes((double)s.kv_bytes_peak, peak, sizeof peak);
-    fmt_bytes((double)full, all, sizeof all);
-    fmt_bytes((double)s.kv_bytes_reserved, reserved, sizeof reserved);
+    gen_policy_line(cfg, gen_cache_window_given(&o->cache), policy, sizeof policy);
     FILE *f = stderr;
     fprintf(f, "\nmodel      %s (%s): %d layers, %d query / %d KV heads, head_dim %d, vocab %d; "
                "%d threads\n",
             m->name, m->format == LKV_MODEL_GGUF ? "GGUF" : "llama2.c", m->cfg.layers,
-            m->cfg.q_heads, m->cfg.kv_heads, m->cfg.head_dim, m->cfg.vocab, threads);
+            m->cfg.q_heads, m->cfg.kv_heads, m->cfg.head_dim, m->cfg.vocab,
+            lkv_pool_threads(r->pool));
     fprintf(f, "backend    %s:%d %s\n           %s\n", info.backend, info.device,
             info.device_name, info.selection);
     fprintf(f, "policy     %s; %s K/V, %s GQA\n", policy,
-            cfg.dtype == LKV_DTYPE_F16 ? "f16" : "f32",
-            cfg.gqa == LKV_GQA_GROUPED ? "grouped" : "expanded");
+            cfg->dtype == LKV_DTYPE_F16 ? "f16" : "f32",
+            cfg->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded");
     fprintf(f, "prompt     %d tokens, prefill %.3f s (%.1f tokens/s)\n", (int)r->n_prompt,
             r->prefill_s, rate(r->n_prompt, r->prefill_s));
     fprintf(f, "generated  %d tokens", (int)r->generated);
@@ -524,19 +455,43 @@ static void report(const gen_run *r, int threads)
                 rate(r->steps, r->decode_s));
     else
         fprintf(f, ", no decode step\n");
+}
+
+/* What the cache held against the full cache of the same tokens. */
+static void report_memory(const gen_run *r, const lkv_cache_config *cfg)
+{
+    lkv_cache_stats s;
+    lkv_cache_get_stats(r->cache, &s);
+    int32_t heads = lkv_cache_heads(r->cache);
+    int64_t rows = (int64_t)cfg->layers * heads, tokens = (int64_t)r->n_prompt + r->steps;
+    int64_t dbytes = cfg->dtype == LKV_DTYPE_F16 ? 2 : 4;
+    int64_t full = tokens * cfg->layers * cfg->kv_heads * 2 * cfg->head_dim * dbytes;
+    char peak[32], all[32], reserved[32];
+    cli_format_bytes((double)s.kv_bytes_peak, peak, sizeof peak);
+    cli_format_bytes((double)full, all, sizeof all);
+    cli_format_bytes((double)s.kv_bytes_reserved, reserved, sizeof reserved);
+    FILE *f = stderr;
     fprintf(f, "KV slots   peak %lld per cache head (%lld over %d layers x %d heads), capacity %d; "
                "full cache %lld per head\n",
             (long long)((s.peak_slots + rows - 1) / rows), (long long)s.peak_slots,
-            (int)cfg.layers, (int)heads, (int)cfg.capacity, (long long)tokens);
+            (int)cfg->layers, (int)heads, (int)cfg->capacity, (long long)tokens);
     fprintf(f, "KV memory  %s: peak KV %s vs %s for the full cache of the same %lld tokens: "
                "%.1f%% memory saved (reserved %s, %lld evictions)\n",
-            lkv_policy_name(cfg.policy.kind), peak, all, (long long)tokens,
+            lkv_policy_name(cfg->policy.kind), peak, all, (long long)tokens,
             full > 0 ? 100.0 * (1.0 - (double)s.kv_bytes_peak / (double)full) : 0.0, reserved,
             (long long)s.evictions);
-    if (cfg.gqa == LKV_GQA_EXPANDED && cfg.q_heads != cfg.kv_heads)
+    if (cfg->gqa == LKV_GQA_EXPANDED && cfg->q_heads != cfg->kv_heads)
         fprintf(f, "           (expanded GQA keeps %d cache heads per layer where the model has "
                    "%d KV heads; the full cache counts %d)\n",
-                (int)heads, (int)cfg.kv_heads, (int)cfg.kv_heads);
+                (int)heads, (int)cfg->kv_heads, (int)cfg->kv_heads);
+}
+
+static void report(const gen_opts *o, const gen_run *r)
+{
+    lkv_cache_config cfg;
+    lkv_cache_get_config(r->cache, &cfg);
+    report_run(o, r, &cfg);
+    report_memory(r, &cfg);
 }
 
 int cmd_generate(int argc, char **argv)
@@ -545,19 +500,20 @@ int cmd_generate(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc == 1 ? 0 : rc;
-    char path[4096];
-    rc = model_path(&o, path, sizeof path);
-    if (rc)
-        return rc;
     gen_run r;
     memset(&r, 0, sizeof r);
-    rc = load(&o, path, &r);
+    char path[4096];
+    rc = gen_prompt_read_file(&o.prompt, &r.prompt_file);
+    if (rc == 0)
+        rc = cli_model_path(cmd, o.model, path, sizeof path);
+    if (rc == 0)
+        rc = load(&o, path, &r);
     if (rc == 0)
         rc = prepare(&o, &r);
     if (rc == 0)
         rc = generate(&o, &r);
     if (rc == 0 && !o.quiet)
-        report(&r, lkv_pool_threads(r.pool));
+        report(&o, &r);
     run_free(&r);
     return rc;
 }

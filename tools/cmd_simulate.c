@@ -357,14 +357,6 @@ static int simulate(const sim_opts *o, run *runs, int n_runs)
     return rc;
 }
 
-static void fmt_bytes(double b, char *buf, size_t len)
-{
-    if (b >= 1048576.0)
-        snprintf(buf, len, "%.2f MiB", b / 1048576.0);
-    else
-        snprintf(buf, len, "%.1f KiB", b / 1024.0);
-}
-
 static void report(const sim_opts *o, run *runs, int n_runs, int32_t budget)
 {
     lkv_cache_stats full;
@@ -377,7 +369,7 @@ static void report(const sim_opts *o, run *runs, int n_runs, int32_t budget)
         lkv_cache_stats s;
         lkv_cache_get_stats(runs[r].cache, &s);
         char bytes[32], saved[16] = "-", err[48] = "0 (reference)", b[16] = "-";
-        fmt_bytes((double)s.kv_bytes_peak, bytes, sizeof bytes);
+        cli_format_bytes((double)s.kv_bytes_peak, bytes, sizeof bytes);
         if (r > 0) {
             snprintf(saved, sizeof saved, "%.1f%%",
                      100.0 * (1.0 - (double)s.kv_bytes_peak / (double)full.kv_bytes_peak));
@@ -394,8 +386,8 @@ static void report(const sim_opts *o, run *runs, int n_runs, int32_t budget)
         lkv_cache_stats s;
         lkv_cache_get_stats(runs[1].cache, &s);
         char mine[32], all[32];
-        fmt_bytes((double)s.kv_bytes_peak, mine, sizeof mine);
-        fmt_bytes((double)full.kv_bytes_peak, all, sizeof all);
+        cli_format_bytes((double)s.kv_bytes_peak, mine, sizeof mine);
+        cli_format_bytes((double)full.kv_bytes_peak, all, sizeof all);
         printf("\n%s at budget %d: peak KV %s vs %s for the full cache: "
                "%.1f%% memory saved, mean attention error %.4f\n",
                runs[1].policy, budget, mine, all,

@@ -11,25 +11,31 @@
 
 #include "lazykv.h"
 #include "model.h"
+#include "policy_budget.h"
 #include "tokenizer.h"
 
 /* ---- gen_prompt.c: the prompt ---- */
 
 /* Exactly one of text, chat, file, ids is set; system goes with chat. */
 typedef struct gen_prompt_spec {
-    const char *text;   /* raw text; control-token text becomes the token */
-    const char *chat;   /* one user turn through the model's chat template */
-    const char *system; /* system message of the chat (template default if NULL) */
-    const char *file;   /* raw text read from a file */
-    const char *ids;    /* "1,2,3": ids, for models without a tokenizer */
+    const char *text;      /* raw text; control-token text becomes the token */
+    const char *chat;      /* one user turn through the model's chat template */
+    const char *system;    /* system message of the chat (template default if NULL) */
+    const char *file;      /* raw text read from a file */
+    const char *file_text; /* its contents, once gen_prompt_read_file has run */
+    const char *ids;       /* "1,2,3": ids, for models without a tokenizer */
 } gen_prompt_spec;
+
+/* Exactly one source, and --system only with --chat. */
+int gen_prompt_check(const gen_prompt_spec *spec);
+
+/* Reads --prompt-file (before the model loads, so a bad file fails fast)
+ * into *out_buf (malloc'd, NULL without a file) and spec->file_text. */
+int gen_prompt_read_file(gen_prompt_spec *spec, char **out_buf);
 
 /* The prompt's ids (malloc'd) and, for a text prompt, the text that was
  * encoded (malloc'd, NULL for ids). `tok` may be NULL (llama2.c models):
  * then only ids are accepted. Ids must lie in 0 .. vocab - 1. */
-/* Exactly one source, and --system only with --chat. */
-int gen_prompt_check(const gen_prompt_spec *spec);
-
 int gen_prompt_ids(const gen_prompt_spec *spec, const lkv_model *m, const lkv_tokenizer *tok,
                    int32_t **out_ids, int32_t *out_n, char **out_text);
 
@@ -44,8 +50,7 @@ typedef struct gen_param {
 
 typedef struct gen_cache_spec {
     const char *policy;
-    int32_t budget;      /* slots, or 0 when budget_pct is used */
-    int32_t budget_pct;  /* percent of prompt + max_tokens */
+    lkv_budget budget;   /* a count, or a share of prompt + max_tokens */
     int budget_given;    /* --budget on the command line */
     const gen_param *params;
     int n_params;
@@ -53,20 +58,25 @@ typedef struct gen_cache_spec {
     lkv_gqa_mode gqa;
 } gen_cache_spec;
 
-/* The configuration for a prompt of `prompt` tokens followed by at most
- * `max_tokens` generated ones: the model's shape, the policy with its budget
- * (a percentage is of prompt + max_tokens) and parameters, and the smallest
- * capacity the policy can never overflow on that sequence (whose last token
- * is never fed back) and that lkv_cache_create accepts. */
 /* The policy name and parameters alone, before the model is loaded. */
 int gen_cache_check(const gen_cache_spec *spec);
 
+/* The configuration for a prompt of `prompt` tokens followed by at most
+ * `max_tokens` generated ones: the model's shape; the policy with its budget
+ * and, unless given, its window (policy_budget.h's rules); the parameters
+ * given by name; and the smallest capacity the policy can never overflow on
+ * that sequence (whose last token is never fed back) and that
+ * lkv_cache_create accepts. */
 int gen_cache_config(const gen_cache_spec *spec, const lkv_model *m, int32_t prompt,
                      int32_t max_tokens, lkv_cache_config *out_cfg);
 
+/* 1 when the window was given (--window, --param window=). */
+int gen_cache_window_given(const gen_cache_spec *spec);
+
 /* One line naming the policy and the parameters it reads ("lazy: budget 148,
- * window 101, alpha 0.0001, group reduce max"), from a resolved config. */
-void gen_policy_line(const lkv_cache_config *cfg, char *buf, size_t len);
+ * window 74 (default), alpha 0.0001, group reduce max"), from a resolved
+ * config; `window_given` 0 marks the window as the default rule's. */
+void gen_policy_line(const lkv_cache_config *cfg, int window_given, char *buf, size_t len);
 
 /* ---- gen_sample.c: choosing the next token ---- */
 

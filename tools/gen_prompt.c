@@ -128,9 +128,7 @@ static int text_of(const gen_prompt_spec *s, const char *flag, const lkv_tokeniz
         return st == LKV_OK ? 0 : cli_error(cmd, "--chat: %s: %s", lkv_status_name(st),
                                             lkv_last_error());
     }
-    if (s->file)
-        return cli_read_file(cmd, s->file, out_text);
-    *out_text = strdup(s->text);
+    *out_text = strdup(s->file ? s->file_text : s->text);
     return *out_text ? 0 : cli_error(cmd, "out of host memory for %s", flag);
 }
 
@@ -138,6 +136,17 @@ int gen_prompt_check(const gen_prompt_spec *spec)
 {
     const char *flag;
     return which_source(spec, &flag);
+}
+
+int gen_prompt_read_file(gen_prompt_spec *spec, char **out_buf)
+{
+    *out_buf = NULL;
+    if (!spec->file)
+        return 0;
+    int rc = cli_read_text(cmd, spec->file, "a text prompt (--prompt-file takes text; token ids "
+                                            "go in --prompt-ids)", out_buf);
+    spec->file_text = *out_buf;
+    return rc;
 }
 
 int gen_prompt_ids(const gen_prompt_spec *spec, const lkv_model *m, const lkv_tokenizer *tok,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "eval.h"
 #include "gen.h"
 
 int gen_sampler_init(gen_sampler *s, int32_t vocab, double temperature, double top_p,
@@ -40,15 +41,6 @@ static double uniform(uint64_t *state)
     return (double)(next_u64(state) >> 11) / 9007199254740992.0;
 }
 
-static int32_t argmax(const float *x, int32_t n)
-{
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 /* Descending probability, then ascending id: a total order, so the nucleus
  * does not depend on the sort's stability. */
 static int by_prob(const void *a, const void *b)
@@ -61,7 +53,7 @@ static int by_prob(const void *a, const void *b)
 
 int32_t gen_sample(gen_sampler *s, const float *logits)
 {
-    int32_t n = s->vocab, best = argmax(logits, n);
+    int32_t n = s->vocab, best = lkv_eval_argmax(logits, n);
     if (s->temperature <= 0.0)
         return best;
     double sum = 0.0, top = logits[best];
