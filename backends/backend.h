@@ -10,7 +10,7 @@
  * Storage the ops work on, all indexed by cache row (one row per sequence,
  * layer and cache head: row = (sequence * layers + layer) * heads + head) and
  * slot (0 .. capacity-1, valid slots first, in positional order):
- *   k, v      [rows][capacity][head_dim]  f32 or f16
+ *   k, v      [rows][capacity][head_dim]  f32, f16 or bf16
  *   pos       [rows][capacity]            int32 absolute token position
  *   state_a/b [rows][capacity]            int32 policy state (lazy: last, mri)
  *   state_f   [rows][capacity]            f32 policy state (h2o, tova, snapkv, nacl)

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "error.h"
-#include "fp16.h"
 
 static uint64_t next_u64(uint64_t *s)
 {
@@ -31,15 +31,12 @@ static void fill_f32(float *x, size_t n, float scale, uint64_t *s)
         x[i] = scale * symmetric(s);
 }
 
+/* The draws fill_f32 makes at scale 1, rounded to the storage type: every
+ * storage type holds the same values up to its rounding. */
 static void fill_storage(unsigned char *x, size_t n, lkv_dtype dtype, uint64_t *s)
 {
-    if (dtype == LKV_DTYPE_F32) {
-        fill_f32((float *)(void *)x, n, 1.0f, s);
-        return;
-    }
-    uint16_t *h = (uint16_t *)(void *)x;
     for (size_t i = 0; i < n; i++)
-        h[i] = lkv_float_to_half(symmetric(s));
+        lkv_dtype_store(dtype, x, i, symmetric(s));
 }
 
 /* q . k / sqrt(d) with both uniform has standard deviation a / 3 for q in
@@ -54,7 +51,10 @@ lkv_status lkv_bench_op_inputs_make(const lkv_bench_shape *sh, int32_t max_len, 
     out->max_len = max_len;
     size_t slots = (size_t)sh->kv_heads * (size_t)max_len;
     size_t elems = slots * (size_t)sh->head_dim;
-    size_t elem = sh->dtype == LKV_DTYPE_F16 ? 2 : 4;
+    size_t elem = lkv_dtype_size(sh->dtype);
+    if (elem == 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "bench shape dtype %d is not f32, f16 or bf16",
+                        (int)sh->dtype);
     out->k = malloc(elems * elem);
     out->v = malloc(elems * elem);
     out->last = malloc(slots * sizeof(int32_t));

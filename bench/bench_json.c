@@ -30,7 +30,7 @@ static void write_shape(lkv_jw *w, const char *key, const lkv_bench_shape *s)
     lkv_jw_int(w, "q_heads", s->q_heads);
     lkv_jw_int(w, "kv_heads", s->kv_heads);
     lkv_jw_int(w, "head_dim", s->head_dim);
-    lkv_jw_string(w, "dtype", s->dtype == LKV_DTYPE_F16 ? "f16" : "f32");
+    lkv_jw_string(w, "dtype", lkv_dtype_name(s->dtype));
     lkv_jw_end_object(w);
 }
 

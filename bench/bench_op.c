@@ -47,14 +47,15 @@ const char *lkv_bench_op_formula(lkv_bench_op op)
 
 void lkv_bench_shape_label(const lkv_bench_shape *s, char *buf, size_t len)
 {
+    const char *dtype = lkv_dtype_name(s->dtype);
     snprintf(buf, len, "hq%d/hkv%d/d%d %s", s->q_heads, s->kv_heads, s->head_dim,
-             s->dtype == LKV_DTYPE_F16 ? "f16" : "f32");
+             dtype ? dtype : "?");
 }
 
 double lkv_bench_op_bytes(lkv_bench_op op, const lkv_bench_shape *s, int32_t length, int32_t keep)
 {
     double rows = s->kv_heads, n = length, k = keep, d = s->head_dim;
-    double e = s->dtype == LKV_DTYPE_F16 ? 2.0 : 4.0;
+    double e = (double)lkv_dtype_size(s->dtype);
     double q_and_out = 2.0 * 4.0 * s->q_heads * d;
     switch (op) {
     case LKV_BENCH_ATTEND_PROBS: return 2.0 * rows * n * d * e + q_and_out + 4.0 * rows * n;

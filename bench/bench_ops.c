@@ -43,7 +43,7 @@ static lkv_status rig_alloc(op_rig *g)
 {
     const lkv_bench_shape *sh = g->shape;
     size_t slots = (size_t)g->rows * (size_t)g->length;
-    size_t kv = slots * (size_t)sh->head_dim * (sh->dtype == LKV_DTYPE_F16 ? 2 : 4);
+    size_t kv = slots * (size_t)sh->head_dim * lkv_dtype_size(sh->dtype);
     size_t qo = (size_t)sh->q_heads * (size_t)sh->head_dim * sizeof(float);
     struct { lkv_buffer **slot; size_t bytes; } plan[] = {
         {&g->cache.k, kv},           {&g->cache.v, kv},           {&g->cache.pos, slots * 4},
@@ -77,7 +77,7 @@ static lkv_status rig_upload(op_rig *g, const lkv_bench_op_inputs *in)
 {
     const lkv_backend_ops *ops = g->rt->ops;
     lkv_device *dev = g->rt->dev;
-    size_t slot_bytes = (size_t)g->shape->head_dim * (g->shape->dtype == LKV_DTYPE_F16 ? 2 : 4);
+    size_t slot_bytes = (size_t)g->shape->head_dim * lkv_dtype_size(g->shape->dtype);
     size_t n = (size_t)g->length;
     int32_t *pos = malloc(sizeof(int32_t) * n);
     if (!pos)

@@ -2,7 +2,8 @@
 # (which the C side expands), so the build and the code never disagree:
 #   LKV_SPIRV_PIPELINES   "name|source|DEFINE,DEFINE" per pipeline
 #   LKV_BIND_KERNELS      each kernel source name once
-# The f16 and f64 variants are the same source built with LKV_F16 or LKV_F64.
+# The f16, bf16 and f64 variants are the same source built with LKV_F16,
+# LKV_BF16 or LKV_F64.
 include_guard(GLOBAL)
 file(STRINGS ${PROJECT_SOURCE_DIR}/backends/bind/bind_pipes.h LKV_PIPE_LINES
      REGEX "^LKV_BIND_PIPE\\(")

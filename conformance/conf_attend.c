@@ -26,13 +26,25 @@
  *  - probs: |d| <= 1e-9 + 5e-4 |p| element-wise: 50x the f32 error; the
  *    absolute floor is far below a slot's fair share (1/131072 = 7.6e-6) and
  *    only absorbs denormals a GPU may flush. A missing spike changes every
- *    probability of its row by >= 0.7%, and its own by 100%. */
+ *    probability of its row by >= 0.7%, and its own by 100%.
+ * The same thresholds hold for every storage type: a backend widens f16 and
+ * bf16 K/V to f32 exactly, and the oracle reads the same stored bits, so the
+ * storage rounding is common to both sides and only the f32 arithmetic
+ * differs.
+ *
+ * Storage types. The full grid runs every shape and mode in f32, f16 and
+ * bf16. The quick grid runs f32 and f16 everywhere and bf16 only where its
+ * shape says: bf16 loads differ from f16 ones only in how an element widens,
+ * so three small shapes in every mode (16-byte vectors and the scalar tail,
+ * odd head_dim, GQA, -inf logits) and the long 4:1 shape in one mode reach
+ * each load path. They add 8% to the quick grid's results and 4% to its time
+ * on lavapipe; the long shape in all four modes would add 10% by itself. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "conf_internal.h"
-#include "fp16.h"
+#include "dtype.h"
 
 #define ATTEND_OUT_NMSE 1e-8
 #define ATTEND_PROBS_ATOL 1e-9
@@ -52,40 +64,54 @@ typedef enum attend_variant {
                     * every query head of its last cache head, see only -inf */
 } attend_variant;
 
+/* The modes every shape runs in: indices of modes[], and bits of a shape's
+ * bf16 modes. */
+enum { MODE_PROBS_NONE, MODE_PROBS_MAX, MODE_PROBS_MEAN, MODE_OUT_NONE, MODE_COUNT };
+
 typedef struct attend_shape {
     int32_t d, n, hq, hkv, groups;
     attend_variant variant; /* EMPTY and MASKED need groups >= 2 */
+    conf_bf16_modes bf16;   /* bit MODE_x: bf16 runs in that mode too */
 } attend_shape;
 
 static const attend_shape quick_grid[] = {
     /* 1:1, a single slot (its probability is exactly 1) */
-    {64, 1, 4, 4, 2, ATTEND_PLAIN},
-    {128, 4097, 32, 8, 1, ATTEND_PLAIN}, /* 4:1 as in Llama-3-8B, one past a power of two */
-    {64, 1000, 8, 1, 3, ATTEND_PLAIN},   /* 8:1, three groups of different lengths */
-    {128, 257, 16, 2, 4, ATTEND_PLAIN},  /* 8:1, four groups */
-    {33, 500, 4, 2, 2, ATTEND_PLAIN},    /* odd head_dim: no vector loads, odd f16 rows */
-    {100, 300, 6, 3, 1, ATTEND_PLAIN},   /* f32 rows of whole 16-byte units, f16 rows not */
-    {256, 300, 32, 1, 2, ATTEND_PLAIN},  /* 32:1 (MQA): 4 query-head blocks per row */
-    {1024, 300, 4, 2, 2, ATTEND_PLAIN},  /* the largest head_dim: more chunks than lanes */
-    {128, 257, 16, 2, 4, ATTEND_EMPTY},  /* a listed group without a valid slot */
-    {64, 300, 8, 2, 2, ATTEND_MASKED},   /* query heads whose every logit is -inf */
+    {64, 1, 4, 4, 2, ATTEND_PLAIN, CONF_BF16_NONE},
+    /* 4:1 as in Llama-3-8B, one past a power of two */
+    {128, 4097, 32, 8, 1, ATTEND_PLAIN, CONF_BF16_MODE(MODE_PROBS_MAX)},
+    /* 8:1, three groups of different lengths */
+    {64, 1000, 8, 1, 3, ATTEND_PLAIN, CONF_BF16_NONE},
+    /* 8:1, four groups */
+    {128, 257, 16, 2, 4, ATTEND_PLAIN, CONF_BF16_NONE},
+    /* odd head_dim: no vector loads, odd rows */
+    {33, 500, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL},
+    /* f32 rows of whole 16-byte units, 2-byte not */
+    {100, 300, 6, 3, 1, ATTEND_PLAIN, CONF_BF16_ALL},
+    /* 32:1 (MQA): 4 query-head blocks per row */
+    {256, 300, 32, 1, 2, ATTEND_PLAIN, CONF_BF16_NONE},
+    /* the largest head_dim: more chunks than lanes */
+    {1024, 300, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_NONE},
+    /* a listed group without a valid slot */
+    {128, 257, 16, 2, 4, ATTEND_EMPTY, CONF_BF16_NONE},
+    /* query heads whose every logit is -inf */
+    {64, 300, 8, 2, 2, ATTEND_MASKED, CONF_BF16_ALL},
 };
 
 static const attend_shape full_grid[] = {
-    {64, 1, 4, 4, 2, ATTEND_PLAIN},
-    {128, 4097, 32, 8, 1, ATTEND_PLAIN},
-    {64, 1000, 8, 1, 3, ATTEND_PLAIN},
-    {128, 257, 16, 2, 4, ATTEND_PLAIN},
-    {33, 500, 4, 2, 2, ATTEND_PLAIN},
-    {100, 300, 6, 3, 1, ATTEND_PLAIN},
-    {256, 300, 32, 1, 2, ATTEND_PLAIN},
-    {1024, 300, 4, 2, 2, ATTEND_PLAIN},
-    {128, 257, 16, 2, 4, ATTEND_EMPTY},
-    {64, 300, 8, 2, 2, ATTEND_MASKED},
-    {64, 4097, 32, 32, 1, ATTEND_PLAIN},  /* 1:1 at full width */
-    {128, 16385, 8, 2, 2, ATTEND_PLAIN},  /* 4:1 over 16K slots, two groups */
-    {64, 131072, 4, 1, 1, ATTEND_PLAIN},  /* 4:1 over 128K slots */
-    {128, 131072, 8, 1, 1, ATTEND_PLAIN}, /* 8:1 over 128K slots */
+    {64, 1, 4, 4, 2, ATTEND_PLAIN, CONF_BF16_ALL},
+    {128, 4097, 32, 8, 1, ATTEND_PLAIN, CONF_BF16_ALL},
+    {64, 1000, 8, 1, 3, ATTEND_PLAIN, CONF_BF16_ALL},
+    {128, 257, 16, 2, 4, ATTEND_PLAIN, CONF_BF16_ALL},
+    {33, 500, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL},
+    {100, 300, 6, 3, 1, ATTEND_PLAIN, CONF_BF16_ALL},
+    {256, 300, 32, 1, 2, ATTEND_PLAIN, CONF_BF16_ALL},
+    {1024, 300, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL},
+    {128, 257, 16, 2, 4, ATTEND_EMPTY, CONF_BF16_ALL},
+    {64, 300, 8, 2, 2, ATTEND_MASKED, CONF_BF16_ALL},
+    {64, 4097, 32, 32, 1, ATTEND_PLAIN, CONF_BF16_ALL},  /* 1:1 at full width */
+    {128, 16385, 8, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL},  /* 4:1 over 16K slots, two groups */
+    {64, 131072, 4, 1, 1, ATTEND_PLAIN, CONF_BF16_ALL},  /* 4:1 over 128K slots */
+    {128, 131072, 8, 1, 1, ATTEND_PLAIN, CONF_BF16_ALL}, /* 8:1 over 128K slots */
 };
 
 static const char *const variant_names[] = {"", ",empty", ",masked"};
@@ -96,11 +122,11 @@ typedef struct attend_mode {
     lkv_group_reduce reduce;
 } attend_mode;
 
-static const attend_mode modes[] = {
-    {"probs=none", 1, 0, LKV_REDUCE_MAX},
-    {"probs=max", 1, 1, LKV_REDUCE_MAX},
-    {"probs=mean", 1, 1, LKV_REDUCE_MEAN},
-    {"out=none,probs=mean", 0, 1, LKV_REDUCE_MEAN},
+static const attend_mode modes[MODE_COUNT] = {
+    [MODE_PROBS_NONE] = {"probs=none", 1, 0, LKV_REDUCE_MAX},
+    [MODE_PROBS_MAX] = {"probs=max", 1, 1, LKV_REDUCE_MAX},
+    [MODE_PROBS_MEAN] = {"probs=mean", 1, 1, LKV_REDUCE_MEAN},
+    [MODE_OUT_NONE] = {"out=none,probs=mean", 0, 1, LKV_REDUCE_MEAN},
 };
 
 typedef struct attend_case {
@@ -115,10 +141,7 @@ typedef struct attend_case {
 
 static void put(void *slot, int32_t i, lkv_dtype dtype, float x)
 {
-    if (dtype == LKV_DTYPE_F16)
-        ((uint16_t *)slot)[i] = lkv_float_to_half(x);
-    else
-        ((float *)slot)[i] = x;
+    lkv_dtype_store(dtype, slot, (size_t)i, x);
 }
 
 /* A key whose logit against q is `logit`, and a value row. */
@@ -159,7 +182,7 @@ static void lay_out(attend_case *a, conf_rng *rng, int32_t *out_groups_in_buffer
 {
     const attend_shape *s = &a->s;
     size_t kv_bytes = (size_t)(s->groups + 1) * (size_t)s->hkv * (size_t)s->n * (size_t)s->d *
-                      (a->dtype == LKV_DTYPE_F16 ? 4 : 8);
+                      2 * lkv_dtype_size(a->dtype);
     int32_t total = s->groups + (kv_bytes <= ATTEND_SPARE_GROUP_BYTES);
     int32_t order[ATTEND_MAX_GROUPS + 1];
     for (int32_t g = 0; g < total; g++)
@@ -271,18 +294,23 @@ void conf_run_attend(conf_run *r)
     const attend_shape *grid = r->opt->quick ? quick_grid : full_grid;
     size_t shapes = r->opt->quick ? sizeof quick_grid / sizeof quick_grid[0]
                                   : sizeof full_grid / sizeof full_grid[0];
-    size_t n_modes = sizeof modes / sizeof modes[0];
-    int total = (int)(shapes * 2 * n_modes), index = 0;
+    int total = 0, index = 0;
     for (size_t i = 0; i < shapes; i++)
-        for (int dt = 0; dt < 2; dt++)
-            for (size_t m = 0; m < n_modes; m++, index++) {
-                attend_case a = {.family = &family, .s = grid[i], .dtype = (lkv_dtype)dt,
+        for (size_t dt = 0; dt < conf_dtype_count; dt++)
+            for (size_t m = 0; m < MODE_COUNT; m++)
+                total += conf_runs_dtype(grid[i].bf16, conf_dtypes[dt], m);
+    for (size_t i = 0; i < shapes; i++)
+        for (size_t dt = 0; dt < conf_dtype_count; dt++)
+            for (size_t m = 0; m < MODE_COUNT; m++) {
+                if (!conf_runs_dtype(grid[i].bf16, conf_dtypes[dt], m))
+                    continue;
+                attend_case a = {.family = &family, .s = grid[i], .dtype = conf_dtypes[dt],
                                  .mode = &modes[m]};
                 char name[192];
                 snprintf(name, sizeof name, "attend(d=%d,n=%d,hq=%d,hkv=%d,groups=%d%s,%s,%s)",
                          a.s.d, a.s.n, a.s.hq, a.s.hkv, a.s.groups, variant_names[a.s.variant],
                          a.mode->name, conf_dtype_name(a.dtype));
-                conf_progress(r, "attend", index, total);
+                conf_progress(r, "attend", index++, total);
                 conf_group_run(r, name, "attend", conf_dtype_name(a.dtype),
                                r->rt[CONF_TESTED]->ops->attend != NULL, conf_case_seed, &a);
             }

@@ -9,8 +9,8 @@
 uint32_t conf_sentinel(size_t off)
 {
     /* 0xA5 top byte: as f32 a tiny negative number (-1e-16), as an index a
-     * negative int, as f16 halves -0.02 ish: never a value an op produces
-     * by accident. */
+     * negative int, as f16 halves -0.02 ish (as bf16 -1e-16 ish): never a
+     * value an op produces by accident. */
     return 0xA5000000u | (uint32_t)((((off / 4) * 2654435761u) >> 8) & 0x00FFFFFFu);
 }
 
@@ -108,8 +108,10 @@ lkv_buffer *conf_dev(const conf_case *c, int side, int idx)
 int conf_add_cache(conf_case *c, int32_t rows, int32_t capacity, int32_t head_dim,
                    lkv_dtype dtype)
 {
-    size_t kv_slot = (size_t)head_dim * (dtype == LKV_DTYPE_F16 ? 2 : 4);
-    conf_elem kv_elem = dtype == LKV_DTYPE_F16 ? CONF_ELEM_F16 : CONF_ELEM_F32;
+    size_t kv_slot = (size_t)head_dim * lkv_dtype_size(dtype);
+    conf_elem kv_elem = dtype == LKV_DTYPE_F16    ? CONF_ELEM_F16
+                        : dtype == LKV_DTYPE_BF16 ? CONF_ELEM_BF16
+                                                  : CONF_ELEM_F32;
     int base = conf_add_image(c, "k", kv_elem, rows, capacity, kv_slot);
     conf_add_image(c, "v", kv_elem, rows, capacity, kv_slot);
     conf_add_image(c, "pos", CONF_ELEM_I32, rows, capacity, 4);

@@ -10,27 +10,33 @@
  * the sentinel, one row of the buffer is not listed, and kept entries past k
  * point at slot 0, so a kernel that reads too much of `kept` copies slot 0
  * where the guard sees it. Kept lists cover the identity (nothing moves),
- * the tail (the longest moves), a single slot, k = 0 and random subsets. */
+ * the tail (the longest moves), a single slot, k = 0 and random subsets.
+ *
+ * Storage types: compact moves 2-byte bf16 elements exactly as f16 ones, so
+ * the quick grid runs bf16 only on two shapes (whole 16-byte rows, and odd
+ * head_dim); the full grid runs every shape in f32, f16 and bf16. */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "conf_internal.h"
-#include "fp16.h"
+#include "dtype.h"
 
 #define COMPACT_MAX_ROWS 16
 
 typedef struct compact_shape {
     int32_t d, n, rows;
+    conf_bf16_modes bf16; /* compact has one mode, 0 */
 } compact_shape;
 
-/* Slot rows of 33 and 36 elements are 66/132 and 72/144 bytes (f16/f32):
- * moves that cannot all go in 16-byte units. */
-static const compact_shape quick_grid[] = {{64, 1, 2}, {128, 777, 4}, {64, 4097, 3},
-                                           {33, 300, 2}, {36, 300, 3}};
+/* Slot rows of 33 and 36 elements are 66/132 and 72/144 bytes (2-byte
+ * types/f32): moves that cannot all go in 16-byte units. */
+static const compact_shape quick_grid[] = {
+    {64, 1, 2, CONF_BF16_NONE}, {128, 777, 4, CONF_BF16_ALL}, {64, 4097, 3, CONF_BF16_NONE},
+    {33, 300, 2, CONF_BF16_ALL}, {36, 300, 3, CONF_BF16_NONE}};
 static const compact_shape full_grid[] = {
-    {64, 1, 2}, {128, 777, 4}, {64, 4097, 3}, {33, 300, 2}, {36, 300, 3},
-    {128, 4097, 6}, {64, 131072, 2}};
+    {64, 1, 2, CONF_BF16_ALL}, {128, 777, 4, CONF_BF16_ALL}, {64, 4097, 3, CONF_BF16_ALL},
+    {33, 300, 2, CONF_BF16_ALL}, {36, 300, 3, CONF_BF16_ALL}, {128, 4097, 6, CONF_BF16_ALL},
+    {64, 131072, 2, CONF_BF16_ALL}};
 
 typedef struct compact_case {
     const conf_family *family;
@@ -48,18 +54,12 @@ static void fill_row(conf_case *c, const compact_case *cc, conf_rng *rng, int32_
     int32_t *b = conf_slot(c, cc->cache + CONF_STATE_B, row, 0);
     float *f = conf_slot(c, cc->cache + CONF_STATE_F, row, 0);
     for (int32_t i = 0; i < n; i++) {
-        unsigned char *k = conf_slot(c, cc->cache + CONF_K, row, i);
-        unsigned char *v = conf_slot(c, cc->cache + CONF_V, row, i);
+        void *k = conf_slot(c, cc->cache + CONF_K, row, i);
+        void *v = conf_slot(c, cc->cache + CONF_V, row, i);
         for (int32_t e = 0; e < cc->s.d; e++) {
             float x = (float)conf_rng_normal(rng), y = (float)conf_rng_normal(rng);
-            if (cc->dtype == LKV_DTYPE_F16) {
-                uint16_t hx = lkv_float_to_half(x), hy = lkv_float_to_half(y);
-                memcpy(k + 2 * e, &hx, 2);
-                memcpy(v + 2 * e, &hy, 2);
-            } else {
-                memcpy(k + 4 * e, &x, 4);
-                memcpy(v + 4 * e, &y, 4);
-            }
+            lkv_dtype_store(cc->dtype, k, (size_t)e, x);
+            lkv_dtype_store(cc->dtype, v, (size_t)e, y);
         }
         pos[i] = i * 3 + conf_rng_below(rng, 3);
         a[i] = (int32_t)(uint32_t)conf_rng_next(rng);
@@ -151,14 +151,19 @@ void conf_run_compact(conf_run *r)
     const compact_shape *grid = r->opt->quick ? quick_grid : full_grid;
     size_t shapes = r->opt->quick ? sizeof quick_grid / sizeof quick_grid[0]
                                   : sizeof full_grid / sizeof full_grid[0];
-    int total = (int)shapes * 2, index = 0;
+    int total = 0, index = 0;
     for (size_t i = 0; i < shapes; i++)
-        for (int dt = 0; dt < 2; dt++, index++) {
-            compact_case cc = {.family = &family, .s = grid[i], .dtype = (lkv_dtype)dt};
+        for (size_t dt = 0; dt < conf_dtype_count; dt++)
+            total += conf_runs_dtype(grid[i].bf16, conf_dtypes[dt], 0);
+    for (size_t i = 0; i < shapes; i++)
+        for (size_t dt = 0; dt < conf_dtype_count; dt++) {
+            if (!conf_runs_dtype(grid[i].bf16, conf_dtypes[dt], 0))
+                continue;
+            compact_case cc = {.family = &family, .s = grid[i], .dtype = conf_dtypes[dt]};
             char name[192];
             snprintf(name, sizeof name, "compact(d=%d,n=%d,rows=%d,%s)", cc.s.d, cc.s.n,
                      cc.s.rows, conf_dtype_name(cc.dtype));
-            conf_progress(r, "compact", index, total);
+            conf_progress(r, "compact", index++, total);
             conf_group_run(r, name, "compact", conf_dtype_name(cc.dtype),
                            r->rt[CONF_TESTED]->ops->compact != NULL, conf_case_seed, &cc);
         }

@@ -9,7 +9,7 @@
 
 static size_t elem_bytes(conf_elem e)
 {
-    return e == CONF_ELEM_F16 ? 2 : 4;
+    return e == CONF_ELEM_F16 || e == CONF_ELEM_BF16 ? 2 : 4;
 }
 
 static float f32_at(const unsigned char *p, size_t off)
@@ -42,7 +42,7 @@ static void show(char *buf, size_t len, conf_elem e, const unsigned char *p)
     } else {
         uint16_t h;
         memcpy(&h, p, 2);
-        snprintf(buf, len, "f16 0x%04x", h);
+        snprintf(buf, len, "%s 0x%04x", e == CONF_ELEM_BF16 ? "bf16" : "f16", h);
     }
 }
 

@@ -46,7 +46,8 @@ enum { CONF_ORACLE = 0, CONF_TESTED = 1 };
 typedef enum conf_elem {
     CONF_ELEM_F32,
     CONF_ELEM_I32,
-    CONF_ELEM_F16
+    CONF_ELEM_F16,
+    CONF_ELEM_BF16
 } conf_elem;
 
 /* One device buffer of a case, laid out [rows][capacity][slot] plus a
@@ -103,6 +104,28 @@ int conf_add_cache(conf_case *c, int32_t rows, int32_t capacity, int32_t head_di
                    lkv_dtype dtype);
 lkv_cache_buffers conf_cache_view(const conf_case *c, int side, int base, int32_t capacity,
                                   int32_t head_dim, lkv_dtype dtype);
+
+/* ---- storage types (conf_report.c) ------------------------------------ */
+
+/* Every K/V storage type, in the order each family runs them. */
+extern const lkv_dtype conf_dtypes[];
+extern const size_t conf_dtype_count;
+
+const char *conf_dtype_name(lkv_dtype dtype);
+
+/* Which of its family's modes a grid shape also runs in bf16: bit m for mode
+ * m, a family without modes having mode 0 only. f32 and f16 run in every mode
+ * of every shape; bf16 loads differ from f16 ones only in how an element
+ * widens, so a quick grid spends bf16 on the few shapes that reach each load
+ * path. */
+typedef unsigned conf_bf16_modes;
+#define CONF_BF16_NONE 0u
+#define CONF_BF16_ALL (~0u)
+#define CONF_BF16_MODE(m) (1u << (m))
+
+/* 1 when a shape whose bf16 modes are `bf16` runs storage `dtype` in mode
+ * `mode`. */
+int conf_runs_dtype(conf_bf16_modes bf16, lkv_dtype dtype, size_t mode);
 
 /* ---- verdicts (conf_verdict.c) ----------------------------------------- */
 
@@ -206,8 +229,6 @@ void conf_progress_done(const conf_run *r);
 typedef void (*conf_seed_fn)(conf_run *r, const void *proto, uint64_t seed);
 void conf_group_run(conf_run *r, const char *name, const char *op, const char *dtype,
                     int supported, conf_seed_fn one, const void *proto);
-
-const char *conf_dtype_name(lkv_dtype dtype);
 
 /* 1 when `name` matches one of the '|'-separated patterns, where '*' matches
  * any run of characters (conf_glob.c). */

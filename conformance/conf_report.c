@@ -2,6 +2,7 @@
  * case name (its seeds together) becomes one table line showing its worst
  * seed. Known deviations (conf_xfail.c) turn a FAIL into an XFAIL here, in
  * one place, so no case module can forget them. */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,9 +32,18 @@ const char *lkv_conformance_outcome_name(lkv_conformance_outcome outcome)
     return "?";
 }
 
+const lkv_dtype conf_dtypes[] = {LKV_DTYPE_F32, LKV_DTYPE_F16, LKV_DTYPE_BF16};
+const size_t conf_dtype_count = sizeof conf_dtypes / sizeof conf_dtypes[0];
+
 const char *conf_dtype_name(lkv_dtype dtype)
 {
-    return dtype == LKV_DTYPE_F16 ? "f16" : "f32";
+    const char *name = lkv_dtype_name(dtype);
+    return name ? name : "?";
+}
+
+int conf_runs_dtype(conf_bf16_modes bf16, lkv_dtype dtype, size_t mode)
+{
+    return dtype != LKV_DTYPE_BF16 || (mode < sizeof bf16 * CHAR_BIT && (bf16 >> mode & 1u));
 }
 
 /* ---- JSON ---- */

@@ -46,7 +46,7 @@ typedef struct lkv_conformance_result {
     const char *device;      /* device name */
     const char *name;        /* "attend(d=128,n=4097,hq=32,hkv=8,groups=1,probs=max,f16)" */
     const char *op;          /* "attend", ..., "replay" */
-    const char *dtype;       /* "f32" or "f16" */
+    const char *dtype;       /* "f32", "f16" or "bf16" */
     uint64_t seed;
     lkv_conformance_outcome outcome;
     const char *metric_name; /* "nmse", "err/tol", "mismatches", ... ("" when none) */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "fp16.h"
+#include "dtype.h"
 
 #define LKV_MAX_LAYERS 4096
 #define LKV_MAX_HEADS 1024
@@ -60,8 +60,9 @@ static lkv_status check_shape(const lkv_cache_config *c)
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "kv_heads %d does not divide q_heads %d: GQA needs whole groups",
                         c->kv_heads, c->q_heads);
-    if (c->dtype != LKV_DTYPE_F32 && c->dtype != LKV_DTYPE_F16)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "dtype %d is not LKV_DTYPE_F32 or LKV_DTYPE_F16",
+    if (!lkv_dtype_name(c->dtype))
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "dtype %d is not LKV_DTYPE_F32, LKV_DTYPE_F16 or LKV_DTYPE_BF16",
                         (int)c->dtype);
     if (c->gqa != LKV_GQA_GROUPED && c->gqa != LKV_GQA_EXPANDED)
         return lkv_fail(LKV_INVALID_ARGUMENT, "gqa mode %d is not grouped or expanded", (int)c->gqa);
@@ -88,7 +89,7 @@ static lkv_status alloc_buffers(lkv_cache *c)
 {
     size_t rows = (size_t)c->cfg.sequences * (size_t)c->cfg.layers * (size_t)c->heads;
     size_t slots = rows * (size_t)c->cfg.capacity;
-    size_t elem = c->cfg.dtype == LKV_DTYPE_F16 ? 2 : 4;
+    size_t elem = lkv_dtype_size(c->cfg.dtype);
     size_t kv_bytes = slots * (size_t)c->cfg.head_dim * elem;
     if (kv_bytes / elem / (size_t)c->cfg.head_dim != slots || kv_bytes > ((size_t)1 << 46))
         return lkv_fail(LKV_OUT_OF_MEMORY, "cache of %zu slots x head_dim %d is too large", slots,
@@ -214,7 +215,7 @@ lkv_status lkv_cache_get_stats(const lkv_cache *c, lkv_cache_stats *out_stats)
     lkv_clear_error();
     if (!c || !out_stats)
         return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_cache_get_stats: NULL argument");
-    int64_t per_slot = 2LL * c->cfg.head_dim * (c->cfg.dtype == LKV_DTYPE_F16 ? 2 : 4);
+    int64_t per_slot = 2LL * c->cfg.head_dim * (int64_t)lkv_dtype_size(c->cfg.dtype);
     *out_stats = c->stats;
     out_stats->kv_bytes_in_use = c->stats.slots_in_use * per_slot;
     out_stats->kv_bytes_peak = c->stats.peak_slots * per_slot;
@@ -312,9 +313,10 @@ lkv_status lkv_check_call(const lkv_cache *c, const void *io, const char *call, 
 lkv_status lkv_check_input(const lkv_cache *c, const float *x, size_t count, int32_t width,
                            const char *what, int stored, int32_t seq, int32_t layer)
 {
-    /* f16 storage turns anything above its largest finite value into inf,
-     * and inf into NaN attention: refuse it here rather than corrupt a head. */
-    const float limit = stored && c->cfg.dtype == LKV_DTYPE_F16 ? 65504.0f : FLT_MAX;
+    /* f16 and bf16 storage turn anything above their largest finite value
+     * into inf, and inf into NaN attention: refuse it here rather than
+     * corrupt a head. */
+    const float limit = stored ? lkv_dtype_largest(c->cfg.dtype) : FLT_MAX;
     for (size_t i = 0; i < count; i++) {
         if (!isfinite(x[i]))
             return lkv_fail(LKV_INVALID_ARGUMENT,
@@ -323,9 +325,10 @@ lkv_status lkv_check_input(const lkv_cache *c, const float *x, size_t count, int
                             isnan(x[i]) ? "NaN" : "infinite", seq, layer);
         if (fabsf(x[i]) > limit)
             return lkv_fail(LKV_INVALID_ARGUMENT,
-                            "%s[%zu][%zu] = %g (sequence %d, layer %d) overflows f16 storage "
-                            "(largest 65504): scale the input or use f32 storage",
-                            what, i / (size_t)width, i % (size_t)width, (double)x[i], seq, layer);
+                            "%s[%zu][%zu] = %g (sequence %d, layer %d) overflows %s storage "
+                            "(largest %g): scale the input or use f32 storage",
+                            what, i / (size_t)width, i % (size_t)width, (double)x[i], seq, layer,
+                            lkv_dtype_name(c->cfg.dtype), (double)limit);
     }
     return LKV_OK;
 }
@@ -337,12 +340,12 @@ static void gather_head(const lkv_cache *c, const float *src, int32_t count, int
     int32_t d = c->cfg.head_dim;
     for (int32_t t = 0; t < count; t++) {
         const float *x = src + ((size_t)t * (size_t)c->cfg.kv_heads + (size_t)kv_head) * (size_t)d;
-        if (c->cfg.dtype == LKV_DTYPE_F16) {
-            uint16_t *h = (uint16_t *)(void *)dst + (size_t)t * (size_t)d;
-            for (int32_t i = 0; i < d; i++)
-                h[i] = lkv_float_to_half(x[i]);
-        } else {
+        if (c->cfg.dtype == LKV_DTYPE_F32) {
             memcpy((float *)(void *)dst + (size_t)t * (size_t)d, x, (size_t)d * sizeof(float));
+        } else {
+            unsigned char *row = dst + (size_t)t * (size_t)d * lkv_dtype_size(c->cfg.dtype);
+            for (int32_t i = 0; i < d; i++)
+                lkv_dtype_store(c->cfg.dtype, row, (size_t)i, x[i]);
         }
     }
 }
@@ -352,7 +355,7 @@ lkv_status lkv_cache_append(lkv_cache *c, int32_t seq, int32_t layer, int32_t co
                             int32_t last_init)
 {
     int32_t n = c->seqs[seq].len[layer];
-    size_t elem = c->cfg.dtype == LKV_DTYPE_F16 ? 2 : 4;
+    size_t elem = lkv_dtype_size(c->cfg.dtype);
     size_t kv_bytes = (size_t)count * (size_t)c->cfg.head_dim * elem;
     unsigned char *kv = malloc(kv_bytes ? kv_bytes : 1);
     int32_t *meta = malloc(sizeof(int32_t) * 4 * (size_t)(count ? count : 1));

@@ -93,7 +93,7 @@ static void settings(out *o, const lkv_eval_results *r)
     boolean(o, "ignore_eos", s->ignore_eos);
     num(o, "window", s->window > 0 ? s->window : NAN);
     num(o, "alpha", s->alpha >= 0.0 ? s->alpha : NAN);
-    str(o, "dtype", s->dtype == LKV_DTYPE_F16 ? "f16" : "f32");
+    str(o, "dtype", lkv_dtype_name(s->dtype));
     close_(o, '}');
 }
 

@@ -265,7 +265,7 @@ int lkv_eval_write_svg(FILE *f, const lkv_eval_results *r)
     text(f, WIDTH / 2.0, 28, "middle", 18, 1, line);
     snprintf(line, sizeof line, "%d prompt(s), %lld reference positions, teacher-forced against "
              "the full cache; %s K/V, backend %s", r->n_prompts, (long long)positions,
-             r->settings.dtype == LKV_DTYPE_F16 ? "f16" : "f32", r->backend);
+             lkv_dtype_name(r->settings.dtype), r->backend);
     text(f, WIDTH / 2.0, 50, "middle", 12, 0, line);
     double xhi = memory_axis_end(r);
     kl_panel(f, r, xhi);

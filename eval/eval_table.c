@@ -15,7 +15,7 @@ static void header(FILE *f, const lkv_eval_results *r)
     fprintf(f, "- model: %d layers, %d query heads, %d KV heads, head_dim %d, vocab %d\n",
             m->layers, m->q_heads, m->kv_heads, m->head_dim, m->vocab);
     fprintf(f, "- backend %s, %s K/V storage, %d threads for the forward pass\n", r->backend,
-            s->dtype == LKV_DTYPE_F16 ? "f16" : "f32", r->threads);
+            lkv_dtype_name(s->dtype), r->threads);
     int64_t tokens = 0, positions = 0;
     for (int i = 0; i < r->n_prompts; i++) {
         tokens += r->prompts[i].total;

@@ -188,10 +188,25 @@ lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char
 /* Cache                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* K/V storage types. Inputs are always f32 and are rounded to the storage
+ * type to nearest, ties to even. A finite input above the type's largest
+ * finite value is refused (INVALID_ARGUMENT) rather than stored as inf. */
 typedef enum lkv_dtype {
     LKV_DTYPE_F32 = 0,
-    LKV_DTYPE_F16
+    LKV_DTYPE_F16,  /* IEEE binary16: 11-bit significand, largest 65504 */
+    LKV_DTYPE_BF16  /* bfloat16, f32's upper half: 8-bit significand, f32's
+                       exponent range (largest 3.3895314e38) */
 } lkv_dtype;
+
+/* "f32", "f16" or "bf16"; NULL for a value that is not an lkv_dtype. */
+const char *lkv_dtype_name(lkv_dtype dtype);
+
+/* Bytes per stored element (4 or 2); 0 for a value that is not an lkv_dtype. */
+size_t lkv_dtype_size(lkv_dtype dtype);
+
+/* The dtype named `name` ("f32", "f16", "bf16", case-sensitive).
+ * INVALID_ARGUMENT naming the text otherwise, *out_dtype unchanged. */
+lkv_status lkv_dtype_from_name(const char *name, lkv_dtype *out_dtype);
 
 /* GQA storage. `grouped` keeps one cache head per KV head and decides per KV
  * head on the group's combined probability: a deviation from the LazyEviction

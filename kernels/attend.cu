@@ -6,11 +6,12 @@
 //                 of the row's cache head by max or mean.
 // Flash-decoding in three launches (backends/gpu/gpu_attend.c plans them):
 //
-//   lkv_attend_split_{f32,f16}[_vec]  grid x = the splits of every group of
-//       the launch (a split is `split_len` consecutive slots of one group),
-//       y = cache heads * query-head blocks; block LKV_ATT_BLOCK. A block takes
-//       one split of one cache row and a block of up to LKV_ATT_QBLOCK query
-//       heads, so each K and V row is read once for all of them:
+//   lkv_attend_split_{f32,f16,bf16}[_vec]  grid x = the splits of every
+//       group of the launch (a split is `split_len` consecutive slots of one
+//       group), y = cache heads * query-head blocks; block LKV_ATT_BLOCK. A
+//       block takes one split of one cache row and a block of up to
+//       LKV_ATT_QBLOCK query heads, so each K and V row is read once for all
+//       of them:
 //       pass over K: a sub-group of s lanes (the row's chunks rounded up to a
 //         power of two, at most a warp) per slot, lane i reading chunks i,
 //         i + s, ... of the row, so a warp reads consecutive rows end to end;
@@ -21,9 +22,9 @@
 //         m = max logit, l = sum exp(logit - m), o[e] = sum exp(logit - m)
 //         V[e], summed over lanes by shuffles, then over warps in shared
 //         memory.
-//       A chunk is 16 bytes (float4, or uint4 = 8 halves) in the _vec
-//       variants, which the host picks when head_dim is a multiple of 4 (f32)
-//       or 8 (f16); one element in the others. Any head_dim up to
+//       A chunk is 16 bytes (float4, or uint4 = 8 halves or 8 bf16) in the
+//       _vec variants, which the host picks when head_dim is a multiple of 4
+//       (f32) or 8 (f16, bf16); one element in the others. Any head_dim up to
 //       LKV_ATT_DIM_MAX (lkv_kernel_abi.h, 1024).
 //   lkv_attend_combine  grid x = groups * query heads, block: threads over
 //       head_dim. Merges a query head's partials into out and the log-sum-exp.
@@ -36,6 +37,7 @@
 //
 // Where the arithmetic differs from the CPU oracle (double, two passes per
 // query head, exp(logit - max) / sum):
+//  - K/V loads: none; f16 and bf16 widen to f32 exactly, as they do there;
 //  - logits: f32 products; each lane sums its own chunks in dimension order,
 //    then the lanes' sums are added in a tree (reduce-scatter, then
 //    butterfly); the product is scaled in f32;
@@ -56,13 +58,21 @@
 // LKV_ATT_QBLOCK, LKV_ATT_COLS, the chunk widths and LKV_ATT_SCALES are in
 // lkv_kernel_abi.h: the host plans launches by them.
 #define LKV_ATT_WARPS (LKV_BLOCK_MAX / 32)   // most warps in a block (warp 32)
-// K or V rows a thread has in flight in each pass. The f16 vector kernel
-// holds 64 q values per lane in the pass over K, so it runs one block per
-// multiprocessor and needs more loads in flight per warp; 4 in the others
+// K or V rows a thread has in flight in each pass. The 16-bit vector
+// kernels (f16, bf16: LKV_ATT_KV16_VEC per chunk, the only 8-wide ones) hold
+// 64 q values per lane in the pass over K, so they run one block per
+// multiprocessor and need more loads in flight per warp; 4 in the others
 // pushes nvcc's f32 vector kernel past its 128-register budget into spills.
-#define LKV_ATT_INFLIGHT(vec) ((vec) == LKV_ATT_F16_VEC ? 4 : 2)
+#define LKV_ATT_INFLIGHT(vec) ((vec) == LKV_ATT_KV16_VEC ? 4 : 2)
 
 typedef unsigned long long lkv_att_u64;
+
+// A stored bf16 element. f16 is stored as plain unsigned short; bf16 has its
+// own type so the loads below pick the bf16 widening by overload, and the
+// kernels share every other line.
+struct lkv_att_bf16 {
+    unsigned short bits;
+};
 
 // Smallest power of two >= x, at most cap (cap a power of two).
 LKV_DEV int lkv_att_pow2(int x, int cap)
@@ -73,16 +83,25 @@ LKV_DEV int lkv_att_pow2(int x, int cap)
     return p;
 }
 
-// Loads of one chunk of a K/V row (or q) into floats. GPUs are little-endian:
-// the half of element 2i sits in the low 16 bits of word i.
+// Exact widening of one stored 16-bit K/V element, picked by its type.
+LKV_DEV float lkv_att_widen(unsigned short h)
+{
+    return lkv_half_to_float(h);
+}
+
+LKV_DEV float lkv_att_widen(lkv_att_bf16 b)
+{
+    return lkv_bf16_to_float(b.bits);
+}
+
+// Loads of one chunk of a K/V row (or q) into floats: f32 below, then the
+// 16-bit types (KV16: unsigned short for f16, lkv_att_bf16) through
+// lkv_att_widen. The f32 overloads are not templates, so they win for
+// float. GPUs are little-endian: the 16-bit element 2i sits in the low 16
+// bits of word i.
 LKV_DEV void lkv_att_load(const float *p, float (&x)[1])
 {
     x[0] = *p;
-}
-
-LKV_DEV void lkv_att_load(const unsigned short *p, float (&x)[1])
-{
-    x[0] = lkv_half_to_float(*p);
 }
 
 LKV_DEV void lkv_att_load(const float *p, float (&x)[4])
@@ -108,19 +127,27 @@ LKV_DEV void lkv_att_load(const float *p, float (&x)[8])
     x[7] = b.w;
 }
 
-LKV_DEV void lkv_att_unpack2(unsigned w, float *x)
+template <typename KV16>
+LKV_DEV void lkv_att_load(const KV16 *p, float (&x)[1])
 {
-    x[0] = lkv_half_to_float((unsigned short)(w & 0xffffu));
-    x[1] = lkv_half_to_float((unsigned short)(w >> 16));
+    x[0] = lkv_att_widen(*p);
 }
 
-LKV_DEV void lkv_att_load(const unsigned short *p, float (&x)[8])
+template <typename KV16>
+LKV_DEV void lkv_att_unpack2(unsigned w, float *x)
+{
+    x[0] = lkv_att_widen(KV16{(unsigned short)(w & 0xffffu)});
+    x[1] = lkv_att_widen(KV16{(unsigned short)(w >> 16)});
+}
+
+template <typename KV16>
+LKV_DEV void lkv_att_load(const KV16 *p, float (&x)[LKV_ATT_KV16_VEC])
 {
     uint4 u = *reinterpret_cast<const uint4 *>(p);
-    lkv_att_unpack2(u.x, x);
-    lkv_att_unpack2(u.y, x + 2);
-    lkv_att_unpack2(u.z, x + 4);
-    lkv_att_unpack2(u.w, x + 6);
+    lkv_att_unpack2<KV16>(u.x, x);
+    lkv_att_unpack2<KV16>(u.y, x + 2);
+    lkv_att_unpack2<KV16>(u.z, x + 4);
+    lkv_att_unpack2<KV16>(u.w, x + 6);
 }
 
 // Reduces v[0..NV) over the whole block, max or sum; every thread gets the
@@ -553,9 +580,31 @@ LKV_KERNEL(lkv_attend_split_f16_vec)(const unsigned short *k, const unsigned sho
                                      const int *split_off, int n_groups, int cap, int dim,
                                      int heads, int per, int split_len, float scale)
 {
-    lkv_att_split<unsigned short, LKV_ATT_F16_VEC, 1>(k, v, q, logits, part, row0, group_n,
-                                                      slot_off, split_off, n_groups, cap, dim,
-                                                      heads, per, split_len, scale);
+    lkv_att_split<unsigned short, LKV_ATT_KV16_VEC, 1>(k, v, q, logits, part, row0, group_n,
+                                                       slot_off, split_off, n_groups, cap, dim,
+                                                       heads, per, split_len, scale);
+}
+
+LKV_KERNEL(lkv_attend_split_bf16)(const lkv_att_bf16 *k, const lkv_att_bf16 *v, const float *q,
+                                  float *logits, float *part, const int *row0,
+                                  const int *group_n, const int *slot_off, const int *split_off,
+                                  int n_groups, int cap, int dim, int heads, int per,
+                                  int split_len, float scale)
+{
+    lkv_att_split<lkv_att_bf16, 1, LKV_ATT_COLS>(k, v, q, logits, part, row0, group_n, slot_off,
+                                                 split_off, n_groups, cap, dim, heads, per,
+                                                 split_len, scale);
+}
+
+LKV_KERNEL(lkv_attend_split_bf16_vec)(const lkv_att_bf16 *k, const lkv_att_bf16 *v,
+                                      const float *q, float *logits, float *part,
+                                      const int *row0, const int *group_n, const int *slot_off,
+                                      const int *split_off, int n_groups, int cap, int dim,
+                                      int heads, int per, int split_len, float scale)
+{
+    lkv_att_split<lkv_att_bf16, LKV_ATT_KV16_VEC, 1>(k, v, q, logits, part, row0, group_n,
+                                                     slot_off, split_off, n_groups, cap, dim,
+                                                     heads, per, split_len, scale);
 }
 
 // The quiet NaN the CPU's exp(-inf - -inf) gives.

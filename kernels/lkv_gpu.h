@@ -12,6 +12,8 @@
 //                             float); every lane of the warp must call it
 //   lkv_shfl(v, lane)         read lane's value; every lane must call it
 //   lkv_half_to_float(h)      binary16 bits (unsigned short) to float, exact
+//   lkv_bf16_to_float(b)      bfloat16 bits (unsigned short) to float, exact
+//                             (one definition below, for all three)
 //   atomicAdd on int/unsigned (shared or global memory)
 //   uint4, float4, uint2, float2 and 16-byte loads through them
 //   float math: expf, logf, fmaxf, fminf, isnan; double math: exp, log,
@@ -64,5 +66,13 @@ LKV_DEV float lkv_half_to_float(unsigned short h) { return __half2float(__ushort
 #else
 #error "kernels/lkv_gpu.h: compile with nvcc, hipcc/hiprtc, or -DLKV_GPU_EMU"
 #endif
+
+// bfloat16 is the upper half of a binary32, so widening is a shift on every
+// target (core/bf16.h's lkv_bf16_to_float on the host): NaN payloads and
+// subnormals come through unchanged, with no conversion instruction.
+LKV_DEV float lkv_bf16_to_float(unsigned short b)
+{
+    return __uint_as_float((unsigned int)b << 16);
+}
 
 #endif // LKV_GPU_H

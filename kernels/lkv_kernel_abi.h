@@ -20,7 +20,7 @@
 #define LKV_ATT_QBLOCK 8       /* query heads per split block (a pass over a K/V row) */
 #define LKV_ATT_COLS 4         /* V columns a thread holds on the scalar path */
 #define LKV_ATT_F32_VEC 4      /* floats per 16-byte chunk (f32 vector path) */
-#define LKV_ATT_F16_VEC 8      /* halves per 16-byte chunk (f16 vector path) */
+#define LKV_ATT_KV16_VEC 8     /* f16 or bf16 values per 16-byte chunk (their vector paths) */
 /* head_dim: the V pass holds LKV_ATT_COLS columns of a thread on the scalar
  * path and one chunk on the vector paths */
 #define LKV_ATT_DIM_MAX (LKV_ATT_COLS * LKV_ATT_BLOCK)
@@ -69,8 +69,8 @@ LKV_ABI_ASSERT(LKV_ATT_DIM_MAX <= LKV_ATT_COLS * LKV_ATT_BLOCK,
                "scalar V pass: head_dim <= columns per thread * block");
 LKV_ABI_ASSERT(LKV_ATT_DIM_MAX <= LKV_ATT_F32_VEC * LKV_ATT_BLOCK,
                "f32 vector V pass: head_dim <= one float4 per thread of the block");
-LKV_ABI_ASSERT(LKV_ATT_DIM_MAX <= LKV_ATT_F16_VEC * LKV_ATT_BLOCK,
-               "f16 vector V pass: head_dim <= one uint4 of halves per thread of the block");
+LKV_ABI_ASSERT(LKV_ATT_DIM_MAX <= LKV_ATT_KV16_VEC * LKV_ATT_BLOCK,
+               "f16/bf16 vector V pass: head_dim <= one uint4 of elements per thread of the block");
 /* more splits than scales still combine right, but recompute exp per column */
 LKV_ABI_ASSERT(LKV_ATT_MAX_SPLITS <= LKV_ATT_SCALES,
                "a group's split scales fit the combine's shared memory");

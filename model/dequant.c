@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "bf16.h"
 #include "error.h"
 #include "fp16.h"
 #include "le.h"
@@ -120,11 +121,7 @@ static void block_f32(const uint8_t *b, float *y) { *y = float_of_bits(lkv_le32(
 
 static void block_f16(const uint8_t *b, float *y) { *y = half_at(b); }
 
-/* bf16 is the top half of an f32. */
-static void block_bf16(const uint8_t *b, float *y)
-{
-    *y = float_of_bits((uint32_t)lkv_le16(b) << 16);
-}
+static void block_bf16(const uint8_t *b, float *y) { *y = lkv_bf16_to_float(lkv_le16(b)); }
 
 /* d, then 16 bytes: element j in the low nibble of byte j, j + 16 in the high. */
 static void block_q4_0(const uint8_t *b, float *y)

@@ -218,8 +218,6 @@ static float applied_scale(const lkv_cache_config *c)
     return c->scale > 0.0f ? c->scale : (float)(1.0 / sqrt((double)c->head_dim));
 }
 
-static const char *dtype_name(lkv_dtype d) { return d == LKV_DTYPE_F16 ? "f16" : "f32"; }
-
 /* A prompt's attention is computed once, through lane 0's cache, and every
  * lane continues from the hidden states it gives; a lane whose cache rounds
  * K/V to another dtype or applies another softmax scale would silently
@@ -236,7 +234,7 @@ static lkv_status check_same_storage(int32_t i, const lkv_cache_config *c,
                     "lane %d's cache stores K/V as %s with scale %.9g but lane 0's as %s with "
                     "scale %.9g: a prefill attends once, through lane 0's cache, so every lane "
                     "needs lane 0's dtype and scale (prefill such lanes separately)",
-                    i, dtype_name(c->dtype), (double)applied_scale(c), dtype_name(first->dtype),
+                    i, lkv_dtype_name(c->dtype), (double)applied_scale(c), lkv_dtype_name(first->dtype),
                     (double)applied_scale(first));
 }
 

@@ -24,7 +24,7 @@ layout(push_constant) uniform Params {
 } pc;
 
 #ifdef LKV_VEC
-#ifdef LKV_F16
+#ifdef LKV_KV16
 layout(std430, binding = 0) readonly buffer Keys { uvec4 k[]; };
 #define VEC 8u
 #else
@@ -47,10 +47,10 @@ void logits_of_slot(uint i, uint chr, uint j0, uint jn, uint qbase)
         acc[j] = 0.0;
 #ifdef LKV_VEC
     for (uint e = 0u; e < pc.dim; e += VEC) {
-#ifdef LKV_F16
+#ifdef LKV_KV16
         uvec4 w = k[(kbase + e) / VEC];
-        vec4 lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
-        vec4 hi = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+        vec4 lo = vec4(unpack_kv2(w.x), unpack_kv2(w.y));
+        vec4 hi = vec4(unpack_kv2(w.z), unpack_kv2(w.w));
         for (uint j = 0u; j < jn; j++) {
             uint qi = (qbase + j * pc.dim + e) / 4u;
             acc[j] += dot(q[qi], lo) + dot(q[qi + 1u], hi);

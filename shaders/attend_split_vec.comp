@@ -3,9 +3,10 @@
 // attend, pass 2 of 4, for head_dim a multiple of 4 and at most 4 * WG with
 // rows starting on a 4-element boundary (the host checks; attend_split.comp
 // covers the rest). Same partials as attend_split.comp, but each invocation
-// owns 4 consecutive dimensions (one 16-byte f32 load or 8-byte f16 load per
-// slot) and the workgroup's invocations are split into lanes that take
-// alternate slots, so V loads, weight loads and loop overhead drop about 4x.
+// owns 4 consecutive dimensions (one 16-byte f32 load or one 8-byte f16 or
+// bf16 load per slot) and the workgroup's invocations are split into lanes
+// that take alternate slots, so V loads, weight loads and loop overhead drop
+// about 4x.
 // Lanes are summed in shared memory at the end.
 // Launch: x = splits, y = cache heads of the chunk, z = query-head blocks.
 // Differs from the CPU oracle: f32, exponentials against the split's own
@@ -26,7 +27,7 @@ layout(push_constant) uniform Params {
     uint dblocks; // unused here: one block covers every dimension
 } pc;
 
-#ifdef LKV_F16
+#ifdef LKV_KV16
 layout(std430, binding = 0) readonly buffer Values { uvec2 v[]; };
 #else
 layout(std430, binding = 0) readonly buffer Values { vec4 v[]; };
@@ -40,9 +41,9 @@ shared vec4 lanes_sum[WG];
 
 vec4 load4(uint idx4)
 {
-#ifdef LKV_F16
+#ifdef LKV_KV16
     uvec2 w = v[idx4];
-    return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+    return vec4(unpack_kv2(w.x), unpack_kv2(w.y));
 #else
     return v[idx4];
 #endif

@@ -9,13 +9,13 @@
 // gather before the writes of the same round. Slots before the first one
 // that moves (kept[j] == j) are left alone; kept[j] - j never decreases, so
 // a binary search finds it.
-// Rows are moved as 32-bit words: f32 values, or pairs of f16 values when
-// head_dim is even and rows start on a word. LKV_HALVES is the general f16
-// variant for the rest, which assembles each word from two halves (a half
-// outside the moved range keeps its value). Rows that share a word (odd
-// capacity * head_dim) can be compacted in one dispatch: a word belongs to
-// the slot of its lower half, and a row's last slot moves only when the row
-// is not full, so two rows never write one word.
+// Rows are moved as 32-bit words: f32 values, or pairs of 2-byte (f16 or
+// bf16) values when head_dim is even and rows start on a word. LKV_HALVES is
+// the general 2-byte variant for the rest, which assembles each word from
+// two halves (a half outside the moved range keeps its value). Rows that
+// share a word (odd capacity * head_dim) can be compacted in one dispatch: a
+// word belongs to the slot of its lower half, and a row's last slot moves
+// only when the row is not full, so two rows never write one word.
 // Launch: x = workgroups taking alternate slots of the round, y = listed
 // rows; invocations over the words of a slot. list: (row, k) pairs;
 // scratch: K then V, each [listed row][round slot][words per slot].

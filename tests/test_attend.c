@@ -1,6 +1,7 @@
 /* Attention through the public API (prefill k/v, then decode) against an
  * independent float64 reference written here in plain loops: logits =
- * scale * q . k, softmax, weighted sum of V. Covers f32 and f16 storage, GQA
+ * scale * q . k, softmax, weighted sum of V. Covers f32, f16 and bf16
+ * storage (and the range each refuses or keeps), GQA
  * ratios 1, 4 and 8, head_dim 64 and 128, cache lengths 1 to 16384, other
  * layers and sequences, the prompt's causal outputs, attention after h2o
  * evictions, the `scale` field, the new token's own key, and the per-slot
@@ -11,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fp16.h"
+#include "dtype.h"
 #include "test_util.h"
 
 /* Output tolerance, relative to max(1, |reference|). The cpu backend
@@ -37,13 +38,15 @@ typedef struct problem {
     shape s;
     float *q;       /* [q_heads][dim] */
     float *k, *v;   /* [len][kv_heads][dim] as handed to lazykv */
-    float *ks, *vs; /* the same as stored: f16-rounded for f16 caches */
+    float *ks, *vs; /* the same as stored: rounded for f16 and bf16 caches */
 } problem;
 
 /* The value a cache of `dtype` holds for input x (exact as a float). */
 static float stored(float x, lkv_dtype dtype)
 {
-    return dtype == LKV_DTYPE_F16 ? lkv_half_to_float(lkv_float_to_half(x)) : x;
+    float y;
+    lkv_dtype_store(dtype, &y, 0, x);
+    return lkv_dtype_load(dtype, &y, 0);
 }
 
 static float *stored_copy(const float *x, size_t n, lkv_dtype dtype)
@@ -199,7 +202,7 @@ static void assert_output_close(const float *got, const double *want, const shap
               "(q_heads %d, kv_heads %d, dim %d, len %d, %s)",
               worst / (size_t)s->dim, worst % (size_t)s->dim, (double)got[worst], want[worst],
               worst_ratio, s->q_heads, s->kv_heads, s->dim, s->len,
-              s->dtype == LKV_DTYPE_F16 ? "f16" : "f32");
+              lkv_dtype_name(s->dtype));
 }
 
 static void check_output_matches_reference(shape s)
@@ -295,14 +298,14 @@ Test(attend, f16_gqa8_dim64_len16384_matches_float64_reference)
     check_output_matches_reference(SHAPE(8, 1, 64, 16384, LKV_DTYPE_F16));
 }
 
-Test(attend, f16_key_beyond_half_range_is_rejected)
+/* A key above the storage type's largest finite value would be stored as
+ * inf and turn every later output of the head into NaN. The cache refuses
+ * the token, names the value and the type, and keeps its length. */
+static void check_key_beyond_range_is_rejected(lkv_dtype dtype, float k, const char *k_text)
 {
-    /* 70000 is a finite f32 but above the largest half, 65504: stored as f16
-     * it would become inf and every later output of the head NaN. The cache
-     * refuses the token, names the value, and keeps its length. */
-    shape s = SHAPE(2, 1, 64, 2, LKV_DTYPE_F16);
+    shape s = SHAPE(2, 1, 64, 2, dtype);
     problem p = problem_make(s);
-    p.k[64] = 70000.0f; /* token 1 (the decoded one), dim 0 */
+    p.k[64] = k; /* token 1 (the decoded one), dim 0 */
     lkv_cache_config cfg = config_of(&s);
     lkv_cache *c = tu_cache(&cfg);
     prefill_layer(c, 0, 0, &p);
@@ -315,28 +318,103 @@ Test(attend, f16_key_beyond_half_range_is_rejected)
     lkv_cache_sequence_info(c, 0, &n, NULL);
     lkv_cache_destroy(c); /* before asserting: no leak report on failure */
     problem_free(&p);
-    cr_assert_eq(st, LKV_INVALID_ARGUMENT, "decode accepted k = 70000 into f16 storage");
-    cr_assert(strstr(why, "70000") && strstr(why, "f16"), "%s", why);
+    cr_assert_eq(st, LKV_INVALID_ARGUMENT, "decode accepted k = %s into %s storage", k_text,
+                 lkv_dtype_name(dtype));
+    cr_assert(strstr(why, k_text) && strstr(why, lkv_dtype_name(dtype)), "%s", why);
     cr_assert_eq(n, 1, "the refused token was not appended");
+}
+
+Test(attend, f16_key_beyond_half_range_is_rejected)
+{
+    /* 70000 is a finite f32 but above the largest half, 65504 */
+    check_key_beyond_range_is_rejected(LKV_DTYPE_F16, 70000.0f, "70000");
+}
+
+/* Guards the rounded-storage tests: on this data rounding K/V as `dtype`
+ * instead of as `other` moves the output far beyond OUT_TOL, so a cache that
+ * kept K/V in the other type would fail them. */
+static void check_storage_differs(lkv_dtype dtype, lkv_dtype other)
+{
+    shape s = SHAPE(2, 1, 64, 17, dtype);
+    problem p = problem_make(s);
+    double *rounded = ref_output(&p);
+    for (size_t i = 0; i < 17 * 64; i++) {
+        p.ks[i] = stored(p.k[i], other);
+        p.vs[i] = stored(p.v[i], other);
+    }
+    double *moved = ref_output(&p);
+    double diff = 0.0;
+    for (size_t i = 0; i < 2 * 64; i++)
+        diff = fmax(diff, fabs(rounded[i] - moved[i]));
+    cr_assert_gt(diff, 10 * OUT_TOL, "%s instead of %s storage moved the output by only %.3g",
+                 lkv_dtype_name(dtype), lkv_dtype_name(other), diff);
+    free(rounded);
+    free(moved);
+    problem_free(&p);
 }
 
 Test(attend, f16_storage_differs_from_f32_storage)
 {
-    /* guards the f16 tests: on this data f16 rounding moves the output far
-     * beyond OUT_TOL, so a cache that kept K/V in f32 would fail them */
-    shape s = SHAPE(2, 1, 64, 17, LKV_DTYPE_F16);
+    check_storage_differs(LKV_DTYPE_F16, LKV_DTYPE_F32);
+}
+
+/* ---- outputs: bf16 storage -------------------------------------------- */
+
+Test(attend, bf16_single_slot_output_is_its_rounded_value)
+{
+    check_single_slot_is_its_value(LKV_DTYPE_BF16);
+}
+
+Test(attend, bf16_mha_dim64_len2_matches_float64_reference)
+{
+    check_output_matches_reference(SHAPE(4, 4, 64, 2, LKV_DTYPE_BF16));
+}
+
+Test(attend, bf16_gqa4_dim128_len17_matches_float64_reference)
+{
+    check_output_matches_reference(SHAPE(4, 1, 128, 17, LKV_DTYPE_BF16));
+}
+
+Test(attend, bf16_gqa8_dim64_len1000_matches_float64_reference)
+{
+    check_output_matches_reference(SHAPE(8, 1, 64, 1000, LKV_DTYPE_BF16));
+}
+
+Test(attend, bf16_key_beyond_bf16_range_is_rejected)
+{
+    /* 3.4e38 is a finite f32 above the largest bf16, 3.3895314e38: it would
+     * round to inf */
+    check_key_beyond_range_is_rejected(LKV_DTYPE_BF16, 3.4e38f, "3.4e+38");
+}
+
+/* bf16 keeps f32's range: a key f16 refuses and a value at the largest bf16
+ * are stored, and the output stays finite. */
+Test(attend, bf16_stores_what_f16_cannot)
+{
+    shape s = SHAPE(2, 1, 64, 2, LKV_DTYPE_BF16);
     problem p = problem_make(s);
-    double *rounded = ref_output(&p);
-    memcpy(p.ks, p.k, sizeof(float) * 17 * 64);
-    memcpy(p.vs, p.v, sizeof(float) * 17 * 64);
-    double *exact = ref_output(&p);
-    double diff = 0.0;
-    for (size_t i = 0; i < 2 * 64; i++)
-        diff = fmax(diff, fabs(rounded[i] - exact[i]));
-    cr_assert_gt(diff, 10 * OUT_TOL, "f16 rounding moved the output by only %.3g", diff);
-    free(rounded);
-    free(exact);
+    p.k[64] = 70000.0f;             /* above f16's 65504 */
+    p.v[64 + 1] = 0x1.fep127f;      /* 3.3895314e38, the largest bf16 */
+    lkv_cache_config cfg = config_of(&s);
+    lkv_cache *c = tu_cache(&cfg);
+    prefill_layer(c, 0, 0, &p);
+    float out[2 * 64];
+    lkv_decode_io io = {p.q, p.k + 64, p.v + 64, out, LKV_MEMORY_HOST};
+    lkv_status st = lkv_cache_decode(c, 0, 0, &io);
+    int32_t n = -1;
+    lkv_cache_sequence_info(c, 0, &n, NULL);
+    lkv_cache_destroy(c);
     problem_free(&p);
+    cr_assert_eq(st, LKV_OK, "bf16 decode refused 70000 / 3.39e38: %s", lkv_last_error());
+    cr_assert_eq(n, 2);
+    for (int i = 0; i < 2 * 64; i++)
+        cr_assert(isfinite(out[i]), "out[%d] = %g", i, (double)out[i]);
+}
+
+Test(attend, bf16_storage_differs_from_f16_and_f32_storage)
+{
+    check_storage_differs(LKV_DTYPE_BF16, LKV_DTYPE_F16);
+    check_storage_differs(LKV_DTYPE_BF16, LKV_DTYPE_F32);
 }
 
 /* ---- other rows and the prompt's own outputs -------------------------- */

@@ -10,9 +10,11 @@
 #include <sys/wait.h>
 
 #include "bench.h"
+#include "bench_inputs.h"
 #include "bench_json_writer.h"
 #include "bench_svg_scale.h"
 #include "bench_timer.h"
+#include "bf16.h"
 #include "json.h"
 #include "test_util.h"
 
@@ -40,6 +42,19 @@ Test(bench_bytes, f32_storage_doubles_the_kv_bytes)
     cr_assert_float_eq(lkv_bench_op_bytes(LKV_BENCH_ATTEND_PLAIN, &s, 100, 50), 158208.0, 0.5);
 }
 
+Test(bench_bytes, bf16_storage_moves_the_bytes_of_f16)
+{
+    lkv_bench_shape bf16 = llama;
+    bf16.dtype = LKV_DTYPE_BF16;
+    for (int op = 0; op < LKV_BENCH_OP_COUNT; op++)
+        cr_expect_float_eq(lkv_bench_op_bytes((lkv_bench_op)op, &bf16, 1024, 512),
+                           lkv_bench_op_bytes((lkv_bench_op)op, &llama, 1024, 512), 0.5, "%s",
+                           lkv_bench_op_id((lkv_bench_op)op));
+    /* the f16 figure worked out above: 2-byte elements, not 4 */
+    cr_expect_float_eq(lkv_bench_op_bytes(LKV_BENCH_ATTEND_PROBS, &bf16, 1024, 512), 4259840.0,
+                       0.5);
+}
+
 Test(bench_bytes, state_ops_count_their_int32_rows)
 {
     cr_assert_float_eq(lkv_bench_op_bytes(LKV_BENCH_OBSERVE, &llama, 1024, 512), 163840.0, 0.5);
@@ -60,6 +75,35 @@ Test(bench_bytes, keep_is_the_percentage_of_the_length)
     lkv_bench_settings_init(&s, 0);
     cr_assert_eq(lkv_bench_keep(&s, 131072), 65536);
     cr_assert_eq(lkv_bench_keep(&s, 1), 1, "at least one slot is kept");
+}
+
+/* ---- inputs ---- */
+
+/* Every storage type holds the same draws: bf16 K/V are the f32 ones rounded
+ * to bf16, element for element, and the rest is identical. */
+Test(bench_inputs, bf16_inputs_are_the_f32_inputs_rounded_to_bf16)
+{
+    lkv_bench_shape f32 = {"toy", 4, 2, 33, LKV_DTYPE_F32}, bf16 = f32;
+    bf16.dtype = LKV_DTYPE_BF16;
+    lkv_bench_op_inputs a, b;
+    TU_OK(lkv_bench_op_inputs_make(&f32, 50, 7, &a));
+    TU_OK(lkv_bench_op_inputs_make(&bf16, 50, 7, &b));
+    size_t n = 2 * 50 * 33;
+    for (size_t i = 0; i < n; i++) {
+        float k, v;
+        uint16_t hk, hv;
+        memcpy(&k, a.k + 4 * i, 4);
+        memcpy(&v, a.v + 4 * i, 4);
+        memcpy(&hk, b.k + 2 * i, 2);
+        memcpy(&hv, b.v + 2 * i, 2);
+        cr_assert_eq(hk, lkv_float_to_bf16(k), "k[%zu]: 0x%04x for %.9g", i, hk, (double)k);
+        cr_assert_eq(hv, lkv_float_to_bf16(v), "v[%zu]: 0x%04x for %.9g", i, hv, (double)v);
+    }
+    cr_expect_eq(memcmp(a.q, b.q, sizeof(float) * 4 * 33), 0);
+    cr_expect_eq(memcmp(a.last, b.last, sizeof(int32_t) * 2 * 50), 0);
+    cr_expect_eq(memcmp(a.mri, b.mri, sizeof(int32_t) * 2 * 50), 0);
+    lkv_bench_op_inputs_free(&a);
+    lkv_bench_op_inputs_free(&b);
 }
 
 /* ---- formatting and statistics ---- */
@@ -254,6 +298,27 @@ Test(bench_json, results_parse_back_with_bytes_bandwidth_and_roofline_share)
                        1.0);
     const lkv_json *dec = &member(member(&doc, "decode"), "results")->items[0];
     cr_assert_float_eq(member(dec, "lazy_over_full")->number, 0.5, 1e-9);
+    lkv_json_free(&doc);
+    free(text);
+    lkv_bench_results_free(&r);
+}
+
+Test(bench_json, a_bf16_shape_is_labelled_and_typed_bf16)
+{
+    lkv_bench_results r;
+    fake_results(&r);
+    r.settings.shapes[0].dtype = LKV_DTYPE_BF16;
+    char *text = capture(write_json, &r);
+    lkv_json doc;
+    char err[256];
+    cr_assert_eq(lkv_json_parse(text, strlen(text), &doc, err, sizeof err), 0,
+                 "not JSON: %s", err);
+    const lkv_json *shape = &member(&doc, "shapes")->items[0];
+    cr_expect_str_eq(member(shape, "dtype")->text, "bf16");
+    cr_expect_str_eq(member(shape, "label")->text, "hq32/hkv8/d128 bf16");
+    const lkv_json *first = &member(&doc, "ops")->items[0];
+    cr_expect_str_eq(member(first, "shape")->text, "hq32/hkv8/d128 bf16");
+    cr_expect_float_eq(member(first, "bytes")->number, 4259840.0, 0.5);
     lkv_json_free(&doc);
     free(text);
     lkv_bench_results_free(&r);

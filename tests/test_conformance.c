@@ -19,10 +19,11 @@
 #include "test_util.h"
 
 /* Every family, at the quick grid's small shapes (attend's 4K x 32-head
- * shape is left to the ctest run). */
+ * shape is left to the ctest run); d=33 is a quick attend shape that also
+ * runs in bf16. */
 #define SMALL_CASES                                                                              \
-    "attend(d=64,n=1,*|attend(d=64,n=1000,*|attend(d=128,n=257,*|observe(*|score(*|select(*|"   \
-    "compact(*|replay(*"
+    "attend(d=64,n=1,*|attend(d=64,n=1000,*|attend(d=128,n=257,*|attend(d=33,n=500,*|"          \
+    "observe(*|score(*|select(*|compact(*|replay(*"
 
 /* ---- the broken ops ---- */
 
@@ -71,6 +72,20 @@ static lkv_status probs_one_past_n(lkv_device *dev, const lkv_attend_args *a)
                   (size_t)a->group_n[0]) * sizeof(float);
     TU_OK(lkv_backend_cpu.write(dev, a->probs, off, &stray, sizeof stray));
     return LKV_OK;
+}
+
+/* Reads bf16 K/V as f16, as a kernel with a two-way `f16 or f32` branch
+ * would: the same element size, so every access stays in bounds and only
+ * the values are wrong. */
+static lkv_status bf16_read_as_f16(lkv_device *dev, const lkv_attend_args *a)
+{
+    if (a->cache->dtype != LKV_DTYPE_BF16)
+        return lkv_backend_cpu.attend(dev, a);
+    lkv_cache_buffers cache = *a->cache;
+    cache.dtype = LKV_DTYPE_F16;
+    lkv_attend_args b = *a;
+    b.cache = &cache;
+    return lkv_backend_cpu.attend(dev, &b);
 }
 
 /* Ranks scores with two mantissa bits fewer: scores up to four floats apart
@@ -191,6 +206,22 @@ Test(conformance, a_flipped_attention_sign_fails_every_case_with_an_output)
         int with_out = has(t.c[i].name, "attend(") && !has(t.c[i].name, "out=none");
         expect_outcome(&t, i, with_out ? LKV_CONF_FAIL : LKV_CONF_PASS, "nmse");
     }
+}
+
+Test(conformance, an_attend_reading_bf16_as_f16_fails_the_bf16_cases_only)
+{
+    static tally t;
+    lkv_backend_ops broken = lkv_backend_cpu;
+    broken.attend = bf16_read_as_f16;
+    run_suite(&broken, "bf16-as-f16", LKV_CONF_ATTEND, &t);
+    int bf16 = 0;
+    for (int i = 0; i < t.count; i++) {
+        int bites = has(t.c[i].name, ",bf16)");
+        bf16 += bites;
+        expect_outcome(&t, i, bites ? LKV_CONF_FAIL : LKV_CONF_PASS,
+                       has(t.c[i].name, "out=none") ? "err/tol" : "nmse");
+    }
+    cr_expect_eq(bf16, 4, "one bf16 attend shape in four modes, got %d cases", bf16);
 }
 
 Test(conformance, two_swapped_kept_slots_fail_the_select_cases_that_keep_two)

@@ -25,20 +25,6 @@ static int same_half(uint16_t a, uint16_t b)
     return a == b;
 }
 
-static float float_of_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint32_t bits_of_float(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 /* The binary16 formula in double, independent of fp16.h. */
 static double half_value(uint16_t h)
 {
@@ -135,7 +121,7 @@ static inputs random_inputs(void)
     inputs in = {0};
     uint64_t rng = 0xf16f16u;
     for (int i = 0; i < 500000; i++)
-        push(&in, float_of_bits((uint32_t)(tu_uniform(&rng) * 4294967296.0)));
+        push(&in, tu_float_of_bits((uint32_t)(tu_uniform(&rng) * 4294967296.0)));
     for (int i = 0; i < 500000; i++) {
         int e = -26 + (int)(tu_uniform(&rng) * 43.0);
         float m = (float)(1.0 + tu_uniform(&rng));
@@ -154,7 +140,7 @@ static void check_float_to_half(inputs in, uint16_t (*want)(float), const char *
         uint16_t got = lkv_float_to_half(in.x[i]), ref_h = want(in.x[i]);
         if (!same_half(got, ref_h))
             cr_assert_fail("float %a (bits 0x%08x): lkv_float_to_half 0x%04x, %s 0x%04x",
-                           (double)in.x[i], bits_of_float(in.x[i]), got, ref, ref_h);
+                           (double)in.x[i], tu_bits_of_float(in.x[i]), got, ref, ref_h);
     }
     cr_assert_gt(in.n, 0);
     free(in.x);
@@ -243,7 +229,7 @@ Test(fp16, half_to_float_matches_float16_widening)
         memcpy(&x, &u, sizeof x);
         float want = (float)x, got = lkv_half_to_float(u);
         int ok = isnan(want) ? isnan(got) && !signbit(got) == !signbit(want)
-                             : bits_of_float(got) == bits_of_float(want);
+                             : tu_bits_of_float(got) == tu_bits_of_float(want);
         if (!ok)
             cr_assert_fail("half 0x%04x: lkv_half_to_float %a, _Float16 %a", h, (double)got,
                            (double)want);

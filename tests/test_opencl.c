@@ -835,7 +835,7 @@ static void windowed_decode_matches_cpu(lkv_dtype dtype, int32_t head_dim, int32
     fresh_cache();
     env_put("LAZYKV_OPENCL_MAX_RANGE", "4096");
     lkv_cache_config cfg = lazy_config(dtype, head_dim, capacity);
-    size_t elem = dtype == LKV_DTYPE_F16 ? 2 : 4;
+    size_t elem = lkv_dtype_size(dtype);
     size_t row = (size_t)capacity * (size_t)head_dim * elem;
     cr_assert(row <= 4096 - 20 && row * (size_t)(cfg.layers * cfg.kv_heads) > 4096,
               "the shape must need windows of whole rows");
@@ -857,6 +857,11 @@ Test(opencl_decode, f32_binding_windows_give_the_cpu_results)
 Test(opencl_decode, odd_f16_binding_windows_give_the_cpu_results)
 {
     windowed_decode_matches_cpu(LKV_DTYPE_F16, 17, 49);
+}
+
+Test(opencl_decode, odd_bf16_binding_windows_give_the_cpu_results)
+{
+    windowed_decode_matches_cpu(LKV_DTYPE_BF16, 17, 49);
 }
 
 /* The statuses of representative bad calls, on one backend. A valid step

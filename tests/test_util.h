@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <criterion/criterion.h>
 
@@ -16,6 +17,21 @@
         cr_assert_eq(tu_st_, LKV_OK, "%s failed: %s: %s", #call, lkv_status_name(tu_st_),        \
                      lkv_last_error());                                                          \
     } while (0)
+
+/* A float's bits and back, for tests that check exact encodings. */
+static inline float tu_float_of_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t tu_bits_of_float(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
 
 /* The cpu runtime (the oracle), opened once per test process and left open. */
 lkv_runtime *tu_runtime(void);

@@ -1,9 +1,9 @@
 /* The Vulkan backend as a user meets it: a missing loader or driver is a
  * clean UNAVAILABLE with the reason; on a working device (Mesa lavapipe in
  * CI) a decode run with evictions keeps exactly the positions the cpu oracle
- * keeps, with outputs within f32 rounding, for f32 and f16 storage, with the
- * binding windows of long caches forced on, and at other workgroup sizes,
- * while the Khronos validation layer stays silent.
+ * keeps, with outputs within f32 rounding, for f32, f16 and bf16 storage,
+ * with the binding windows of long caches forced on, and at other workgroup
+ * sizes, while the Khronos validation layer stays silent.
  *
  * Each Criterion test runs in its own process, so the environment knobs set
  * here (LAZYKV_VULKAN_*) never leak into another test. Where Vulkan is
@@ -212,6 +212,13 @@ Test(vulkan, f32_decode_with_evictions_matches_the_cpu_oracle)
 Test(vulkan, f16_decode_with_evictions_matches_the_cpu_oracle)
 {
     run_and_require_silence(LKV_DTYPE_F16, 64, 200);
+}
+
+Test(vulkan, odd_bf16_rows_decode_with_evictions_match_the_cpu_oracle)
+{
+    /* bf16 shares f16's 2-byte compaction (words from halves on odd rows)
+     * but reads each half as bits << 16 */
+    run_and_require_silence(LKV_DTYPE_BF16, 63, 201);
 }
 
 Test(vulkan, binding_windows_of_long_caches_give_the_same_results)

@@ -49,6 +49,13 @@ int cli_real(const char *cmd, const char *flag, const char *text, double lo, dou
     return 0;
 }
 
+int cli_dtype(const char *cmd, const char *flag, const char *text, lkv_dtype *out)
+{
+    if (lkv_dtype_from_name(text, out) != LKV_OK)
+        return cli_error(cmd, "%s '%s' is not f32, f16 or bf16", flag, text);
+    return 0;
+}
+
 /* One value into its field. */
 static int set_value(const char *cmd, const cli_option *o, const char *v, void *opts)
 {

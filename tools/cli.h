@@ -30,6 +30,8 @@ int cli_lib_error(const char *cmd, lkv_status st);
 int cli_int(const char *cmd, const char *flag, const char *text, long lo, long hi, int32_t *out);
 int cli_real(const char *cmd, const char *flag, const char *text, double lo, double hi,
              double *out);
+/* A K/V storage type by its name (f32, f16, bf16). */
+int cli_dtype(const char *cmd, const char *flag, const char *text, lkv_dtype *out);
 
 /* One option of a command: where its value goes in the command's options
  * struct (`at`, an offsetof) and how it is read. */

@@ -25,6 +25,7 @@ static const char *const help =
     "                    available device, emulated ones included, cpu first\n"
     "  --lengths LIST    cache lengths in slots, e.g. 1024,4096 or 1K,128K\n"
     "                    (default 1K,4K,16K,64K,128K; with --quick 1K,4K)\n"
+    "  --dtype f32|f16|bf16  K/V storage of every shape (default f16)\n"
     "  --quick           short lengths and timing, for a smoke test\n"
     "  --json FILE       write every measurement as JSON\n"
     "  --plot FILE       write an SVG plot: time per op vs cache length per\n"
@@ -34,7 +35,7 @@ static const char *const help =
     "bytes model and how to read the output.\n";
 
 typedef struct bench_opts {
-    const char *backends, *lengths, *json, *plot;
+    const char *backends, *lengths, *json, *plot, *dtype;
     int quick;
 } bench_opts;
 
@@ -55,6 +56,7 @@ static int parse(int argc, char **argv, bench_opts *o)
                           : !strcmp(a, "--lengths")  ? &o->lengths
                           : !strcmp(a, "--json")     ? &o->json
                           : !strcmp(a, "--plot")     ? &o->plot
+                          : !strcmp(a, "--dtype")    ? &o->dtype
                                                      : NULL;
         if (!slot)
             return cli_error("bench", a[0] == '-' ? "unknown option '%s' (see --help)"
@@ -141,6 +143,18 @@ static int parse_lengths(const char *list, lkv_bench_settings *s)
     return 0;
 }
 
+static int parse_dtype(const char *text, lkv_bench_settings *s)
+{
+    lkv_dtype d;
+    int rc = cli_dtype("bench", "--dtype", text, &d);
+    if (rc)
+        return rc;
+    for (int i = 0; i < s->n_shapes; i++)
+        s->shapes[i].dtype = d;
+    s->decode_shape.dtype = d;
+    return 0;
+}
+
 static int open_output(const char *path, FILE **out)
 {
     *out = NULL;
@@ -176,7 +190,8 @@ int cmd_bench(int argc, char **argv)
     lkv_bench_settings_init(&s, o.quick);
     s.progress = isatty(2);
     if ((o.backends && (rc = parse_backends(o.backends, &s))) ||
-        (o.lengths && (rc = parse_lengths(o.lengths, &s))))
+        (o.lengths && (rc = parse_lengths(o.lengths, &s))) ||
+        (o.dtype && (rc = parse_dtype(o.dtype, &s))))
         return rc;
     FILE *json = NULL, *plot = NULL;
     if ((rc = open_output(o.json, &json)) || (rc = open_output(o.plot, &plot))) {

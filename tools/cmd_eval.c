@@ -54,7 +54,7 @@ static const char *const help =
     "  --alpha A           lazy importance threshold (default 1e-4); needs lazy\n"
     "  --gqa MODE          grouped (default), expanded (B x kv/q slots per head, the\n"
     "                      grouped budget's memory; peaks differ) or both\n"
-    "  --dtype f16|f32     K/V storage (default f16)\n"
+    "  --dtype f32|f16|bf16  K/V storage (default f16)\n"
     "  --backend SPEC      default $LAZYKV_BACKEND, else auto\n"
     "  --threads N         forward-pass threads, 1..256 (default: the online CPUs)\n\n"
     "output\n"
@@ -83,14 +83,7 @@ static int lib_input_error(void) { return cli_error(cmd, "%s", lkv_last_error())
 
 static int parse_dtype(void *opts, const char *flag, const char *v)
 {
-    lkv_eval_settings *s = &((eval_opts *)opts)->s;
-    if (!strcmp(v, "f16"))
-        s->dtype = LKV_DTYPE_F16;
-    else if (!strcmp(v, "f32"))
-        s->dtype = LKV_DTYPE_F32;
-    else
-        return cli_error(cmd, "%s '%s' is not f16 or f32", flag, v);
-    return 0;
+    return cli_dtype(cmd, flag, v, &((eval_opts *)opts)->s.dtype);
 }
 
 static int parse_policies(void *opts, const char *flag, const char *v)

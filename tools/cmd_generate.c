@@ -51,7 +51,7 @@ static const char *const help =
     "  --alpha A           lazy importance threshold\n"
     "  --param KEY=VALUE   any other policy parameter (sinks, recent, interval, ...)\n"
     "  --gqa grouped|expanded  (default grouped)\n"
-    "  --dtype f16|f32     K/V storage (default f16)\n"
+    "  --dtype f32|f16|bf16  K/V storage (default f16)\n"
     "  --backend SPEC      default $LAZYKV_BACKEND, else auto\n\n"
     "output\n"
     "  --ids               print token ids (space-separated, one line) instead of text\n"
@@ -149,9 +149,7 @@ static int parse_gqa(void *opts, const char *flag, const char *v)
 
 static int parse_dtype(void *opts, const char *flag, const char *v)
 {
-    int f32 = 0, rc = parse_choice(flag, v, "f16", "f32", &f32);
-    ((gen_opts *)opts)->cache.dtype = f32 ? LKV_DTYPE_F32 : LKV_DTYPE_F16;
-    return rc;
+    return cli_dtype("generate", flag, v, &((gen_opts *)opts)->cache.dtype);
 }
 
 #define AT(field) offsetof(gen_opts, field)
@@ -443,7 +441,7 @@ static void report_run(const gen_opts *o, const gen_run *r, const lkv_cache_conf
     fprintf(f, "backend    %s:%d %s\n           %s\n", info.backend, info.device,
             info.device_name, info.selection);
     fprintf(f, "policy     %s; %s K/V, %s GQA\n", policy,
-            cfg->dtype == LKV_DTYPE_F16 ? "f16" : "f32",
+            lkv_dtype_name(cfg->dtype),
             cfg->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded");
     fprintf(f, "prompt     %d tokens, prefill %.3f s (%.1f tokens/s)\n", (int)r->n_prompt,
             r->prefill_s, rate(r->n_prompt, r->prefill_s));
@@ -464,7 +462,7 @@ static void report_memory(const gen_run *r, const lkv_cache_config *cfg)
     lkv_cache_get_stats(r->cache, &s);
     int32_t heads = lkv_cache_heads(r->cache);
     int64_t rows = (int64_t)cfg->layers * heads, tokens = (int64_t)r->n_prompt + r->steps;
-    int64_t dbytes = cfg->dtype == LKV_DTYPE_F16 ? 2 : 4;
+    int64_t dbytes = (int64_t)lkv_dtype_size(cfg->dtype);
     int64_t full = tokens * cfg->layers * cfg->kv_heads * 2 * cfg->head_dim * dbytes;
     char peak[32], all[32], reserved[32];
     cli_format_bytes((double)s.kv_bytes_peak, peak, sizeof peak);

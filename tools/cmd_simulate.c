@@ -32,7 +32,7 @@ static const char *const help =
     "  --q-heads N        default 8\n"
     "  --kv-heads N       default 2\n"
     "  --head-dim N       default 64\n"
-    "  --dtype f16|f32    K/V storage (default f16)\n"
+    "  --dtype f32|f16|bf16 K/V storage (default f16)\n"
     "  --gqa grouped|expanded  (default grouped)\n"
     "  --seed N           default 1\n";
 
@@ -195,11 +195,8 @@ static int parse(int argc, char **argv, sim_opts *o)
         else if (!strcmp(a, "--kv-heads")) rc = cli_int("simulate", a, v, 1, 256, &o->kv_heads);
         else if (!strcmp(a, "--head-dim")) rc = cli_int("simulate", a, v, 1, 1024, &o->head_dim);
         else if (!strcmp(a, "--seed")) rc = cli_int("simulate", a, v, 0, 2147483647, &o->seed);
-        else if (!strcmp(a, "--dtype")) {
-            if (strcmp(v, "f16") && strcmp(v, "f32"))
-                return cli_error("simulate", "--dtype '%s' is not f16 or f32", v);
-            o->dtype = strcmp(v, "f16") ? LKV_DTYPE_F32 : LKV_DTYPE_F16;
-        } else if (!strcmp(a, "--gqa")) {
+        else if (!strcmp(a, "--dtype")) rc = cli_dtype("simulate", a, v, &o->dtype);
+        else if (!strcmp(a, "--gqa")) {
             if (strcmp(v, "grouped") && strcmp(v, "expanded"))
                 return cli_error("simulate", "--gqa '%s' is not grouped or expanded", v);
             o->gqa = strcmp(v, "grouped") ? LKV_GQA_EXPANDED : LKV_GQA_GROUPED;
@@ -430,7 +427,7 @@ int cmd_simulate(int argc, char **argv)
                info.selection);
         printf("shape     %d layers, %d query heads, %d KV heads (%s), head_dim %d, %s storage\n",
                o.layers, o.q_heads, o.kv_heads, o.gqa == LKV_GQA_GROUPED ? "grouped" : "expanded",
-               o.head_dim, o.dtype == LKV_DTYPE_F16 ? "f16" : "f32");
+               o.head_dim, lkv_dtype_name(o.dtype));
         printf("sequence  %d-token prompt + %d decode steps = %d tokens; budget %d slots (%.0f%%)\n",
                o.prompt, o.steps, total, budget, 100.0 * budget / total);
         if (o.compare || !strcmp(o.policy, "lazy"))

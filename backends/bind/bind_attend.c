@@ -6,6 +6,7 @@
  *   attend_probs    per-slot probabilities, combined per cache head
  * A chunk is as many cache heads of a group as one binding window holds
  * (all of them unless the cache is very long). */
+#include "dtype.h"
 #include "error.h"
 #include "bind_internal.h"
 
@@ -14,9 +15,27 @@
 #define LKV_BIND_SPLIT_MIN 256
 #define LKV_BIND_MAX_SPLITS 1024
 
+/* attend's pipelines per K/V storage type, indexed by lkv_dtype: the vector
+ * variants load 16 bytes at a time where rows and the window allow. */
+typedef struct attend_pipes {
+    lkv_bind_pipe logits, logits_vec, split, split_vec;
+} attend_pipes;
+
+static const attend_pipes pipes_of_dtype[] = {
+    [LKV_DTYPE_F32] = {LKV_BIND_PIPE_attend_logits_f32, LKV_BIND_PIPE_attend_logits_f32_vec,
+                       LKV_BIND_PIPE_attend_split_f32, LKV_BIND_PIPE_attend_split_f32_vec},
+    [LKV_DTYPE_F16] = {LKV_BIND_PIPE_attend_logits_f16, LKV_BIND_PIPE_attend_logits_f16_vec,
+                       LKV_BIND_PIPE_attend_split_f16, LKV_BIND_PIPE_attend_split_f16_vec},
+    [LKV_DTYPE_BF16] = {LKV_BIND_PIPE_attend_logits_bf16, LKV_BIND_PIPE_attend_logits_bf16_vec,
+                        LKV_BIND_PIPE_attend_split_bf16, LKV_BIND_PIPE_attend_split_bf16_vec},
+};
+_Static_assert(sizeof pipes_of_dtype / sizeof pipes_of_dtype[0] == LKV_DTYPE_COUNT,
+               "one row per lkv_dtype");
+
 typedef struct attend_plan {
     uint32_t n, per, dim, cap, split_len, n_splits, qblocks, dblocks, elem;
-    int64_t heads_fit; /* cache heads per chunk */
+    const attend_pipes *pipes; /* of the cache's dtype */
+    int64_t heads_fit;         /* cache heads per chunk */
 } attend_plan;
 
 static int64_t min64(int64_t a, int64_t b)
@@ -31,7 +50,8 @@ static lkv_status plan_group(lkv_device *d, const lkv_attend_args *a, int32_t n,
     p->per = (uint32_t)(a->q_heads / a->cache_heads);
     p->dim = (uint32_t)c->head_dim;
     p->cap = (uint32_t)c->capacity;
-    p->elem = c->dtype == LKV_DTYPE_F16 ? 2 : 4;
+    p->elem = (uint32_t)lkv_dtype_size(c->dtype);
+    p->pipes = &pipes_of_dtype[c->dtype]; /* check_args checked the dtype */
     /* Splits: enough workgroups to fill the device, at most LKV_BIND_MAX_SPLITS. */
     uint32_t blocks = (uint32_t)a->cache_heads * ((p->per + 7) / 8);
     uint32_t want = lkv_bind_lim(d)->max_groups / (blocks ? blocks : 1);
@@ -63,13 +83,11 @@ static lkv_status plan_group(lkv_device *d, const lkv_attend_args *a, int32_t n,
 
 /* The 16-byte-load variant needs every K row and q vector to start on a
  * 16-byte boundary of the window. */
-static lkv_bind_pipe logits_pipe(lkv_dtype dtype, uint32_t dim, uint32_t skew)
+static lkv_bind_pipe logits_pipe(const attend_plan *p, uint32_t skew)
 {
-    uint32_t vec = dtype == LKV_DTYPE_F16 ? 8 : 4;
-    int aligned = dim % vec == 0 && skew % vec == 0;
-    if (dtype == LKV_DTYPE_F16)
-        return aligned ? LKV_BIND_PIPE_attend_logits_f16_vec : LKV_BIND_PIPE_attend_logits_f16;
-    return aligned ? LKV_BIND_PIPE_attend_logits_f32_vec : LKV_BIND_PIPE_attend_logits_f32;
+    uint32_t vec = 16 / p->elem;
+    int aligned = p->dim % vec == 0 && skew % vec == 0;
+    return aligned ? p->pipes->logits_vec : p->pipes->logits;
 }
 
 static lkv_status chunk(lkv_device *d, const lkv_attend_args *a, const attend_plan *p, int32_t g,
@@ -87,15 +105,13 @@ static lkv_status chunk(lkv_device *d, const lkv_attend_args *a, const attend_pl
     struct { uint32_t n, cap, dim, per, ch_first, kv_skew, q_base; float scale; } lp =
         {p->n, p->cap, p->dim, p->per, ch_first, k.skew, q_base, a->scale};
     lkv_bind_buf b1[3] = {k.bind, lkv_bind_whole(d, a->q), logits};
-    lkv_status st = lkv_bind_dispatch(d, logits_pipe(c->dtype, p->dim, k.skew), b1, &lp,
+    lkv_status st = lkv_bind_dispatch(d, logits_pipe(p, k.skew), b1, &lp,
                                       lkv_bind_groups(d, p->n, (int64_t)nch * p->qblocks), nch, p->qblocks);
     struct { uint32_t n, cap, dim, per, kv_skew, split_len, n_splits, dblocks; } sp =
         {p->n, p->cap, p->dim, p->per, v.skew, p->split_len, p->n_splits, p->dblocks};
     lkv_bind_buf b2[3] = {v.bind, logits, parts};
     int vec = p->dim % 4 == 0 && p->dim <= 4 * lkv_bind_lim(d)->wg && v.skew % 4 == 0;
-    lkv_bind_pipe split = c->dtype == LKV_DTYPE_F16
-                               ? (vec ? LKV_BIND_PIPE_attend_split_f16_vec : LKV_BIND_PIPE_attend_split_f16)
-                               : (vec ? LKV_BIND_PIPE_attend_split_f32_vec : LKV_BIND_PIPE_attend_split_f32);
+    lkv_bind_pipe split = vec ? p->pipes->split_vec : p->pipes->split;
     if (st == LKV_OK && p->n > 0)
         st = lkv_bind_dispatch(d, split, b2, &sp, p->n_splits, nch, p->qblocks * (vec ? 1 : p->dblocks));
     struct { uint32_t n_splits, dim, qh_first, out_base, has_out; } cp =
@@ -113,10 +129,14 @@ static lkv_status chunk(lkv_device *d, const lkv_attend_args *a, const attend_pl
     return lkv_bind_dispatch(d, LKV_BIND_PIPE_attend_probs, b4, &pp, lkv_bind_groups(d, p->n, nch), nch, 1);
 }
 
-/* q and out are bound whole: they hold a few vectors per group, but a caller
- * could pass more groups than one binding spans. */
-static lkv_status check_io(lkv_device *d, const lkv_attend_args *a)
+/* The cache's dtype has pipelines here. q and out are bound whole: they
+ * hold a few vectors per group, but a caller could pass more groups than one
+ * binding spans. */
+static lkv_status check_args(lkv_device *d, const lkv_attend_args *a)
 {
+    lkv_status st = lkv_dtype_check(a->cache->dtype, lkv_bind_name(d), "attend");
+    if (st != LKV_OK)
+        return st;
     const lkv_buffer *io[2] = {a->q, a->out};
     for (int i = 0; i < 2; i++)
         if (io[i] && lkv_bind_size(d, io[i]) > lkv_bind_lim(d)->max_range)
@@ -129,7 +149,7 @@ static lkv_status check_io(lkv_device *d, const lkv_attend_args *a)
 
 lkv_status lkv_bind_attend(lkv_device *d, const lkv_attend_args *a)
 {
-    lkv_status st0 = check_io(d, a);
+    lkv_status st0 = check_args(d, a);
     if (st0 != LKV_OK)
         return st0;
     for (int32_t g = 0; g < a->n_groups; g++) {

@@ -11,6 +11,7 @@
  * is submitted as a whole), on OpenCL the dispatches queued before it still
  * run, so K/V may be moved and the state not; the core reports that as an
  * eviction that failed part-way, to be answered by resetting the sequence. */
+#include "dtype.h"
 #include "error.h"
 #include "bind_internal.h"
 
@@ -32,9 +33,11 @@ typedef struct compact_run {
     uint32_t kv_round, meta_round; /* slots per round per row */
 } compact_run;
 
+/* Bytes per K/V element: 4, or 2 for f16 and bf16, which compact moves
+ * alike (it copies bits, never converts). 0 for an unknown dtype. */
 static uint32_t elem_of(const lkv_cache_buffers *c)
 {
-    return c->dtype == LKV_DTYPE_F16 ? 2 : 4;
+    return (uint32_t)lkv_dtype_size(c->dtype);
 }
 
 static uint64_t kv_row_bytes(const lkv_cache_buffers *c)
@@ -43,17 +46,17 @@ static uint64_t kv_row_bytes(const lkv_cache_buffers *c)
 }
 
 /* Whole 32-bit words per slot, in 16-byte units where slots and the window
- * allow, unless f16 slots straddle words: then words are assembled from
- * halves. Rows that share a word (odd capacity * head_dim) are safe in one
- * dispatch: a word belongs to the slot of its lower half, and the last slot
- * of a row only moves when the row is not full. */
+ * allow, unless 2-byte (f16 or bf16) slots straddle words: then words are
+ * assembled from halves. Rows that share a word (odd capacity * head_dim)
+ * are safe in one dispatch: a word belongs to the slot of its lower half,
+ * and the last slot of a row only moves when the row is not full. */
 static kv_plan plan_kv(const lkv_cache_buffers *c, uint32_t skew_elems)
 {
-    int f16 = c->dtype == LKV_DTYPE_F16;
-    int halves = f16 && (c->head_dim % 2 != 0 || skew_elems % 2 != 0);
+    int pairs = elem_of(c) == 2;
+    int halves = pairs && (c->head_dim % 2 != 0 || skew_elems % 2 != 0);
     kv_plan p;
-    p.words = f16 && !halves ? (uint32_t)c->head_dim / 2 : (uint32_t)c->head_dim;
-    p.skew = f16 && !halves ? skew_elems / 2 : skew_elems;
+    p.words = pairs && !halves ? (uint32_t)c->head_dim / 2 : (uint32_t)c->head_dim;
+    p.skew = pairs && !halves ? skew_elems / 2 : skew_elems;
     p.slot_words = halves ? (p.words + 3) / 2 : p.words;
     int vec = !halves && p.words % 4 == 0 && p.skew % 4 == 0;
     p.unit = vec ? 4 : 1;
@@ -171,13 +174,16 @@ static lkv_status move_meta(lkv_device *d, const lkv_compact_args *a, const comp
 lkv_status lkv_bind_compact(lkv_device *d, const lkv_compact_args *a)
 {
     const lkv_cache_buffers *c = a->cache;
+    lkv_status st = lkv_dtype_check(c->dtype, lkv_bind_name(d), "compact");
+    if (st != LKV_OK)
+        return st;
     int64_t fit = lkv_bind_rows_fit(d, kv_row_bytes(c));
     if (fit < 1)
         return lkv_fail(LKV_UNSUPPORTED, "%s compact: one cache row (%llu bytes) exceeds this "
                         "device's %llu-byte binding range",
                         lkv_bind_name(d), (unsigned long long)kv_row_bytes(c),
                         (unsigned long long)lkv_bind_lim(d)->max_range);
-    lkv_status st = acquire(d, a, fit);
+    st = acquire(d, a, fit);
     const int32_t *cols[2] = {a->rows, a->row_k};
     for (int32_t first = 0; st == LKV_OK && first < a->n_rows;) {
         compact_run r = plan_run(d, a, first, fit);

@@ -21,9 +21,9 @@ lkv_bind_window lkv_bind_window_of(lkv_device *d, const lkv_buffer *b, int64_t r
     uint64_t off = (uint64_t)row_lo * row_bytes;
     uint64_t end = (uint64_t)(row_hi + 1) * row_bytes;
     uint64_t at = off / align * align;
-    /* Kernels may read f16 as 32-bit words: a row that ends mid-word needs
-     * the whole word bound. Buffer sizes are multiples of 4, so this stays
-     * inside. */
+    /* Kernels may read f16 and bf16 as 32-bit words: a row that ends
+     * mid-word needs the whole word bound. Buffer sizes are multiples of 4,
+     * so this stays inside. */
     end = (end + 3) & ~(uint64_t)3;
     if (end > size)
         end = size;

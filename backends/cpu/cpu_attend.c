@@ -10,24 +10,12 @@
 
 #include "cpu_internal.h"
 #include "error.h"
-#include "fp16.h"
+#include "dtype.h"
 
 typedef struct attend_job {
     const lkv_attend_args *a;
     atomic_int failed; /* set by a chunk that could not get scratch memory */
 } attend_job;
-
-static double load(const unsigned char *p, lkv_dtype dtype, int32_t d)
-{
-    if (dtype == LKV_DTYPE_F16) {
-        uint16_t h;
-        memcpy(&h, p + 2 * (size_t)d, 2);
-        return lkv_half_to_float(h);
-    }
-    float f;
-    memcpy(&f, p + 4 * (size_t)d, 4);
-    return f;
-}
 
 /* One query head over one cache row: p[0..n) and, if wanted, out[0..d). */
 static void attend_head(const lkv_attend_args *a, int32_t row, int32_t n, const float *q,
@@ -40,7 +28,7 @@ static void attend_head(const lkv_attend_args *a, int32_t row, int32_t n, const 
         const unsigned char *k = lkv_cpu_kv_slot(c->k, c, row, i);
         double s = 0.0;
         for (int32_t d = 0; d < dim; d++)
-            s += (double)q[d] * load(k, c->dtype, d);
+            s += (double)q[d] * lkv_dtype_load(c->dtype, k, (size_t)d);
         p[i] = s * (double)a->scale;
         if (p[i] > m)
             m = p[i];
@@ -59,7 +47,7 @@ static void attend_head(const lkv_attend_args *a, int32_t row, int32_t n, const 
     for (int32_t i = 0; i < n; i++) {
         const unsigned char *v = lkv_cpu_kv_slot(c->v, c, row, i);
         for (int32_t d = 0; d < dim; d++)
-            acc[d] += p[i] * load(v, c->dtype, d);
+            acc[d] += p[i] * lkv_dtype_load(c->dtype, v, (size_t)d);
     }
     for (int32_t d = 0; d < dim; d++)
         out[d] = (float)acc[d];
@@ -111,6 +99,9 @@ static void attend_items(void *ctx, int begin, int end)
 
 lkv_status lkv_cpu_attend(lkv_device *dev, const lkv_attend_args *a)
 {
+    lkv_status st = lkv_dtype_check(a->cache->dtype, "cpu", "attend");
+    if (st != LKV_OK)
+        return st;
     int items = a->n_groups * a->cache_heads;
     attend_job job = {a, 0};
     double work = 0.0;

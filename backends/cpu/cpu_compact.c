@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "dtype.h"
 
 static void move_i32(const lkv_buffer *b, int32_t cap, int32_t row, int32_t dst, int32_t src)
 {
@@ -15,7 +16,10 @@ lkv_status lkv_cpu_compact(lkv_device *dev, const lkv_compact_args *a)
 {
     (void)dev;
     const lkv_cache_buffers *c = a->cache;
-    size_t row_bytes = (size_t)c->head_dim * lkv_cpu_elem_size(c->dtype);
+    lkv_status st = lkv_dtype_check(c->dtype, "cpu", "compact");
+    if (st != LKV_OK)
+        return st;
+    size_t row_bytes = (size_t)c->head_dim * lkv_dtype_size(c->dtype);
     for (int32_t r = 0; r < a->n_rows; r++) {
         int32_t row = a->rows[r];
         const int32_t *kept = lkv_cpu_row_i32(a->kept, c->capacity, row);

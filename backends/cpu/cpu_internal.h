@@ -16,11 +16,6 @@ struct lkv_buffer {
     unsigned char *data;
 };
 
-static inline size_t lkv_cpu_elem_size(lkv_dtype dtype)
-{
-    return dtype == LKV_DTYPE_F16 ? 2 : 4;
-}
-
 /* Typed views of a row of a [rows][capacity] buffer. */
 static inline int32_t *lkv_cpu_row_i32(const lkv_buffer *b, int32_t capacity, int32_t row)
 {
@@ -37,7 +32,7 @@ static inline unsigned char *lkv_cpu_kv_slot(const lkv_buffer *b, const lkv_cach
                                              int32_t row, int32_t slot)
 {
     size_t elems = ((size_t)row * (size_t)c->capacity + (size_t)slot) * (size_t)c->head_dim;
-    return b->data + elems * lkv_cpu_elem_size(c->dtype);
+    return b->data + elems * lkv_dtype_size(c->dtype);
 }
 
 /* Runs fn(ctx, begin, end) over [0, n_items) split across the device's

@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "dtype.h"
 #include "error.h"
 #include "gpu_internal.h"
 #include "lkv_kernel_abi.h"
@@ -92,7 +93,7 @@ static attend_shape shape_of(const lkv_attend_args *a)
     s.qblocks = (s.per + LKV_ATT_QBLOCK - 1) / LKV_ATT_QBLOCK;
     s.dim = a->cache->head_dim;
     s.cap = a->cache->capacity;
-    s.elem = a->cache->dtype == LKV_DTYPE_F16 ? 2 : 4;
+    s.elem = lkv_dtype_size(a->cache->dtype);
     return s;
 }
 
@@ -106,9 +107,9 @@ static lkv_status check_shape(const lkv_device *d, const lkv_attend_args *a)
     if (a->cache_heads < 1 || a->q_heads < a->cache_heads || a->q_heads % a->cache_heads)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: q_heads %d is not a positive multiple "
                         "of cache_heads %d", drv, a->q_heads, a->cache_heads);
-    if (c->dtype != LKV_DTYPE_F32 && c->dtype != LKV_DTYPE_F16)
-        return lkv_fail(LKV_UNSUPPORTED, "%s attend: K/V dtype %d: only f32 and f16", drv,
-                        (int)c->dtype);
+    lkv_status st = lkv_dtype_check(c->dtype, drv, "attend");
+    if (st != LKV_OK)
+        return st;
     if (c->head_dim < 1 || c->head_dim > LKV_ATT_DIM_MAX)
         return lkv_fail(LKV_UNSUPPORTED, "%s attend: head_dim %d outside 1..%d", drv, c->head_dim,
                         LKV_ATT_DIM_MAX);
@@ -309,18 +310,33 @@ static lkv_status plan_call(const lkv_device *d, const lkv_attend_args *a, atten
     return LKV_OK;
 }
 
+/* The split kernels of each K/V dtype, indexed by lkv_dtype: one element
+ * per load, or 16 bytes (`vec` elements). */
+typedef struct split_kernels {
+    int32_t vec;
+    lkv_gpu_kernel_id scalar, vector;
+} split_kernels;
+
+static const split_kernels split_of_dtype[] = {
+    [LKV_DTYPE_F32] = {LKV_ATT_F32_VEC, LKV_GPU_K_lkv_attend_split_f32,
+                       LKV_GPU_K_lkv_attend_split_f32_vec},
+    [LKV_DTYPE_F16] = {LKV_ATT_KV16_VEC, LKV_GPU_K_lkv_attend_split_f16,
+                       LKV_GPU_K_lkv_attend_split_f16_vec},
+    [LKV_DTYPE_BF16] = {LKV_ATT_KV16_VEC, LKV_GPU_K_lkv_attend_split_bf16,
+                        LKV_GPU_K_lkv_attend_split_bf16_vec},
+};
+_Static_assert(sizeof split_of_dtype / sizeof split_of_dtype[0] == LKV_DTYPE_COUNT,
+               "one row per lkv_dtype");
+
 /* The vector kernels load 16 bytes at a time: every K/V row and q vector
- * must start on a 16-byte boundary (head_dim a multiple of 8 halves or 4
- * floats, buffers allocated aligned). */
+ * must start on a 16-byte boundary (head_dim a multiple of 8 halves or bf16
+ * or 4 floats, buffers allocated aligned). check_shape checked the dtype. */
 static lkv_gpu_kernel_id split_kernel(const lkv_attend_args *a)
 {
     const lkv_cache_buffers *c = a->cache;
-    int f16 = c->dtype == LKV_DTYPE_F16;
-    int aligned = c->head_dim % (f16 ? LKV_ATT_F16_VEC : LKV_ATT_F32_VEC) == 0 &&
-                  ((c->k->ptr | c->v->ptr | a->q->ptr) & 15) == 0;
-    if (f16)
-        return aligned ? LKV_GPU_K_lkv_attend_split_f16_vec : LKV_GPU_K_lkv_attend_split_f16;
-    return aligned ? LKV_GPU_K_lkv_attend_split_f32_vec : LKV_GPU_K_lkv_attend_split_f32;
+    const split_kernels *ks = &split_of_dtype[c->dtype];
+    int aligned = c->head_dim % ks->vec == 0 && ((c->k->ptr | c->v->ptr | a->q->ptr) & 15) == 0;
+    return aligned ? ks->vector : ks->scalar;
 }
 
 /* The launch lists of the call, uploaded once: group_row0, group_n (by the

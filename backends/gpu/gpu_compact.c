@@ -3,6 +3,7 @@
  * column slice) (kernels/compact.cu explains why that is safe). No scratch:
  * after the row lists are uploaded the launch is the only step, so a
  * failure leaves the cache as it was, never with K/V moved and state not. */
+#include "dtype.h"
 #include "error.h"
 #include "gpu_internal.h"
 #include "lkv_kernel_abi.h"
@@ -18,11 +19,12 @@ typedef struct compact_plan {
 
 /* The widest unit that divides a slot's row and both buffers' alignment;
  * then enough slices to give the device a few blocks per multiprocessor,
- * but none narrower than a sector unless the row is. */
+ * but none narrower than a sector unless the row is. Elements are moved as
+ * bytes, so f16 and bf16 (2 bytes) move alike. */
 static compact_plan plan(const lkv_device *d, const lkv_compact_args *a)
 {
     const lkv_cache_buffers *c = a->cache;
-    uint64_t row_bytes = (uint64_t)c->head_dim * (c->dtype == LKV_DTYPE_F16 ? 2 : 4);
+    uint64_t row_bytes = (uint64_t)c->head_dim * lkv_dtype_size(c->dtype);
     uint64_t align = (c->k->ptr | c->v->ptr | row_bytes);
     uint32_t unit = align % 16 == 0 ? 16 : align % 4 == 0 ? 4 : 2;
     compact_plan p;
@@ -49,13 +51,16 @@ lkv_status lkv_gpu_compact(lkv_device *d, const lkv_compact_args *a)
     if (c->head_dim <= 0)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s compact: head_dim %d; it must be positive",
                         d->drv->name, c->head_dim);
+    lkv_status st = lkv_dtype_check(c->dtype, d->drv->name, "compact");
+    if (st != LKV_OK) /* before the plan divides by a 0-byte row */
+        return st;
     if (a->n_rows <= 0)
         return LKV_OK;
     compact_plan p = plan(d, a);
     const int32_t *host[2] = {a->rows, a->row_k};
     size_t counts[2] = {(size_t)a->n_rows, (size_t)a->n_rows};
     lkv_gpu_ptr list[2];
-    lkv_status st = lkv_gpu_upload(d, 2, host, counts, list);
+    st = lkv_gpu_upload(d, 2, host, counts, list);
     if (st != LKV_OK)
         return st;
     lkv_gpu_ptr kept = a->kept->ptr, k = c->k->ptr, v = c->v->ptr, pos = c->pos->ptr;

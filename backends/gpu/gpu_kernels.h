@@ -9,6 +9,8 @@ LKV_GPU_KERNEL(lkv_attend_split_f32)
 LKV_GPU_KERNEL(lkv_attend_split_f32_vec)
 LKV_GPU_KERNEL(lkv_attend_split_f16)
 LKV_GPU_KERNEL(lkv_attend_split_f16_vec)
+LKV_GPU_KERNEL(lkv_attend_split_bf16)
+LKV_GPU_KERNEL(lkv_attend_split_bf16_vec)
 LKV_GPU_KERNEL(lkv_attend_combine)
 LKV_GPU_KERNEL(lkv_attend_probs)
 /* LKV_GPU_KERNELS_ATTEND_END */

@@ -14,7 +14,7 @@
 #include "error.h"
 
 /* Kernels index a binding with 32-bit element counts, so one binding spans
- * at most this many bytes (f16 elements count halves). */
+ * at most this many bytes (f16 and bf16 elements count halves). */
 #define LKV_CL_MAX_RANGE ((uint64_t)1 << 31)
 
 static lkv_status settings(lkv_device *d)

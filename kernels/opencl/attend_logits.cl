@@ -4,8 +4,8 @@
 // block.
 // Launch: x = slot blocks, y = cache heads of the chunk, z = query-head blocks.
 // The LKV_VEC variant loads K and q 16 bytes at a time (the host picks it when
-// head_dim and the row start allow). vload4 / vload_half8 need only element
-// alignment, so nothing here depends on how the host aligns a window.
+// head_dim and the row start allow). vload4 / vload_half8 / vload8 (bf16
+// as ushort) need only element alignment, so nothing here depends on how the host aligns a window.
 // Differs from the CPU oracle: products summed in f32 in dimension order
 // (the oracle sums in double). Differs from the shader: f16 is read through
 // vload_half, which keeps subnormals where Vulkan may flush them.
@@ -20,9 +20,9 @@ static void logits_of_slot(__global const KV_T *k, __global const float *q, __gl
     for (uint j = 0u; j < QBLOCK; j++)
         acc[j] = 0.0f;
 #ifdef LKV_VEC
-#ifdef LKV_F16
+#ifdef LKV_KV16
     for (uint e = 0u; e < dim; e += 8u) {
-        float8 w = vload_half8((kbase + e) / 8u, k);
+        float8 w = LOAD_KV8(k, (kbase + e) / 8u);
         for (uint j = 0u; j < jn; j++) {
             uint qi = (qbase + j * dim + e) / 4u;
             acc[j] += dot(vload4(qi, q), w.lo) + dot(vload4(qi + 1u, q), w.hi);

@@ -2,10 +2,10 @@
 // with rows starting on a 4-element boundary (mirrors
 // shaders/attend_split_vec.comp; the host checks, attend_split.cl covers the
 // rest). Same partials as attend_split.cl, but each work-item owns 4
-// consecutive dimensions (one 16-byte f32 or 8-byte f16 load per slot) and
-// the group's work-items are split into lanes that take alternate slots, so
-// V loads, weight loads and loop overhead drop about 4x. Lanes are summed in
-// local memory at the end.
+// consecutive dimensions (one 16-byte f32 or one 8-byte f16 or bf16 load
+// per slot) and the group's work-items are split into lanes that take
+// alternate slots, so V loads, weight loads and loop overhead drop about 4x.
+// Lanes are summed in local memory at the end.
 // Launch: x = splits, y = cache heads of the chunk, z = query-head blocks.
 // Differs from the CPU oracle: f32, exponentials against the split's own
 // maximum (rescaled in pass 3), sums in lane-then-slot order.
@@ -15,11 +15,7 @@
 
 static float4 load4(__global const KV_T *v, uint idx4)
 {
-#ifdef LKV_F16
-    return vload_half4(idx4, v);
-#else
-    return vload4(idx4, v);
-#endif
+    return LOAD_KV4(v, idx4);
 }
 
 LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const KV_T, v), LKV_BIND(const float, logits),

@@ -18,8 +18,9 @@
 //     vkCmdDispatch would.
 //   - Variants come from the same defines as the shaders: LKV_F16 (K and V
 //     stored as binary16, read through vload_half: no cl_khr_fp16 needed),
-//     LKV_VEC (16-byte units), LKV_HALVES, LKV_F64 (scores in double, only
-//     built where the device has cl_khr_fp64).
+//     LKV_BF16 (K and V stored as bfloat16, read as ushort shifted into the
+//     upper half of a float), LKV_VEC (16-byte units), LKV_HALVES, LKV_F64
+//     (scores in double, only built where the device has cl_khr_fp64).
 //   - Only local memory and barriers: no subgroups, so no width is assumed.
 #ifndef LKV_CL_H
 #define LKV_CL_H
@@ -37,14 +38,27 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
-// K/V storage: indices count elements (halves for f16) from the start of
-// the bound window. vload_half converts exactly, subnormals included.
-#ifdef LKV_F16
+// K/V storage: indices count elements (halves for the 2-byte types) from
+// the start of the bound window; LOAD_KV4 and LOAD_KV8 take the index of a
+// 4- or 8-element unit and need only element alignment. vload_half converts
+// exactly, subnormals included; bf16 is the upper half of an f32, so
+// shifting it into place widens it exactly too (as the CPU does).
+#if defined(LKV_F16)
+#define LKV_KV16
 #define KV_T half
 #define LOAD_KV(arr, idx) vload_half((idx), (arr))
+#define LOAD_KV4(arr, idx4) vload_half4((idx4), (arr))
+#define LOAD_KV8(arr, idx8) vload_half8((idx8), (arr))
+#elif defined(LKV_BF16)
+#define LKV_KV16
+#define KV_T ushort
+#define LOAD_KV(arr, idx) as_float((uint)(arr)[idx] << 16)
+#define LOAD_KV4(arr, idx4) as_float4(convert_uint4(vload4((idx4), (arr))) << 16)
+#define LOAD_KV8(arr, idx8) as_float8(convert_uint8(vload8((idx8), (arr))) << 16)
 #else
 #define KV_T float
 #define LOAD_KV(arr, idx) ((arr)[idx])
+#define LOAD_KV4(arr, idx4) vload4((idx4), (arr))
 #endif
 
 // At most this many query heads share one pass over a K or V row (as

@@ -170,6 +170,13 @@ LKV_KERNEL(emu_test_half)(const unsigned short *__restrict__ in, float *__restri
         out[i] = lkv_half_to_float(in[i]);
 }
 
+LKV_KERNEL(emu_test_bf16)(const unsigned short *__restrict__ in, float *__restrict__ out, int n)
+{
+    int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i < n)
+        out[i] = lkv_bf16_to_float(in[i]);
+}
+
 // Thread 0 writes back every scalar parameter it received.
 LKV_KERNEL(emu_test_params)(int a, unsigned int b, float c, double d, unsigned long long e,
                             const int *__restrict__ p, long long *__restrict__ out_i,
@@ -225,6 +232,7 @@ const lkv_emu_kernel lkv_emu_test_atomics = LKV_EMU_BIND(emu_test_atomics);
 const lkv_emu_kernel lkv_emu_test_shared_fresh = LKV_EMU_BIND(emu_test_shared_fresh);
 const lkv_emu_kernel lkv_emu_test_missing_barrier = LKV_EMU_BIND(emu_test_missing_barrier);
 const lkv_emu_kernel lkv_emu_test_half = LKV_EMU_BIND(emu_test_half);
+const lkv_emu_kernel lkv_emu_test_bf16 = LKV_EMU_BIND(emu_test_bf16);
 const lkv_emu_kernel lkv_emu_test_params = LKV_EMU_BIND(emu_test_params);
 const lkv_emu_kernel lkv_emu_test_misc = LKV_EMU_BIND(emu_test_misc);
 }

@@ -20,6 +20,7 @@ extern const lkv_emu_kernel lkv_emu_test_atomics;
 extern const lkv_emu_kernel lkv_emu_test_shared_fresh;
 extern const lkv_emu_kernel lkv_emu_test_missing_barrier;
 extern const lkv_emu_kernel lkv_emu_test_half;
+extern const lkv_emu_kernel lkv_emu_test_bf16;
 extern const lkv_emu_kernel lkv_emu_test_params;
 extern const lkv_emu_kernel lkv_emu_test_misc;
 

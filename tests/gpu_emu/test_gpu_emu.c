@@ -331,7 +331,9 @@ Test(gpu_emu, a_missing_barrier_shows_in_the_results)
     cr_assert_gt(stale, 0, "every thread saw thread 0's write without a barrier");
 }
 
-Test(gpu_emu, half_to_float_is_exact_for_every_half)
+/* Runs a kernel that widens 16-bit patterns over all 65,536 of them; the
+ * caller checks out[pattern] and frees it. */
+static float *widen_every_pattern(const lkv_emu_kernel *kernel)
 {
     enum { N = 65536 };
     unsigned short *in = malloc(N * sizeof *in);
@@ -343,8 +345,15 @@ Test(gpu_emu, half_to_float_is_exact_for_every_half)
     int n = N;
     void *args[] = {&pin, &pout, &n};
     char why[WHY];
-    cr_assert_eq(run(&lkv_emu_test_half, args, N / 256, 256, 32, why), 0, "%s", why);
-    for (int h = 0; h < N; h++) {
+    cr_assert_eq(run(kernel, args, N / 256, 256, 32, why), 0, "%s", why);
+    free(in);
+    return out;
+}
+
+Test(gpu_emu, half_to_float_is_exact_for_every_half)
+{
+    float *out = widen_every_pattern(&lkv_emu_test_half);
+    for (int h = 0; h < 65536; h++) {
         int sign = h >> 15, e = (h >> 10) & 31, m = h & 1023;
         if (e == 31) {
             uint32_t want = (uint32_t)sign << 31 | 0x7f800000u | (uint32_t)m << 13;
@@ -357,7 +366,27 @@ Test(gpu_emu, half_to_float_is_exact_for_every_half)
         cr_assert_eq(float_bits(out[h]), float_bits(want), "half 0x%04x: %a, want %a", h,
                      (double)out[h], (double)want);
     }
-    free(in);
+    free(out);
+}
+
+Test(gpu_emu, bf16_to_float_is_exact_for_every_bf16)
+{
+    float *out = widen_every_pattern(&lkv_emu_test_bf16);
+    for (int b = 0; b < 65536; b++) {
+        int sign = b >> 15, e = (b >> 7) & 255, m = b & 127;
+        if (e == 255) {
+            /* infinities, and NaNs with their sign and payload (signalling ones too) */
+            uint32_t want = (uint32_t)sign << 31 | 0x7f800000u | (uint32_t)m << 16;
+            cr_assert_eq(float_bits(out[b]), want, "bf16 0x%04x: inf/nan bits 0x%08x", b,
+                         float_bits(out[b]));
+            continue;
+        }
+        /* the bfloat16 formula in double: subnormal 0.m x 2^-126, normal 1.m x 2^(e-127) */
+        double v = e == 0 ? ldexp(m, -133) : ldexp(128 + m, e - 134);
+        float want = (float)(sign ? -v : v);
+        cr_assert_eq(float_bits(out[b]), float_bits(want), "bf16 0x%04x: %a, want %a", b,
+                     (double)out[b], (double)want);
+    }
     free(out);
 }
 
