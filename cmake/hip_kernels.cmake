@@ -138,11 +138,18 @@ if(LKV_HAVE_HIP)
   file(GLOB LKV_HIP_KERNEL_DEPS CONFIGURE_DEPENDS ${kernel_dir}/*.cu ${kernel_dir}/*.h)
   set(LKV_HIP_BUNDLE_FILE ${CMAKE_BINARY_DIR}/lkv_hip.co)
   set(LKV_HIP_SOURCE_FILE ${CMAKE_BINARY_DIR}/lkv_hip_source.hip)
+  # The kernels are held to the host code's warnings (and -Werror with
+  # LAZYKV_WERROR, as nvcc is), so a warning only hipcc sees fails CI too.
+  set(lkv_hipcc_warn -Wall -Wextra)
+  if(LAZYKV_WERROR)
+    list(APPEND lkv_hipcc_warn -Werror)
+  endif()
   # One hipcc run for every target: the bundle is what hipModuleLoadData
   # would take whole; the backend picks the device's entry out of it.
   add_custom_command(
     OUTPUT ${LKV_HIP_BUNDLE_FILE}
-    COMMAND ${LKV_HIPCC} --genco -O3 ${lkv_hip_arch_flags} -x hip ${kernel_dir}/lazykv.cu
+    COMMAND ${LKV_HIPCC} --genco -O3 ${lkv_hipcc_warn} ${lkv_hip_arch_flags} -x hip
+            ${kernel_dir}/lazykv.cu
             -o ${LKV_HIP_BUNDLE_FILE}
     DEPENDS ${LKV_HIP_KERNEL_DEPS}
     COMMENT "Compiling kernels/lazykv.cu with hipcc for ${LAZYKV_HIP_TARGETS}"
