@@ -29,22 +29,6 @@ static int draw(uint64_t *s, int lo, int hi)
     return lo + (int)(next_u32(s) % (uint32_t)(hi - lo + 1));
 }
 
-/* binary16 by its definition. */
-static double half_value(uint16_t h)
-{
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double mag = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
-    return (h & 0x8000u) ? -mag : mag;
-}
-
-/* bfloat16 by its definition: 8 exponent bits, 7 mantissa bits. */
-static double bf16_value(uint16_t h)
-{
-    int e = (h >> 7) & 0xff, m = h & 0x7f;
-    double mag = e == 0 ? ldexp(m, -133) : e == 255 ? (m ? NAN : INFINITY) : ldexp(128 + m, e - 134);
-    return (h & 0x8000u) ? -mag : mag;
-}
-
 /* A finite half of either sign between 2^-9 and 2^6, any mantissa. */
 static uint16_t draw_half(uint64_t *s)
 {
@@ -119,12 +103,12 @@ static void expect_every_pattern(uint32_t type, const char *name, double (*value
 
 Test(dequant, every_f16_pattern_widens_exactly)
 {
-    expect_every_pattern(LKV_GGML_F16, "half", half_value);
+    expect_every_pattern(LKV_GGML_F16, "half", tu_half_value);
 }
 
 Test(dequant, every_bf16_pattern_widens_exactly)
 {
-    expect_every_pattern(LKV_GGML_BF16, "bf16", bf16_value);
+    expect_every_pattern(LKV_GGML_BF16, "bf16", tu_bf16_value);
 }
 
 /* ---- quantized blocks -------------------------------------------------------- */
@@ -179,7 +163,7 @@ static void pack_q4_0(uint8_t *blk, int b, uint64_t *s, double *want, double *ma
     for (int j = 0; j < 32; j++) {
         int q = b == 0 && j < 16 ? j : draw(s, 0, 15);
         put_nibble(blk + 2, j, q);
-        want[j] = (q - 8) * half_value(d);
+        want[j] = (q - 8) * tu_half_value(d);
         mag[j] = fabs(want[j]);
     }
 }
@@ -198,8 +182,8 @@ static void pack_q4_1(uint8_t *blk, int b, uint64_t *s, double *want, double *ma
     for (int j = 0; j < 32; j++) {
         int q = b == 0 && j < 16 ? 15 - j : draw(s, 0, 15);
         put_nibble(blk + 4, j, q);
-        want[j] = q * half_value(d) + half_value(m);
-        mag[j] = fabs(q * half_value(d)) + fabs(half_value(m));
+        want[j] = q * tu_half_value(d) + tu_half_value(m);
+        mag[j] = fabs(q * tu_half_value(d)) + fabs(tu_half_value(m));
     }
 }
 
@@ -229,7 +213,7 @@ static void pack_q5_0(uint8_t *blk, int b, uint64_t *s, double *want, double *ma
     int q[32];
     for (int j = 0; j < 32; j++) {
         q[j] = b == 0 ? j : draw(s, 0, 31);
-        want[j] = (q[j] - 16) * half_value(d);
+        want[j] = (q[j] - 16) * tu_half_value(d);
         mag[j] = fabs(want[j]);
     }
     pack_q5(blk + 2, blk + 6, q);
@@ -249,8 +233,8 @@ static void pack_q5_1(uint8_t *blk, int b, uint64_t *s, double *want, double *ma
     int q[32];
     for (int j = 0; j < 32; j++) {
         q[j] = b == 0 ? 31 - j : draw(s, 0, 31);
-        want[j] = q[j] * half_value(d) + half_value(m);
-        mag[j] = fabs(q[j] * half_value(d)) + fabs(half_value(m));
+        want[j] = q[j] * tu_half_value(d) + tu_half_value(m);
+        mag[j] = fabs(q[j] * tu_half_value(d)) + fabs(tu_half_value(m));
     }
     pack_q5(blk + 4, blk + 8, q);
 }
@@ -268,7 +252,7 @@ static void pack_q8_0(uint8_t *blk, int b, uint64_t *s, double *want, double *ma
     for (int j = 0; j < 32; j++) {
         int q = b == 0 && j < 2 ? (j ? 127 : -128) : draw(s, -128, 127);
         blk[2 + j] = (uint8_t)(q & 0xff);
-        want[j] = q * half_value(d);
+        want[j] = q * tu_half_value(d);
         mag[j] = fabs(want[j]);
     }
 }
@@ -310,8 +294,8 @@ static k_head put_k_head(uint8_t *blk, int b, uint64_t *s)
     uint16_t d = draw_half(s), dmin = draw_half(s);
     put_half(blk, d);
     put_half(blk + 2, dmin);
-    h.d = half_value(d);
-    h.dmin = half_value(dmin);
+    h.d = tu_half_value(d);
+    h.dmin = tu_half_value(dmin);
     for (int i = 0; i < 8; i++) {
         h.sc[i] = b == 0 ? sc0[i] : draw(s, 0, 63);
         h.mn[i] = b == 0 ? mn0[i] : draw(s, 0, 63);
@@ -382,7 +366,7 @@ static void pack_q6_k(uint8_t *blk, int b, uint64_t *s, double *want, double *ma
         int q = b == 0 && e < 64 ? e : draw(s, 0, 63);
         blk[64 * h + l + 32 * (k & 1)] |= (uint8_t)((q & 15) << (k >= 2 ? 4 : 0));
         blk[128 + 32 * h + l] |= (uint8_t)((q >> 4) << (2 * k));
-        want[e] = half_value(d) * sc[e / 16] * (q - 32);
+        want[e] = tu_half_value(d) * sc[e / 16] * (q - 32);
         mag[e] = fabs(want[e]);
     }
 }

@@ -25,17 +25,9 @@ static int same_half(uint16_t a, uint16_t b)
     return a == b;
 }
 
-/* The binary16 formula in double, independent of fp16.h. */
-static double half_value(uint16_t h)
-{
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double mag = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
-    return (h & 0x8000u) ? -mag : mag;
-}
-
 /* Magnitude of pattern h in 0..0x7c00 for rounding: 0x7c00 stands for
  * 65536, the next power of two, so ties at 65520 go to it (even) = inf. */
-static double rounding_value(uint16_t h) { return h == HALF_INF ? 65536.0 : half_value(h); }
+static double rounding_value(uint16_t h) { return h == HALF_INF ? 65536.0 : tu_half_value(h); }
 
 /* Slow reference: the nearest half by binary search, ties to even. */
 static uint16_t nearest_half(float f)
@@ -161,7 +153,7 @@ Test(fp16, half_to_float_matches_the_binary16_formula)
 {
     for (uint32_t h = 0; h <= 0xffffu; h++) {
         float f = lkv_half_to_float((uint16_t)h);
-        double want = half_value((uint16_t)h);
+        double want = tu_half_value((uint16_t)h);
         int ok = isnan(want) ? isnan(f) && !signbit(f) == !(h & 0x8000u)
                              : (double)f == want && !signbit(f) == !signbit(want);
         if (!ok)

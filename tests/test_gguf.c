@@ -84,13 +84,6 @@ static void put_str(wbuf *b, const char *s)
     put(b, s, strlen(s));
 }
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 static uint64_t f64_bits(double f)
 {
     uint64_t u;
@@ -186,7 +179,7 @@ static void put_sample_scalars(wbuf *b, layout *L)
     begin_kv(b, L, "t.i32", LKV_GGUF_I32);
     put_u32(b, (uint32_t)u64_of_i64(-2000000000));
     begin_kv(b, L, "t.f32", LKV_GGUF_F32);
-    put_u32(b, f32_bits(1.5f));
+    put_u32(b, tu_bits_of_float(1.5f));
     begin_kv(b, L, "t.bool", LKV_GGUF_BOOL);
     put_le(b, 1, 1);
     begin_kv(b, L, "t.str", LKV_GGUF_STRING);
@@ -211,8 +204,8 @@ static void put_sample_arrays(wbuf *b, layout *L)
     put_u32(b, 7);
     put_u32(b, 0x7fffffffu);
     begin_array(b, L, "a.f32", LKV_GGUF_F32, 2);
-    put_u32(b, f32_bits(0.5f));
-    put_u32(b, f32_bits(-2.0f));
+    put_u32(b, tu_bits_of_float(0.5f));
+    put_u32(b, tu_bits_of_float(-2.0f));
     begin_array(b, L, "a.str", LKV_GGUF_STRING, 3);
     put_str(b, "a");
     put_str(b, "");
@@ -424,8 +417,8 @@ Test(gguf, arrays_of_numbers_and_strings_read_back)
     cr_assert_eq((int32_t)le32_at(v->data, 2), INT32_MAX);
     v = must_find(g, "a.f32", LKV_GGUF_ARRAY);
     cr_assert_eq(v->count, 2);
-    cr_assert_eq(le32_at(v->data, 0), f32_bits(0.5f));
-    cr_assert_eq(le32_at(v->data, 1), f32_bits(-2.0f));
+    cr_assert_eq(le32_at(v->data, 0), tu_bits_of_float(0.5f));
+    cr_assert_eq(le32_at(v->data, 1), tu_bits_of_float(-2.0f));
     v = must_find(g, "a.str", LKV_GGUF_ARRAY);
     cr_assert_eq(v->elem_kind, LKV_GGUF_STRING);
     cr_assert_eq(v->count, 3);

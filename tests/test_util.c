@@ -180,3 +180,19 @@ void tu_run_on_a_thread(void *(*fn)(void *), void *arg)
     cr_assert_eq(pthread_create(&th, NULL, fn, arg), 0);
     cr_assert_eq(pthread_join(th, NULL), 0);
 }
+
+double tu_half_value(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double mag = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return (h & 0x8000u) ? -mag : mag;
+}
+
+double tu_bf16_value(uint16_t b)
+{
+    int e = (b >> 7) & 0xff, m = b & 0x7f;
+    double mag = e == 0     ? ldexp(m, -133)
+                 : e == 255 ? (m ? NAN : INFINITY)
+                            : ldexp(128 + m, e - 134);
+    return (b & 0x8000u) ? -mag : mag;
+}

@@ -35,13 +35,6 @@ static uint32_t next_u32(uint64_t *s)
     return (uint32_t)(*s >> 33);
 }
 
-static uint32_t float_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 /* ---- barriers ---- */
 
 Test(gpu_emu, block_sum_through_shared_memory_matches_the_host)
@@ -357,13 +350,13 @@ Test(gpu_emu, half_to_float_is_exact_for_every_half)
         int sign = h >> 15, e = (h >> 10) & 31, m = h & 1023;
         if (e == 31) {
             uint32_t want = (uint32_t)sign << 31 | 0x7f800000u | (uint32_t)m << 13;
-            cr_assert_eq(float_bits(out[h]), want, "half 0x%04x: inf/nan bits", h);
+            cr_assert_eq(tu_bits_of_float(out[h]), want, "half 0x%04x: inf/nan bits", h);
             continue;
         }
         /* the binary16 formula in double: subnormal 0.m x 2^-14, normal 1.m x 2^(e-15) */
         double v = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
         float want = (float)(sign ? -v : v);
-        cr_assert_eq(float_bits(out[h]), float_bits(want), "half 0x%04x: %a, want %a", h,
+        cr_assert_eq(tu_bits_of_float(out[h]), tu_bits_of_float(want), "half 0x%04x: %a, want %a", h,
                      (double)out[h], (double)want);
     }
     free(out);
@@ -377,14 +370,14 @@ Test(gpu_emu, bf16_to_float_is_exact_for_every_bf16)
         if (e == 255) {
             /* infinities, and NaNs with their sign and payload (signalling ones too) */
             uint32_t want = (uint32_t)sign << 31 | 0x7f800000u | (uint32_t)m << 16;
-            cr_assert_eq(float_bits(out[b]), want, "bf16 0x%04x: inf/nan bits 0x%08x", b,
-                         float_bits(out[b]));
+            cr_assert_eq(tu_bits_of_float(out[b]), want, "bf16 0x%04x: inf/nan bits 0x%08x", b,
+                         tu_bits_of_float(out[b]));
             continue;
         }
         /* the bfloat16 formula in double: subnormal 0.m x 2^-126, normal 1.m x 2^(e-127) */
         double v = e == 0 ? ldexp(m, -133) : ldexp(128 + m, e - 134);
         float want = (float)(sign ? -v : v);
-        cr_assert_eq(float_bits(out[b]), float_bits(want), "bf16 0x%04x: %a, want %a", b,
+        cr_assert_eq(tu_bits_of_float(out[b]), tu_bits_of_float(want), "bf16 0x%04x: %a, want %a", b,
                      (double)out[b], (double)want);
     }
     free(out);
@@ -424,11 +417,11 @@ Test(gpu_emu, vector_loads_bit_casts_and_math_behave_as_on_the_gpu)
     char why[WHY];
     cr_assert_eq(run(&lkv_emu_test_misc, args, 1, 64, 32, why), 0, "%s", why);
     cr_assert_eq(of[0], 26.0f, "float4 load");
-    cr_assert_eq(ou[0], float_bits(in[0]) ^ float_bits(in[1]) ^ float_bits(in[2]) ^
-                            float_bits(in[3]), "uint4 load");
+    cr_assert_eq(ou[0], tu_bits_of_float(in[0]) ^ tu_bits_of_float(in[1]) ^ tu_bits_of_float(in[2]) ^
+                            tu_bits_of_float(in[3]), "uint4 load");
     cr_assert_eq(of[1], 13.0f, "float2 load");
-    cr_assert_eq(ou[1], float_bits(in[4]) + float_bits(in[5]), "uint2 load");
-    cr_assert_eq(ou[2], float_bits(1.5f), "__float_as_uint");
+    cr_assert_eq(ou[1], tu_bits_of_float(in[4]) + tu_bits_of_float(in[5]), "uint2 load");
+    cr_assert_eq(ou[2], tu_bits_of_float(1.5f), "__float_as_uint");
     cr_assert_eq(of[2], 1.0f, "__uint_as_float");
     cr_assert_eq(of[3], 4.75f, "fmaxf/fminf");
     cr_assert_eq(of[4], 2.0f, "expf/logf/exp/log");
