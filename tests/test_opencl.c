@@ -5,8 +5,11 @@
  * opens it; a bad knob fails the open naming the variable and leaves
  * nothing behind; the on-disk program-binary cache only ever saves time
  * (a second runtime takes the binaries and computes the same bits, a
- * corrupt, unwritable or disabled cache changes no result, and a build
- * option is part of the key); and decodes with evictions, binding windows
+ * corrupt, unwritable or disabled cache changes no result, an entry
+ * without its kernel is rebuilt and replaced, and a build option is part
+ * of the key), and is never fed from a folder others control (a link for
+ * the folder or for an entry, a folder swapped after its check, a parent
+ * others may rename it out of); and decodes with evictions, binding windows
  * included, keep the positions the cpu oracle keeps with its outputs
  * within f32 rounding.
  *
@@ -823,6 +826,238 @@ Test(opencl_cache, another_work_group_size_stores_its_own_programs)
     run_free(&a);
     run_free(&b);
     run_free(&c);
+    run_free(&oracle);
+}
+
+/* ---- the cache folder: never one that others control ---- */
+
+/* A key of no program, for the tests that never reach a driver. */
+static lkv_cl_cache_key test_key(void)
+{
+    lkv_cl_cache_key key;
+    memset(&key, 0, sizeof key);
+    snprintf(key.text, sizeof key.text, "lazykv opencl cache test entry\n");
+    snprintf(key.file, sizeof key.file, "00000000deadbeef.bin");
+    return key;
+}
+
+/* `sub` of `dir`, made private (0700) unless it is only a name. */
+static void sub_path(char *buf, size_t len, const char *dir, const char *sub, int make)
+{
+    cr_assert_lt(snprintf(buf, len, "%s/%s", dir, sub), (int)len);
+    if (make)
+        cr_assert_eq(mkdir(buf, 0700), 0, "mkdir %s", buf);
+}
+
+/* The cache folder LAZYKV_OPENCL_CACHE=`path` opens to, or -1. */
+static int open_cache_at(const char *path)
+{
+    env_put("LAZYKV_OPENCL_CACHE", path);
+    return lkv_cl_cache_open();
+}
+
+/* An entry holding `text` under `key` in the folder `path`. */
+static void plant_entry(const char *path, const lkv_cl_cache_key *key, const char *text)
+{
+    int dir = open_cache_at(path);
+    cr_assert_geq(dir, 0, "%s was refused", path);
+    int stores = atomic_load(&lkv_cl_cache_stores);
+    lkv_cl_cache_store(dir, key, (const unsigned char *)text, strlen(text));
+    cr_assert_eq(atomic_load(&lkv_cl_cache_stores), stores + 1, "nothing stored in %s", path);
+    lkv_cl_cache_close(dir);
+}
+
+/* The entry `key` read through the open folder `dir`: its text, or "" when
+ * there is none. */
+static void entry_text(int dir, const lkv_cl_cache_key *key, char *buf, size_t len)
+{
+    size_t size = 0;
+    unsigned char *bin = lkv_cl_cache_load(dir, key, &size);
+    snprintf(buf, len, "%.*s", bin ? (int)size : 0, bin ? (const char *)bin : "");
+    free(bin);
+}
+
+Test(opencl_cache, a_missing_cache_folder_is_made_private)
+{
+    char path[700];
+    sub_path(path, sizeof path, fresh_dir(), "a/b/opencl", 0);
+    int dir = open_cache_at(path);
+    cr_assert_geq(dir, 0, "%s was not made", path);
+    lkv_cl_cache_close(dir);
+    struct stat st;
+    cr_assert_eq(lstat(path, &st), 0);
+    cr_assert(S_ISDIR(st.st_mode));
+    cr_assert_eq(st.st_mode & 0777, 0700, "mode %o", (unsigned)(st.st_mode & 0777));
+}
+
+Test(opencl_cache, a_cache_path_that_is_a_link_is_refused)
+{
+    const char *base = fresh_dir();
+    char real[700], link[700];
+    sub_path(real, sizeof real, base, "real", 1);
+    sub_path(link, sizeof link, base, "cache", 0);
+    cr_assert_eq(symlink(real, link), 0);
+    int dir = open_cache_at(real);
+    cr_assert_geq(dir, 0, "the folder itself was refused");
+    lkv_cl_cache_close(dir);
+    cr_assert_eq(open_cache_at(link), -1, "a link to the cache folder was followed");
+}
+
+/* Anyone may rename our folder out of a folder writable by others without
+ * the sticky bit and put theirs in its place; with it (/tmp) only we may. */
+Test(opencl_cache, a_parent_others_may_rename_the_folder_out_of_is_refused)
+{
+    const char *base = fresh_dir();
+    char path[700];
+    sub_path(path, sizeof path, base, "cache", 1);
+    static const mode_t refused[] = {0777, 0770, 0702};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        cr_assert_eq(chmod(base, refused[i]), 0);
+        cr_assert_eq(open_cache_at(path), -1, "taken under a parent of mode %o",
+                     (unsigned)refused[i]);
+    }
+    cr_assert_eq(chmod(base, 01777), 0);
+    int dir = open_cache_at(path);
+    cr_assert_geq(dir, 0, "refused under a sticky parent of mode 1777");
+    lkv_cl_cache_close(dir);
+    cr_assert_eq(chmod(base, 0700), 0);
+}
+
+/* The folder is checked once and then used through its handle: swapped for
+ * a link to another folder (one that even passes every check) holding an
+ * entry under the right name, it is still our folder that is read and
+ * written. */
+Test(opencl_cache, a_folder_swapped_for_a_link_after_the_check_is_not_followed)
+{
+    const char *base = fresh_dir();
+    char path[700], moved[700], other[700], text[64];
+    sub_path(path, sizeof path, base, "cache", 1);
+    sub_path(moved, sizeof moved, base, "moved", 0);
+    sub_path(other, sizeof other, base, "other", 1);
+    lkv_cl_cache_key key = test_key();
+    plant_entry(other, &key, "foreign");
+    int dir = open_cache_at(path);
+    cr_assert_geq(dir, 0);
+    cr_assert_eq(rename(path, moved), 0);
+    cr_assert_eq(symlink(other, path), 0);
+    entry_text(dir, &key, text, sizeof text);
+    cr_assert_str_eq(text, "", "the swapped-in folder's entry was read");
+    lkv_cl_cache_store(dir, &key, (const unsigned char *)"ours", 4);
+    entry_text(dir, &key, text, sizeof text);
+    cr_assert_str_eq(text, "ours");
+    lkv_cl_cache_close(dir);
+    char stored[800];
+    snprintf(stored, sizeof stored, "%s/%s", moved, key.file);
+    cr_assert_eq(file_size(stored), (long)(8 + 4 + strlen(key.text) + 8 + 4 + 8),
+                 "the store missed the folder that was checked");
+    dir = open_cache_at(other);
+    entry_text(dir, &key, text, sizeof text);
+    lkv_cl_cache_close(dir);
+    cr_assert_str_eq(text, "foreign", "the store went through the link");
+}
+
+Test(opencl_cache, an_entry_that_is_a_link_is_not_read)
+{
+    const char *base = fresh_dir();
+    char path[700], other[700], target[800], entry[800], text[64];
+    sub_path(path, sizeof path, base, "cache", 1);
+    sub_path(other, sizeof other, base, "other", 1);
+    lkv_cl_cache_key key = test_key();
+    plant_entry(other, &key, "foreign");
+    snprintf(target, sizeof target, "%s/%s", other, key.file);
+    snprintf(entry, sizeof entry, "%s/%s", path, key.file);
+    cr_assert_eq(symlink(target, entry), 0);
+    int dir = open_cache_at(other);
+    entry_text(dir, &key, text, sizeof text);
+    lkv_cl_cache_close(dir);
+    cr_assert_str_eq(text, "foreign", "the planted entry itself must be readable");
+    dir = open_cache_at(path);
+    cr_assert_geq(dir, 0);
+    entry_text(dir, &key, text, sizeof text);
+    lkv_cl_cache_close(dir);
+    cr_assert_str_eq(text, "", "a link in the cache folder was followed");
+}
+
+/* A program of another kernel, built for opencl:0 as lazykv builds its own;
+ * its binary, malloc'ed. */
+static unsigned char *foreign_binary(size_t *out_size)
+{
+    static const char *const text = "__kernel void lkv_not_ours(__global int *x) { x[0] = 1; }";
+    lkv_device *d = NULL;
+    TU_OK(lkv_cl_open(0, &d));
+    cl_int err = LKV_CL_SUCCESS;
+    const char *texts[1] = {text};
+    cl_program p = d->lib.fn.clCreateProgramWithSource(d->ctx, 1, texts, NULL, &err);
+    cr_assert_eq(err, LKV_CL_SUCCESS);
+    cr_assert_eq(d->lib.fn.clBuildProgram(p, 1, &d->dev, "-cl-std=CL1.2", NULL, NULL),
+                 LKV_CL_SUCCESS);
+    size_t size = 0;
+    cr_assert_eq(d->lib.fn.clGetProgramInfo(p, LKV_CL_PROGRAM_BINARY_SIZES, sizeof size, &size,
+                                            NULL), LKV_CL_SUCCESS);
+    unsigned char *bin = malloc(size);
+    cr_assert(size > 0 && bin);
+    cr_assert_eq(d->lib.fn.clGetProgramInfo(p, LKV_CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL),
+                 LKV_CL_SUCCESS);
+    d->lib.fn.clReleaseProgram(p);
+    lkv_cl_close(d);
+    *out_size = size;
+    return bin;
+}
+
+/* Every entry of `path` holding `bin` instead, each under its own key. */
+static void replace_binaries(const char *path, const unsigned char *bin, size_t size)
+{
+    int dir = open_cache_at(path);
+    DIR *d = opendir(path);
+    cr_assert(dir >= 0 && d, "%s", path);
+    for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+        if (!ends_with(e->d_name, ".bin"))
+            continue;
+        char file[1024];
+        snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+        lkv_cl_cache_key key;
+        memset(&key, 0, sizeof key);
+        FILE *f = fopen(file, "rb");
+        uint32_t klen = 0;
+        cr_assert(f && fseek(f, 8, SEEK_SET) == 0 && fread(&klen, 4, 1, f) == 1, "%s", file);
+        cr_assert(klen < sizeof key.text && fread(key.text, 1, klen, f) == klen, "%s", file);
+        fclose(f);
+        cr_assert_lt(strlen(e->d_name), sizeof key.file, "%s", e->d_name);
+        memcpy(key.file, e->d_name, strlen(e->d_name) + 1);
+        lkv_cl_cache_store(dir, &key, bin, size);
+    }
+    closedir(d);
+    lkv_cl_cache_close(dir);
+}
+
+/* An entry the driver builds but without the kernel the key names: the
+ * program is built from source, the op succeeds and the entry is replaced,
+ * which the next runtime takes. */
+Test(opencl_cache, an_entry_without_its_kernel_is_rebuilt_and_replaced)
+{
+    const char *dir = fresh_cache();
+    lkv_cache_config cfg = cache_test_config();
+    decode_run oracle = decode(tu_runtime(), &cfg, CACHE_STEPS);
+    cache_use use;
+    decode_run a = opencl_decode(&cfg, CACHE_STEPS, &oracle, &use);
+    int files = cached_programs(dir);
+    cr_assert_gt(files, 0);
+    size_t size = 0;
+    unsigned char *bin = foreign_binary(&size);
+    replace_binaries(dir, bin, size);
+    free(bin);
+    cr_assert_eq(cached_programs(dir), files);
+    decode_run b = opencl_decode(&cfg, CACHE_STEPS, &oracle, &use);
+    cr_assert_eq(use.hits, 0, "%d programs without their kernel were taken", use.hits);
+    cr_assert_eq(use.stores, files, "%d of %d entries replaced", use.stores, files);
+    expect_same_bits(&a, &b, "after entries without their kernel");
+    run_free(&b);
+    b = opencl_decode(&cfg, CACHE_STEPS, &oracle, &use);
+    cr_assert_eq(use.hits, files, "%d of %d replaced entries taken", use.hits, files);
+    cr_assert_eq(use.stores, 0);
+    expect_same_bits(&a, &b, "from replaced entries");
+    run_free(&a);
+    run_free(&b);
     run_free(&oracle);
 }
 

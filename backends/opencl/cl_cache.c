@@ -4,8 +4,14 @@
  * depends on: the kernel text, the build options, and the platform, device
  * and driver versions. The file repeats that key in full and a checksum of
  * the binary, so a hash collision, a truncated or corrupt file, or one from
- * another driver is simply not used. Nothing here ever fails an op: an
- * unreadable or unwritable cache means a build from source. */
+ * another driver is simply not used. The folder is opened once per build
+ * and checked through that handle, and every file is named relative to it,
+ * so a folder renamed or swapped for a link after the check is never
+ * followed. Nothing here ever fails an op: an unreadable, unwritable or
+ * untrusted cache means a build from source. */
+#define _XOPEN_SOURCE 700 /* realpath, which glibc names only beyond plain POSIX */
+
+#include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -67,67 +73,168 @@ static int cache_path(char *buf, size_t len)
     return 0;
 }
 
-/* A cached binary is native code the driver loads, so only a folder that
- * no one else can write is trusted: ours, not writable by group or others. */
-static int trusted(const char *dir)
+/* mkdir -p, quietly; the cache folder itself private to its owner. */
+static void make_dirs(char *path)
+{
+    for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        mkdir(path, 0755);
+        *s = '/';
+    }
+    mkdir(path, 0700);
+}
+
+#define LKV_DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* A folder above the cache: whoever can rename entries in it can swap
+ * our folder for theirs, so only root or we may own it, and one writable
+ * by others needs the sticky bit (/tmp), where only an entry's owner may
+ * rename it; the folder below is then checked as ours in turn. */
+static int safe_ancestor(int fd)
 {
     struct stat st;
-    return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+    return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) &&
+           (st.st_uid == 0 || st.st_uid == geteuid()) &&
+           ((st.st_mode & (S_IWGRP | S_IWOTH)) == 0 || (st.st_mode & S_ISVTX) != 0);
+}
+
+/* A cached binary is native code the driver loads, so only a folder that
+ * no one else can write is trusted: ours, not writable by group or others. */
+static int private_dir(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
            (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
-static int cache_dir(char *buf, size_t len)
+/* The absolute, link-free folder `real`, opened from the root down, each
+ * folder relative to the one above and checked once open, so the folder
+ * checked is the folder returned whatever is renamed meanwhile; -1 when
+ * one fails. A link swapped in during the walk is refused, not followed. */
+static int open_ancestors(char *real)
 {
-    return cache_path(buf, len) && trusted(buf);
+    int fd = open("/", LKV_DIR_FLAGS);
+    char *save = NULL;
+    for (char *name = strtok_r(real, "/", &save); fd >= 0; name = strtok_r(NULL, "/", &save)) {
+        if (!safe_ancestor(fd)) {
+            close(fd);
+            return -1;
+        }
+        if (!name)
+            return fd;
+        int next = openat(fd, name, LKV_DIR_FLAGS);
+        close(fd);
+        fd = next;
+    }
+    return -1;
 }
 
-static int path_of(const lkv_cl_cache_key *key, char *buf, size_t len)
+/* The folder holding the last component of `path` (trailing slashes
+ * dropped), absolute and with its links resolved (malloc'ed), and that
+ * component in *out_leaf; NULL for a path without one. */
+static char *real_parent(char *path, const char **out_leaf)
 {
-    char dir[900];
-    return cache_dir(dir, sizeof dir) && snprintf(buf, len, "%s/%s", dir, key->file) < (int)len;
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        path[--n] = '\0';
+    char *slash = strrchr(path, '/');
+    *out_leaf = slash ? slash + 1 : path;
+    if (!**out_leaf)
+        return NULL;
+    if (!slash || slash == path)
+        return realpath(slash ? "/" : ".", NULL);
+    *slash = '\0';
+    char *real = realpath(path, NULL);
+    *slash = '/';
+    return real;
 }
 
-/* A regular file only: opened without blocking, so a FIFO or device node
- * planted in the folder cannot stall a build. */
-static unsigned char *read_all(const char *path, long *out_size)
+/* The folder `path` names, opened and checked, or -1. Links above its
+ * last component are resolved first, so a home reached through one still
+ * has a cache; the last component itself must not be a link. */
+static int open_checked(char *path)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
-    struct stat st;
+    const char *leaf = NULL;
+    char *real = real_parent(path, &leaf);
+    int above = real ? open_ancestors(real) : -1;
+    free(real);
+    int dir = above >= 0 ? openat(above, leaf, LKV_DIR_FLAGS) : -1;
+    if (above >= 0)
+        close(above);
+    if (dir >= 0 && !private_dir(dir)) {
+        close(dir);
+        dir = -1;
+    }
+    return dir;
+}
+
+int lkv_cl_cache_open(void)
+{
+    char path[900];
+    if (!cache_path(path, sizeof path))
+        return -1;
+    int dir = open_checked(path);
+    if (dir < 0) { /* made only when missing, so a warm cache costs no mkdir */
+        make_dirs(path);
+        dir = open_checked(path);
+    }
+    return dir;
+}
+
+void lkv_cl_cache_close(int dir)
+{
+    if (dir >= 0)
+        close(dir);
+}
+
+static int read_full(int fd, unsigned char *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return 0;
+        got += (size_t)r;
+    }
+    return 1;
+}
+
+/* A regular file of ours only: opened without following a link and
+ * without blocking, so a link, FIFO or device node planted in the folder
+ * is neither followed nor waited on. */
+static unsigned char *read_entry(int dir, const char *name, size_t *out_size)
+{
+    int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return NULL;
-    FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "rb") : NULL;
-    if (!f) {
-        close(fd);
-        return NULL;
-    }
+    struct stat st;
     unsigned char *data = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        size = ftell(f);
-    if (size > 0 && size <= LKV_CL_CACHE_MAX && fseek(f, 0, SEEK_SET) == 0)
-        data = malloc((size_t)size);
-    if (data && fread(data, 1, (size_t)size, f) != (size_t)size) {
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+        st.st_size > 0 && st.st_size <= LKV_CL_CACHE_MAX)
+        data = malloc((size_t)st.st_size);
+    if (data && !read_full(fd, data, (size_t)st.st_size)) {
         free(data);
         data = NULL;
     }
-    fclose(f);
-    *out_size = size;
+    close(fd);
+    *out_size = data ? (size_t)st.st_size : 0;
     return data;
 }
 
 /* File: magic, key length (4 bytes), key, binary length (8), binary,
  * checksum of the binary (8), all in the host's byte order. */
-unsigned char *lkv_cl_cache_load(const lkv_cl_cache_key *key, size_t *out_size)
+unsigned char *lkv_cl_cache_load(int dir, const lkv_cl_cache_key *key, size_t *out_size)
 {
-    char path[1024];
-    long size = 0;
-    unsigned char *file = path_of(key, path, sizeof path) ? read_all(path, &size) : NULL;
+    size_t size = 0;
+    unsigned char *file = dir >= 0 ? read_entry(dir, key->file, &size) : NULL;
     if (!file)
         return NULL;
     size_t klen = strlen(key->text), at = 8 + 4 + klen;
     uint32_t flen = 0;
     uint64_t blen = 0, sum = 0;
-    int ok = (size_t)size >= at + 16 && memcmp(file, LKV_CL_CACHE_MAGIC, 8) == 0;
+    int ok = size >= at + 16 && memcmp(file, LKV_CL_CACHE_MAGIC, 8) == 0;
     if (ok) {
         memcpy(&flen, file + 8, 4);
         memcpy(&blen, file + at, 8);
@@ -147,34 +254,23 @@ unsigned char *lkv_cl_cache_load(const lkv_cl_cache_key *key, size_t *out_size)
     return file;
 }
 
-/* mkdir -p, quietly; the cache folder itself private to its owner. */
-static void make_dirs(char *path)
+void lkv_cl_cache_store(int dir, const lkv_cl_cache_key *key, const unsigned char *bin,
+                        size_t size)
 {
-    for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = '\0';
-        mkdir(path, 0755);
-        *s = '/';
-    }
-    mkdir(path, 0700);
-}
-
-void lkv_cl_cache_store(const lkv_cl_cache_key *key, const unsigned char *bin, size_t size)
-{
-    char dir[900], path[1024], tmp[1100];
-    if (!cache_path(dir, sizeof dir))
-        return;
-    make_dirs(dir);
-    if (!trusted(dir) || snprintf(path, sizeof path, "%s/%s", dir, key->file) >= (int)sizeof path)
+    if (dir < 0)
         return;
     /* Written under a private name and renamed, so a reader never sees half
      * a file and two processes storing at once do not mix their bytes. */
-    snprintf(tmp, sizeof tmp, "%s.%ld-%u.tmp", path, (long)getpid(),
+    char tmp[96];
+    snprintf(tmp, sizeof tmp, "%s.%ld-%u.tmp", key->file, (long)getpid(),
              atomic_fetch_add(&tmp_serial, 1u));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+    int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
-        if (fd >= 0)
+        if (fd >= 0) {
             close(fd);
+            unlinkat(dir, tmp, 0);
+        }
         return;
     }
     uint32_t klen = (uint32_t)strlen(key->text);
@@ -183,8 +279,8 @@ void lkv_cl_cache_store(const lkv_cl_cache_key *key, const unsigned char *bin, s
              fwrite(key->text, 1, klen, f) == klen && fwrite(&blen, 8, 1, f) == 1 &&
              fwrite(bin, 1, size, f) == size && fwrite(&sum, 8, 1, f) == 1;
     ok = fclose(f) == 0 && ok;
-    if (ok && rename(tmp, path) == 0)
+    if (ok && renameat(dir, tmp, dir, key->file) == 0)
         atomic_fetch_add(&lkv_cl_cache_stores, 1);
     else
-        unlink(tmp);
+        unlinkat(dir, tmp, 0);
 }

@@ -116,11 +116,18 @@ typedef struct lkv_cl_cache_key {
 } lkv_cl_cache_key;
 void lkv_cl_cache_key_make(const lkv_device *d, const char *const texts[3], const char *options,
                            lkv_cl_cache_key *out_key);
-/* The cached binary (malloc'ed) or NULL. */
-unsigned char *lkv_cl_cache_load(const lkv_cl_cache_key *key, size_t *out_size);
-void lkv_cl_cache_store(const lkv_cl_cache_key *key, const unsigned char *bin, size_t size);
-/* Binaries taken from the cache (and accepted by the driver) and written
- * to it in this process (tests). */
+/* The cache folder, made if missing, opened and checked: ours, writable
+ * by no one else, under folders no one else can rename it out of (root's
+ * or ours, or sticky). -1 when the cache is off or the folder fails a
+ * check; load and store then do nothing. */
+int lkv_cl_cache_open(void);
+void lkv_cl_cache_close(int dir);
+/* The binary cached in the open folder `dir` (malloc'ed) or NULL. */
+unsigned char *lkv_cl_cache_load(int dir, const lkv_cl_cache_key *key, size_t *out_size);
+void lkv_cl_cache_store(int dir, const lkv_cl_cache_key *key, const unsigned char *bin,
+                        size_t size);
+/* Binaries taken from the cache (accepted by the driver, the pipeline's
+ * kernel in them) and written to it in this process (tests). */
 extern atomic_int lkv_cl_cache_hits, lkv_cl_cache_stores;
 
 /* cl_dispatch.c: the shared plans' dispatches and row lists. */

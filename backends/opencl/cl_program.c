@@ -1,8 +1,10 @@
 /* A pipeline's kernel: kernels/opencl/lkv_cl.h followed by the pipeline's
  * source, built as OpenCL C 1.2 with the work-group size and the variant's
  * defines, once per open device and on first use. A binary from the
- * on-disk cache (cl_cache.c) is tried first; any trouble with it falls back
- * to the source, so the cache can only save time. */
+ * on-disk cache (cl_cache.c) is tried first; any trouble with it (a binary
+ * the driver refuses, or one without the pipeline's kernel) falls back to
+ * the source, whose build replaces the entry, so the cache can only save
+ * time. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,39 +67,73 @@ static unsigned char *binary_of(lkv_device *d, cl_program p, size_t *out_size)
     return bin;
 }
 
-static lkv_status from_source(lkv_device *d, const lkv_bind_pipe_info *info, const char *texts[3],
-                              const char *options, const lkv_cl_cache_key *key, cl_program *out)
+/* What building one pipeline's program takes. */
+typedef struct program_job {
+    const lkv_bind_pipe_info *info;
+    const char *texts[3];
+    char options[256], kernel[64];
+    lkv_cl_cache_key key;
+    int cache; /* the open cache folder (cl_cache.c), -1 without one */
+} program_job;
+
+/* The cached program with the pipeline's kernel in it, or 0. An entry
+ * the driver builds but that lacks the kernel is not the program the key
+ * names (another program's binary, or a driver that drops kernels): it is
+ * left for the source build to replace, never taken as a device error. */
+static int from_cache(lkv_device *d, const program_job *job, cl_program *out_p, cl_kernel *out_k)
+{
+    size_t size = 0;
+    unsigned char *bin = lkv_cl_cache_load(job->cache, &job->key, &size);
+    cl_program p = bin ? from_binary(d, bin, size, job->options) : NULL;
+    free(bin);
+    if (!p)
+        return 0;
+    cl_int err = LKV_CL_SUCCESS;
+    cl_kernel k = d->lib.fn.clCreateKernel(p, job->kernel, &err);
+    if (err != LKV_CL_SUCCESS || !k) {
+        d->lib.fn.clReleaseProgram(p);
+        return 0;
+    }
+    atomic_fetch_add(&lkv_cl_cache_hits, 1);
+    *out_p = p;
+    *out_k = k;
+    return 1;
+}
+
+/* Built from the embedded text, and stored only once the kernel is known
+ * to be in it. */
+static lkv_status from_source(lkv_device *d, const program_job *job, cl_program *out_p,
+                              cl_kernel *out_k)
 {
     cl_int err = LKV_CL_SUCCESS;
+    const char *texts[3] = {job->texts[0], job->texts[1], job->texts[2]}; /* the API's type */
     cl_program p = d->lib.fn.clCreateProgramWithSource(d->ctx, 3, texts, NULL, &err);
     if (err != LKV_CL_SUCCESS)
         return lkv_cl_check(err, "clCreateProgramWithSource");
-    err = d->lib.fn.clBuildProgram(p, 1, &d->dev, options, NULL, NULL);
+    err = d->lib.fn.clBuildProgram(p, 1, &d->dev, job->options, NULL, NULL);
     if (err != LKV_CL_SUCCESS) {
-        lkv_status st = build_failed(d, p, info->name, err);
+        lkv_status st = build_failed(d, p, job->info->name, err);
         d->lib.fn.clReleaseProgram(p);
         return st;
     }
-    size_t size = 0;
-    unsigned char *bin = binary_of(d, p, &size);
-    if (bin)
-        lkv_cl_cache_store(key, bin, size);
-    free(bin);
-    *out = p;
-    return LKV_OK;
-}
-
-static lkv_status make_kernel(lkv_device *d, lkv_bind_pipe id, cl_program p)
-{
-    const lkv_bind_pipe_info *info = &lkv_bind_pipes[id];
-    cl_int err = LKV_CL_SUCCESS;
-    char name[64];
-    snprintf(name, sizeof name, "lkv_%s", info->source);
-    cl_kernel k = d->lib.fn.clCreateKernel(p, name, &err);
+    cl_kernel k = d->lib.fn.clCreateKernel(p, job->kernel, &err);
     if (err != LKV_CL_SUCCESS) {
         d->lib.fn.clReleaseProgram(p);
         return lkv_cl_check(err, "clCreateKernel");
     }
+    size_t size = 0;
+    unsigned char *bin = binary_of(d, p, &size);
+    if (bin)
+        lkv_cl_cache_store(job->cache, &job->key, bin, size);
+    free(bin);
+    *out_p = p;
+    *out_k = k;
+    return LKV_OK;
+}
+
+static lkv_status keep_kernel(lkv_device *d, lkv_bind_pipe id, cl_program p, cl_kernel k)
+{
+    const lkv_bind_pipe_info *info = &lkv_bind_pipes[id];
     /* A GPU may run a register-hungry kernel only in smaller work-groups
      * than the one it was built for. */
     size_t most = 0;
@@ -119,25 +155,26 @@ lkv_status lkv_cl_pipe_ready(lkv_device *d, lkv_bind_pipe id)
 {
     if (d->pipes[id].kernel)
         return LKV_OK;
-    const lkv_bind_pipe_info *info = &lkv_bind_pipes[id];
-    const char *texts[3] = {lkv_cl_kernel_prelude(), lkv_cl_kernel_header(),
-                            lkv_cl_kernel_source(info->source)};
-    if (!texts[2])
+    program_job job = {.info = &lkv_bind_pipes[id]};
+    const lkv_bind_pipe_info *info = job.info;
+    job.texts[0] = lkv_cl_kernel_prelude();
+    job.texts[1] = lkv_cl_kernel_header();
+    job.texts[2] = lkv_cl_kernel_source(info->source);
+    if (!job.texts[2])
         return lkv_fail(LKV_INTERNAL, "opencl: no embedded source %s.cl for pipeline %s",
                         info->source, info->name);
-    char options[256];
-    options_of(d, info, options, sizeof options);
-    lkv_cl_cache_key key;
-    lkv_cl_cache_key_make(d, texts, options, &key);
-    size_t size = 0;
-    unsigned char *bin = lkv_cl_cache_load(&key, &size);
-    cl_program p = bin ? from_binary(d, bin, size, options) : NULL;
-    free(bin);
-    if (p)
-        atomic_fetch_add(&lkv_cl_cache_hits, 1);
-    lkv_status st = p ? LKV_OK : from_source(d, info, texts, options, &key, &p);
+    options_of(d, info, job.options, sizeof job.options);
+    snprintf(job.kernel, sizeof job.kernel, "lkv_%s", info->source);
+    lkv_cl_cache_key_make(d, job.texts, job.options, &job.key);
+    /* One folder handle for the load and the store: the folder checked is
+     * the one both use. */
+    job.cache = lkv_cl_cache_open();
+    cl_program p = NULL;
+    cl_kernel k = NULL;
+    lkv_status st = from_cache(d, &job, &p, &k) ? LKV_OK : from_source(d, &job, &p, &k);
+    lkv_cl_cache_close(job.cache);
     if (st == LKV_OK)
-        st = make_kernel(d, id, p);
+        st = keep_kernel(d, id, p, k);
     return st == LKV_OK ? LKV_OK : lkv_fail_context(st, "building the %s pipeline", info->name);
 }
 
