@@ -76,14 +76,35 @@ lkv_status lkv_check_call(const lkv_cache *c, const void *io, const char *call, 
 lkv_status lkv_check_input(const lkv_cache *c, const float *x, size_t count, int32_t width,
                            const char *what, int stored, int32_t seq, int32_t layer);
 
-/* Runs the evictions due for `seq`: after decode step t (prefill = 0), or the
- * prefill eviction (prefill = 1); all due layers batched into one pass. */
-lkv_status lkv_schedule(lkv_cache *c, int32_t seq, int32_t t, int prefill);
+/* When an eviction is due. */
+typedef enum lkv_due {
+    LKV_DUE_DECODE,  /* after decode step t: the policy's period */
+    LKV_DUE_PREFILL, /* after the last layer's prompt: the prefill eviction */
+    LKV_DUE_EARLY    /* before a step's append, on every full layer: the early
+                        eviction (docs/policies-admission.md); t is the step
+                        whose state the cache holds, the previous one */
+} lkv_due;
+
+/* Runs the evictions of `seq` due now, for layers first_layer .. layers - 1,
+ * all due layers batched into one pass. */
+lkv_status lkv_schedule(lkv_cache *c, int32_t seq, int32_t first_layer, int32_t t, lkv_due due);
+
+/* The early eviction of a layer holding n slots: 1 and *plan when n is the
+ * capacity and the policy can make room, else 0. */
+int lkv_early_plan(const lkv_cache *c, int32_t n, lkv_evict_plan *plan);
+
+/* lkv_cache_create for a cache that will never hold more than max_tokens
+ * slots in a row (-1: no bound), such as a trace replay's: the policy is
+ * checked against config->capacity, but only max_tokens + 1 slots a row are
+ * allocated, so a generous budget costs no memory. */
+lkv_status lkv_cache_create_holding(lkv_runtime *rt, const lkv_cache_config *config,
+                                    int64_t max_tokens, lkv_cache **out_cache);
 
 /* Internal entry points shared by the public calls and trace replay.
  * `given_probs` ([heads][n + 1] f32 per head, n = slots before the append)
- * replaces computed attention; `given_votes` ([heads][n_tokens]) replaces
- * the prompt queries' votes. */
+ * replaces computed attention, and then a full layer is OUT_OF_MEMORY rather
+ * than evicted early (the rows are laid out for the cache as it stands);
+ * `given_votes` ([heads][n_tokens]) replaces the prompt queries' votes. */
 lkv_status lkv_core_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_decode_io *io,
                            const float *given_probs);
 lkv_status lkv_core_prefill(lkv_cache *c, int32_t seq, int32_t layer, const lkv_prefill_io *io,

@@ -1,5 +1,6 @@
-/* A decode step of one layer: validate everything, then append, attend,
- * observe; after the last layer, hand the step to the scheduler. */
+/* A decode step of one layer: validate everything, make room on a full layer
+ * (the policy's early eviction), then append, attend, observe; after the
+ * last layer, hand the step to the scheduler. */
 #include <string.h>
 
 #include "cache.h"
@@ -27,11 +28,15 @@ static lkv_status check_decode(const lkv_cache *c, int32_t seq, int32_t layer,
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "sequence %d has reached position %d / step %d, the int32 limit: reset it",
                         seq, s->next_position, s->t);
-    if (s->len[layer] >= c->cfg.capacity)
+    lkv_evict_plan room;
+    if (s->len[layer] >= c->cfg.capacity && (given || !lkv_early_plan(c, s->len[layer], &room)))
         return lkv_fail(LKV_OUT_OF_MEMORY,
                         "cache full: sequence %d layer %d holds %d slots = capacity under policy "
-                        "%s; raise capacity or lower the budget",
-                        seq, layer, s->len[layer], c->rules->name);
+                        "%s, %s: raise capacity",
+                        seq, layer, s->len[layer], c->rules->name,
+                        given ? "and recorded probabilities leave no room for an early eviction"
+                              : "which does not evict during decode (capacity bounds the tokens "
+                                "it keeps from the prompt plus every decoded token)");
     size_t dq = (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim;
     size_t dkv = (size_t)c->cfg.kv_heads * (size_t)c->cfg.head_dim;
     st = given ? LKV_OK : lkv_check_input(c, io->q, dq, c->cfg.head_dim, "q", 0, seq, layer);
@@ -54,6 +59,12 @@ lkv_status lkv_core_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_d
     int observing = c->rules->observe_at ? c->rules->observe_at(&c->cfg.policy, t, &kind)
                                          : c->rules->observes;
 
+    /* A full layer: the policy's eviction runs now, before the append, for
+     * this and every later layer of the step (all hold the same count at
+     * layer 0), as one batch scored on the previous step's state. */
+    if (s->len[layer] >= c->cfg.capacity &&
+        (st = lkv_schedule(c, seq, layer, t - 1, LKV_DUE_EARLY)) != LKV_OK)
+        return st;
     if ((st = lkv_cache_append(c, seq, layer, 1, io->k, io->v, s->next_position, t - 1)) != LKV_OK)
         return st;
     int32_t n = s->len[layer];
@@ -73,7 +84,7 @@ lkv_status lkv_core_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_d
         return LKV_OK;
     s->next_layer = 0;
     s->next_position++;
-    return lkv_schedule(c, seq, t, 0);
+    return lkv_schedule(c, seq, 0, t, LKV_DUE_DECODE);
 }
 
 lkv_status lkv_cache_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_decode_io *io)

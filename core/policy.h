@@ -44,6 +44,11 @@ typedef struct lkv_policy_rules {
     int (*observe_at)(const lkv_policy_params *p, int32_t t, lkv_observe_kind *kind);
     /* Eviction due after decode step t with n slots: 1 and *plan, or 0. */
     int (*decode_plan)(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan);
+    /* Eviction a decode step runs before its append when the layer holds
+     * n = capacity slots, so that the append fits (docs/policies-admission.md):
+     * 1 and *plan (keep < n), or 0. NULL: the policy does not evict during
+     * decode, and a step on a full layer is OUT_OF_MEMORY. */
+    int (*early_plan)(const lkv_policy_params *p, int32_t n, lkv_evict_plan *plan);
     /* Prefill of n tokens: votes (may be NULL) and eviction (may be NULL). */
     int (*prefill_votes)(const lkv_policy_params *p, int32_t n, lkv_vote_plan *votes);
     int (*prefill_plan)(const lkv_policy_params *p, int32_t n, lkv_evict_plan *plan);
@@ -59,7 +64,10 @@ extern const lkv_policy_rules lkv_policy_tova;
 extern const lkv_policy_rules lkv_policy_snapkv;
 extern const lkv_policy_rules lkv_policy_nacl;
 
-/* Shared checks, each failing with a message that names the policy. */
+/* Shared checks, each failing with a message that names the policy.
+ * `peak`: the most slots the policy holds in decode from a prompt within its
+ * budget; a longer prompt (up to capacity) is held within capacity by the
+ * early eviction, which needs budget < capacity and so no further check. */
 lkv_status lkv_check_budget(const char *policy, int32_t budget, int32_t capacity, int64_t peak);
 lkv_status lkv_check_range(const char *policy, const char *key, double value, double lo, double hi);
 

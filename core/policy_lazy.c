@@ -1,7 +1,8 @@
 /* LazyEviction (spec/policies.md, section 1): observe every step, evict every
  * W steps when over budget, keeping the last W slots and the B - W best
- * MRI scores. Grouped GQA combines a group's probabilities by max before the
- * threshold test, a documented deviation from the per-query-head reference. */
+ * MRI scores, and early when a step would not fit (docs/policies-admission.md).
+ * Grouped GQA combines a group's probabilities by max before the threshold
+ * test, a documented deviation from the per-query-head reference. */
 #include "policy.h"
 
 #include "error.h"
@@ -30,13 +31,20 @@ static lkv_status check(const lkv_policy_params *p, int32_t capacity)
     return st;
 }
 
-static int decode_plan(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan)
+/* The eviction itself; also run early, before a step's append, when the
+ * cache is full before the period comes (a prompt longer than the budget). */
+static int evict_to_budget(const lkv_policy_params *p, int32_t n, lkv_evict_plan *plan)
 {
-    if (n <= p->budget || t % p->window != 0)
+    if (n <= p->budget)
         return 0;
     *plan = (lkv_evict_plan){.keep = p->budget, .score = LKV_SCORE_LAZY,
                              .protect_tail = p->window};
     return 1;
+}
+
+static int decode_plan(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan)
+{
+    return t % p->window == 0 && evict_to_budget(p, n, plan);
 }
 
 const lkv_policy_rules lkv_policy_lazy = {
@@ -49,4 +57,5 @@ const lkv_policy_rules lkv_policy_lazy = {
     .observes = 1,
     .observe_kind = LKV_OBSERVE_LAZY,
     .decode_plan = decode_plan,
+    .early_plan = evict_to_budget,
 };

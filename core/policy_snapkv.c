@@ -53,13 +53,21 @@ static int observe_at(const lkv_policy_params *p, int32_t t, lkv_observe_kind *k
     return 1;
 }
 
-static int decode_plan(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan)
+/* The decode-time eviction; also run early when a step would not fit, which
+ * the creation check makes unreachable (n <= B after prefill, B + interval
+ * <= capacity) but which keeps the rule the same for every policy. */
+static int evict_to_budget(const lkv_policy_params *p, int32_t n, lkv_evict_plan *plan)
 {
-    if (p->interval <= 0 || t % p->interval != 0 || n <= p->budget)
+    if (p->interval <= 0 || n <= p->budget)
         return 0;
     *plan = (lkv_evict_plan){.keep = p->budget, .score = LKV_SCORE_POOL_MAX,
                              .protect_tail = p->window, .pool_kernel = SNAPKV_DECODE_KERNEL};
     return 1;
+}
+
+static int decode_plan(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evict_plan *plan)
+{
+    return p->interval > 0 && t % p->interval == 0 && evict_to_budget(p, n, plan);
 }
 
 static int prefill_votes(const lkv_policy_params *p, int32_t n, lkv_vote_plan *votes)
@@ -89,6 +97,7 @@ const lkv_policy_rules lkv_policy_snapkv = {
     .resolve = resolve,
     .observe_at = observe_at,
     .decode_plan = decode_plan,
+    .early_plan = evict_to_budget,
     .prefill_votes = prefill_votes,
     .prefill_plan = prefill_plan,
 };

@@ -31,10 +31,15 @@ static lkv_status check_prefill(const lkv_cache *c, int32_t seq, int32_t layer,
     lkv_status st = lkv_check_call(c, io, "lkv_cache_prefill", seq, layer, io ? io->memory : 0);
     if (st != LKV_OK)
         return st;
-    if (io->n_tokens < 1 || io->n_tokens > c->cfg.capacity)
-        return lkv_fail(io->n_tokens < 1 ? LKV_INVALID_ARGUMENT : LKV_OUT_OF_MEMORY,
-                        "prompt of %d tokens does not fit: expected 1..capacity %d", io->n_tokens,
-                        c->cfg.capacity);
+    if (io->n_tokens < 1)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "prompt of %d tokens is invalid: expected 1..%d",
+                        io->n_tokens, c->cfg.capacity);
+    if (io->n_tokens > c->cfg.capacity)
+        return lkv_fail(LKV_OUT_OF_MEMORY,
+                        "prompt of %d tokens leaves no room: policy %s with capacity %d fits at "
+                        "most %d prompt tokens (the whole prompt is stored before any eviction): "
+                        "raise capacity or shorten the prompt",
+                        io->n_tokens, c->rules->name, c->cfg.capacity, c->cfg.capacity);
     if (io->first_position < 0 || io->first_position > INT32_MAX - io->n_tokens - (1 << 24))
         return lkv_fail(LKV_INVALID_ARGUMENT, "first_position %d is out of range",
                         io->first_position);
@@ -117,7 +122,7 @@ lkv_status lkv_core_prefill(lkv_cache *c, int32_t seq, int32_t layer, const lkv_
     s->in_prefill = 0;
     s->prefilled = 1;
     s->next_position = io->first_position + io->n_tokens;
-    return lkv_schedule(c, seq, 0, 1);
+    return lkv_schedule(c, seq, 0, 0, LKV_DUE_PREFILL);
 }
 
 lkv_status lkv_cache_prefill(lkv_cache *c, int32_t seq, int32_t layer, const lkv_prefill_io *io)

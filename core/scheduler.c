@@ -2,16 +2,26 @@
  * them as one batch per op (score, select, compact) over every due (layer,
  * head) row, so an eviction event costs a handful of launches whatever the
  * model's depth. Layers whose plans differ (they never do today: every layer
- * holds the same count) form separate batches. */
+ * holds the same count) form separate batches. Before a step's append, a
+ * full layer gets the policy's early eviction the same way. */
 #include <string.h>
 
 #include "cache.h"
 #include "error.h"
 
-static int plan_for(const lkv_cache *c, int32_t n, int32_t t, int prefill, lkv_evict_plan *plan)
+int lkv_early_plan(const lkv_cache *c, int32_t n, lkv_evict_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
-    if (prefill)
+    return n >= c->cfg.capacity && c->rules->early_plan &&
+           c->rules->early_plan(&c->cfg.policy, n, plan) && plan->keep < n;
+}
+
+static int plan_for(const lkv_cache *c, int32_t n, int32_t t, lkv_due due, lkv_evict_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    if (due == LKV_DUE_EARLY)
+        return lkv_early_plan(c, n, plan);
+    if (due == LKV_DUE_PREFILL)
         return c->rules->prefill_plan && c->rules->prefill_plan(&c->cfg.policy, n, plan);
     return c->rules->decode_plan && c->rules->decode_plan(&c->cfg.policy, n, t, plan);
 }
@@ -76,13 +86,13 @@ static lkv_status run_plan(lkv_cache *c, int32_t seq, const int32_t *layers, int
     return LKV_OK;
 }
 
-lkv_status lkv_schedule(lkv_cache *c, int32_t seq, int32_t t, int prefill)
+lkv_status lkv_schedule(lkv_cache *c, int32_t seq, int32_t first_layer, int32_t t, lkv_due due)
 {
     const int32_t *len = c->seqs[seq].len;
     for (int32_t l = 0; l < c->cfg.layers; l++)
-        c->due[l] = (unsigned char)plan_for(c, len[l], t, prefill, &c->plans[l]);
+        c->due[l] = (unsigned char)(l >= first_layer && plan_for(c, len[l], t, due, &c->plans[l]));
     lkv_status st = LKV_OK;
-    for (int32_t l = 0; l < c->cfg.layers && st == LKV_OK; l++) {
+    for (int32_t l = first_layer; l < c->cfg.layers && st == LKV_OK; l++) {
         if (!c->due[l])
             continue;
         int32_t count = 0;

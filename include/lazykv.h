@@ -223,7 +223,9 @@ typedef struct lkv_cache_config {
     int32_t kv_heads;      /* divides q_heads */
     int32_t head_dim;      /* 1 .. 1024 */
     int32_t sequences;     /* independent sequences held by the cache (>= 1) */
-    int32_t capacity;      /* slots per (sequence, layer, cache head) */
+    int32_t capacity;      /* slots per (sequence, layer, cache head): the longest
+                              prompt taken, and the most slots ever held (see
+                              lkv_cache_prefill and lkv_cache_decode) */
     lkv_dtype dtype;       /* K/V storage type; inputs are always f32 */
     lkv_gqa_mode gqa;
     float scale;           /* softmax scale; 0 means 1 / sqrt(head_dim) */
@@ -239,7 +241,10 @@ void lkv_cache_config_init(lkv_cache_config *config);
 /* Creates a cache on the runtime's backend. Rejects (INVALID_ARGUMENT, message
  * naming the value) shapes out of range, kv_heads not dividing q_heads, a
  * budget above the capacity, a window of 0, and a capacity below the policy's
- * peak (budget + window for lazy). On failure *out_cache is untouched. */
+ * peak (budget + window for lazy, budget + 1 for streaming, h2o and tova,
+ * budget + interval for snapkv). That peak is the one reached from a prompt
+ * within the budget; a longer prompt is held within the capacity by early
+ * eviction (lkv_cache_decode). On failure *out_cache is untouched. */
 lkv_status lkv_cache_create(lkv_runtime *rt, const lkv_cache_config *config,
                             lkv_cache **out_cache);
 
@@ -267,7 +272,9 @@ typedef enum lkv_memory {
  *   q    : [n_tokens][q_heads][head_dim]    optional unless the policy votes
  *                                            with prompt queries (snapkv, nacl)
  *                                            or `out` is wanted; h2o accumulates
- *                                            the prompt's attention if given
+ *                                            the prompt's attention if given, tova
+ *                                            keeps the last query's (what an early
+ *                                            eviction before step 1 ranks by)
  *   out  : [n_tokens][q_heads][head_dim]    optional: causal attention output
  * Tokens get positions first_position .. first_position + n_tokens - 1. */
 typedef struct lkv_prefill_io {
@@ -283,7 +290,15 @@ typedef struct lkv_prefill_io {
 /* Stores a prompt. Call once per layer, layers in order 0..layers-1, before
  * the sequence's first decode step (a sequence may also skip prefill). After
  * the last layer the prefill eviction of snapkv/nacl runs for all layers in
- * one batched pass. */
+ * one batched pass.
+ *
+ * Admission (docs/policies-admission.md): under every policy a prompt of up
+ * to `capacity` tokens is taken, also one longer than the budget: the whole
+ * prompt is stored before any eviction. A longer one is OUT_OF_MEMORY at
+ * layer 0, naming the policy and the number of prompt tokens that fit, and
+ * changes nothing. A policy that evicts during decode then never runs out of
+ * room (see lkv_cache_decode); for full, nacl and snapkv with interval -1,
+ * capacity bounds the slots the prefill kept plus every decoded token. */
 lkv_status lkv_cache_prefill(lkv_cache *cache, int32_t sequence, int32_t layer,
                              const lkv_prefill_io *io);
 
@@ -304,10 +319,23 @@ typedef struct lkv_decode_io {
  * and the policy observes it. Call layers in order 0..layers-1; the step
  * counter t advances at layer 0 and, after the last layer, the evictions due
  * at step t run for all layers in one batched pass (so the smaller cache
- * applies from step t + 1). Fails with OUT_OF_MEMORY, changing nothing, when
- * the cache has no free slot. Bad input changes nothing; only a device
- * failure (DEVICE_ERROR) during the batched eviction can leave the step taken
- * and the eviction undone, and its message says to reset the sequence. */
+ * applies from step t + 1).
+ *
+ * Early eviction (docs/policies-admission.md): when the step's append would
+ * not fit (a layer holds `capacity` slots, which only a prompt longer than
+ * the budget can bring about), the policy's eviction runs first, before the
+ * append, though its period has not come: lazy and snapkv evict to the
+ * budget as at their period; streaming, h2o and tova drop one slot by their
+ * own ranking, and the step's usual eviction follows. It runs at layer 0 for
+ * every layer in one batched pass, scored on the previous step's state, so
+ * no decode step of these policies fails for lack of room. Policies that do
+ * not evict during decode (full, nacl, snapkv with interval -1) fail the
+ * step past the capacity with OUT_OF_MEMORY, changing nothing, and say so.
+ *
+ * Bad input changes nothing; only a device failure (DEVICE_ERROR) during the
+ * batched eviction can leave the step taken and the eviction undone, and its
+ * message says to reset the sequence (one after an early eviction leaves
+ * that eviction done and the step not taken). */
 lkv_status lkv_cache_decode(lkv_cache *cache, int32_t sequence, int32_t layer,
                             const lkv_decode_io *io);
 
