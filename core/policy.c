@@ -178,6 +178,16 @@ lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char
     return st;
 }
 
+int lkv_plan_room_for_one(int (*step_plan)(const lkv_policy_params *p, int32_t n, int32_t t,
+                                           lkv_evict_plan *plan),
+                          const lkv_policy_params *p, int32_t n, lkv_evict_plan *plan)
+{
+    if (!step_plan(p, n, 0, plan))
+        return 0;
+    plan->keep = n - 1;
+    return 1;
+}
+
 lkv_status lkv_check_budget(const char *policy, int32_t budget, int32_t capacity, int64_t peak)
 {
     if (budget < 1)

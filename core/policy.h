@@ -64,6 +64,14 @@ extern const lkv_policy_rules lkv_policy_tova;
 extern const lkv_policy_rules lkv_policy_snapkv;
 extern const lkv_policy_rules lkv_policy_nacl;
 
+/* The early plan of a policy that evicts every step: on a full cache
+ * before a step (a prompt of capacity tokens), room for the step's token
+ * only, by the step plan's own ranking; the step's own eviction then brings
+ * n to the budget with this step's attention (docs/policies-admission.md). */
+int lkv_plan_room_for_one(int (*step_plan)(const lkv_policy_params *p, int32_t n, int32_t t,
+                                           lkv_evict_plan *plan),
+                          const lkv_policy_params *p, int32_t n, lkv_evict_plan *plan);
+
 /* Shared checks, each failing with a message that names the policy.
  * `peak`: the most slots the policy holds in decode from a prompt within its
  * budget; a longer prompt (up to capacity) is held within capacity by the

@@ -26,15 +26,9 @@ static int decode_plan(const lkv_policy_params *p, int32_t n, int32_t t, lkv_evi
     return 1;
 }
 
-/* A full cache before a step (a prompt of capacity tokens): room for the
- * step's token only; the step's own eviction then brings n to the budget
- * with this step's attention (docs/policies-admission.md). */
 static int early_plan(const lkv_policy_params *p, int32_t n, lkv_evict_plan *plan)
 {
-    if (!decode_plan(p, n, 0, plan))
-        return 0;
-    plan->keep = n - 1;
-    return 1;
+    return lkv_plan_room_for_one(decode_plan, p, n, plan);
 }
 
 const lkv_policy_rules lkv_policy_streaming = {

@@ -479,56 +479,31 @@ Test(admission, lazy_with_room_waits_for_its_period)
 
 /* ---- layers, GQA, sequences -------------------------------------------------- */
 
-static int n_score, n_select, n_compact, rows_seen;
-
-static lkv_status count_score(lkv_device *d, const lkv_score_args *a)
-{
-    n_score++;
-    rows_seen = a->n_rows;
-    return lkv_backend_cpu.score(d, a);
-}
-static lkv_status count_select(lkv_device *d, const lkv_select_args *a)
-{
-    n_select++;
-    return lkv_backend_cpu.select(d, a);
-}
-static lkv_status count_compact(lkv_device *d, const lkv_compact_args *a)
-{
-    n_compact++;
-    return lkv_backend_cpu.compact(d, a);
-}
-
-static lkv_backend_ops counting;
-
 /* Layer 0 of the step that would not fit evicts every layer in one batch
  * (they all hold the capacity then); the later layers then find room. */
 Test(admission, grouped_layers_evict_early_in_one_batch)
 {
-    counting = lkv_backend_cpu;
-    counting.score = count_score;
-    counting.select = count_select;
-    counting.compact = count_compact;
-    lkv_runtime rt = {.ops = &counting};
-    TU_OK(counting.open(0, &rt.dev));
+    lkv_runtime *rt = tu_counting_runtime();
     lkv_cache_config cfg = lazy_config(3, 4, 2);
     lkv_cache *c = NULL;
-    TU_OK(lkv_cache_create(&rt, &cfg, &c));
+    TU_OK(lkv_cache_create(rt, &cfg, &c));
     uint64_t rng = 104;
     host *h = host_new(c);
     prefill(c, 0, h, 22, 0, &rng);
     for (int32_t t = 1; t <= 2; t++)
         decode(c, 0, h, t, &rng);
-    cr_assert_eq(n_score, 0);
+    cr_assert_eq(tu_counted.score, 0);
     decode_layer(c, 0, h, 0, 3, &rng);
-    cr_assert(n_score == 1 && n_select == 1 && n_compact == 1, "one pass per op");
-    cr_assert_eq(rows_seen, 3 * 2, "every layer and KV head in the batch");
+    cr_assert(tu_counted.score == 1 && tu_counted.select == 1 && tu_counted.compact == 1,
+              "one pass per op");
+    cr_assert_eq(tu_counted.rows_seen, 3 * 2, "every layer and KV head in the batch");
     cr_assert_eq(length_of(c, 0, 0), 17);
     cr_assert(length_of(c, 0, 1) == 16 && length_of(c, 0, 2) == 16,
               "layers 1 and 2 evicted with layer 0, before their own calls");
     decode_layer(c, 0, h, 1, 3, &rng);
     decode_layer(c, 0, h, 2, 3, &rng);
     host_step_end(h, 3);
-    cr_assert_eq(n_score, 1, "no second pass for the later layers");
+    cr_assert_eq(tu_counted.score, 1, "no second pass for the later layers");
     expect_model(c, 0, h, 3);
     lkv_cache_stats s;
     TU_OK(lkv_cache_get_stats(c, &s));
@@ -540,7 +515,7 @@ Test(admission, grouped_layers_evict_early_in_one_batch)
     cr_assert_eq(h->early, 3, "once per layer, in the one batch");
     free(h);
     lkv_cache_destroy(c);
-    counting.close(rt.dev);
+    tu_counting_close(rt);
 }
 
 Test(admission, expanded_heads_evict_early_each_by_its_query_head)

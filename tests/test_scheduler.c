@@ -6,45 +6,6 @@
 #include "runtime.h"
 #include "test_util.h"
 
-static int n_attend, n_score, n_select, n_compact, rows_seen;
-
-static lkv_status count_attend(lkv_device *d, const lkv_attend_args *a)
-{
-    n_attend++;
-    return lkv_backend_cpu.attend(d, a);
-}
-static lkv_status count_score(lkv_device *d, const lkv_score_args *a)
-{
-    n_score++;
-    rows_seen = a->n_rows;
-    return lkv_backend_cpu.score(d, a);
-}
-static lkv_status count_select(lkv_device *d, const lkv_select_args *a)
-{
-    n_select++;
-    return lkv_backend_cpu.select(d, a);
-}
-static lkv_status count_compact(lkv_device *d, const lkv_compact_args *a)
-{
-    n_compact++;
-    return lkv_backend_cpu.compact(d, a);
-}
-
-static lkv_backend_ops counting;
-
-static lkv_runtime *counting_runtime(void)
-{
-    counting = lkv_backend_cpu;
-    counting.attend = count_attend;
-    counting.score = count_score;
-    counting.select = count_select;
-    counting.compact = count_compact;
-    lkv_runtime *rt = calloc(1, sizeof *rt);
-    rt->ops = &counting;
-    TU_OK(counting.open(0, &rt->dev));
-    return rt;
-}
-
 static lkv_cache *counting_cache(lkv_runtime *rt, const lkv_cache_config *cfg)
 {
     lkv_cache *c = NULL;
@@ -55,13 +16,12 @@ static lkv_cache *counting_cache(lkv_runtime *rt, const lkv_cache_config *cfg)
 static void counting_close(lkv_cache *c, lkv_runtime *rt)
 {
     lkv_cache_destroy(c);
-    counting.close(rt->dev);
-    free(rt);
+    tu_counting_close(rt);
 }
 
 Test(scheduler, one_call_per_op_for_an_eviction_over_all_layers_and_heads)
 {
-    lkv_runtime *rt = counting_runtime();
+    lkv_runtime *rt = tu_counting_runtime();
     lkv_cache_config cfg = tu_config(6, 8, 4, 8, 64);
     TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY));
     cfg.policy.budget = 16;
@@ -70,14 +30,14 @@ Test(scheduler, one_call_per_op_for_an_eviction_over_all_layers_and_heads)
     uint64_t rng = 29;
     for (int32_t t = 1; t <= 23; t++)
         tu_decode_random(c, &rng);
-    cr_assert_eq(n_score, 0, "no eviction before step 24");
-    n_attend = 0;
+    cr_assert_eq(tu_counted.score, 0, "no eviction before step 24");
+    tu_counted.attend = 0;
     tu_decode_random(c, &rng); /* t = 24: n = 24 > 16 and 24 % 8 == 0 */
-    cr_assert_eq(n_attend, 6, "one attend per layer");
-    cr_assert_eq(n_score, 1);
-    cr_assert_eq(n_select, 1);
-    cr_assert_eq(n_compact, 1);
-    cr_assert_eq(rows_seen, 6 * 4, "every layer and KV head in the one batch");
+    cr_assert_eq(tu_counted.attend, 6, "one attend per layer");
+    cr_assert_eq(tu_counted.score, 1);
+    cr_assert_eq(tu_counted.select, 1);
+    cr_assert_eq(tu_counted.compact, 1);
+    cr_assert_eq(tu_counted.rows_seen, 6 * 4, "every layer and KV head in the one batch");
     lkv_cache_stats s;
     TU_OK(lkv_cache_get_stats(c, &s));
     cr_assert_eq(s.evictions, 6);
@@ -87,7 +47,7 @@ Test(scheduler, one_call_per_op_for_an_eviction_over_all_layers_and_heads)
 
 Test(scheduler, nacl_uses_two_selections_in_one_batch)
 {
-    lkv_runtime *rt = counting_runtime();
+    lkv_runtime *rt = tu_counting_runtime();
     lkv_cache_config cfg = tu_config(3, 2, 2, 4, 128);
     TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_NACL));
     cfg.policy.min_length = 16;
@@ -100,12 +60,12 @@ Test(scheduler, nacl_uses_two_selections_in_one_batch)
         lkv_prefill_io io = {.n_tokens = 100, .k = k, .v = k, .q = q};
         TU_OK(lkv_cache_prefill(c, 0, l, &io));
         if (l < 2)
-            cr_assert_eq(n_score, 0, "eviction waits for the last layer");
+            cr_assert_eq(tu_counted.score, 0, "eviction waits for the last layer");
     }
-    cr_assert_eq(n_score, 2);
-    cr_assert_eq(n_select, 2);
-    cr_assert_eq(n_compact, 1);
-    cr_assert_eq(rows_seen, 3 * 2);
+    cr_assert_eq(tu_counted.score, 2);
+    cr_assert_eq(tu_counted.select, 2);
+    cr_assert_eq(tu_counted.compact, 1);
+    cr_assert_eq(tu_counted.rows_seen, 3 * 2);
     int32_t n;
     TU_OK(lkv_cache_sequence_info(c, 0, &n, NULL));
     /* protect ceil(12.5) = 13 (2 sinks + 11 recent), 12 by score, 7 by chance */

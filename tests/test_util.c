@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include "runtime.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -195,4 +197,53 @@ double tu_bf16_value(uint16_t b)
                  : e == 255 ? (m ? NAN : INFINITY)
                             : ldexp(128 + m, e - 134);
     return (b & 0x8000u) ? -mag : mag;
+}
+
+tu_op_counts tu_counted;
+static lkv_backend_ops counting;
+
+static lkv_status count_attend(lkv_device *d, const lkv_attend_args *a)
+{
+    tu_counted.attend++;
+    return lkv_backend_cpu.attend(d, a);
+}
+
+static lkv_status count_score(lkv_device *d, const lkv_score_args *a)
+{
+    tu_counted.score++;
+    tu_counted.rows_seen = a->n_rows;
+    return lkv_backend_cpu.score(d, a);
+}
+
+static lkv_status count_select(lkv_device *d, const lkv_select_args *a)
+{
+    tu_counted.select++;
+    return lkv_backend_cpu.select(d, a);
+}
+
+static lkv_status count_compact(lkv_device *d, const lkv_compact_args *a)
+{
+    tu_counted.compact++;
+    return lkv_backend_cpu.compact(d, a);
+}
+
+lkv_runtime *tu_counting_runtime(void)
+{
+    counting = lkv_backend_cpu;
+    counting.attend = count_attend;
+    counting.score = count_score;
+    counting.select = count_select;
+    counting.compact = count_compact;
+    memset(&tu_counted, 0, sizeof tu_counted);
+    lkv_runtime *rt = calloc(1, sizeof *rt);
+    cr_assert_not_null(rt);
+    rt->ops = &counting;
+    TU_OK(counting.open(0, &rt->dev));
+    return rt;
+}
+
+void tu_counting_close(lkv_runtime *rt)
+{
+    counting.close(rt->dev);
+    free(rt);
 }

@@ -76,6 +76,16 @@ char *tu_read_file(const char *path);
 
 
 
+/* A runtime on the CPU backend whose eviction ops (and attend) count their
+ * calls in tu_counted: the scheduler's batching tests. Opening one resets
+ * the counts; rows_seen is the last score call's row count. */
+typedef struct tu_op_counts {
+    int attend, score, select, compact, rows_seen;
+} tu_op_counts;
+extern tu_op_counts tu_counted;
+lkv_runtime *tu_counting_runtime(void);
+void tu_counting_close(lkv_runtime *rt);
+
 /* Replays a JSONL trace on the cpu backend; returns the output lines (caller
  * frees) or NULL with *out_status set. */
 char *tu_replay(const char *trace_text, const char *policy, lkv_status *out_status);
