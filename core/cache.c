@@ -157,6 +157,12 @@ lkv_status lkv_cache_create(lkv_runtime *rt, const lkv_cache_config *config,
                             lkv_cache **out_cache)
 {
     lkv_clear_error();
+    return lkv_cache_create_holding(rt, config, -1, out_cache);
+}
+
+lkv_status lkv_cache_create_holding(lkv_runtime *rt, const lkv_cache_config *config,
+                                    int64_t max_tokens, lkv_cache **out_cache)
+{
     if (!rt || !config || !out_cache)
         return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_cache_create: %s is NULL",
                         !rt ? "rt" : !config ? "config" : "out_cache");
@@ -175,6 +181,9 @@ lkv_status lkv_cache_create(lkv_runtime *rt, const lkv_cache_config *config,
     lkv_cache_config cfg = *config;
     if ((st = rules->check(&cfg.policy, cfg.capacity)) != LKV_OK)
         return st;
+    /* Slots past the most tokens a row will ever hold are never touched. */
+    if (max_tokens >= 0 && cfg.capacity > max_tokens + 1)
+        cfg.capacity = (int32_t)(max_tokens + 1);
     if (rules->resolve)
         rules->resolve(&cfg.policy);
     if (cfg.policy.group_reduce == LKV_REDUCE_DEFAULT)

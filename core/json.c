@@ -1,6 +1,7 @@
 #include "json.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,10 +143,23 @@ static long unicode_escape(reader *r)
     return cp;
 }
 
+/* Source bytes of the string that opens at r->at, quotes excluded, up to
+ * the closing quote or the end of the input. The decoded text is never
+ * longer (an escape shrinks or keeps its length), so the buffer is sized by
+ * the string itself, not by the rest of the line. */
+static size_t string_source_len(const reader *r)
+{
+    size_t i = r->at + 1;
+    while (i < r->len && r->s[i] != '"' && r->s[i])
+        i += r->s[i] == '\\' && i + 1 < r->len ? 2 : 1;
+    return i - (r->at + 1);
+}
+
 static int parse_string(reader *r, char **out)
 {
+    size_t source = string_source_len(r);
     r->at++; /* opening quote */
-    char *buf = malloc(r->len - r->at + 1);
+    char *buf = malloc(source + 1);
     if (!buf)
         return fail(r, "out of memory");
     size_t n = 0;
@@ -208,6 +222,41 @@ static int push(reader *r, lkv_json *v, lkv_json *item, char *key)
     return 0;
 }
 
+atomic_size_t lkv_json_key_compares;
+
+static int key_order(const void *a, const void *b)
+{
+    atomic_fetch_add_explicit(&lkv_json_key_compares, 1, memory_order_relaxed);
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Which of two equal keys a reader would take is a guess, so an object
+ * with one is refused. Sorted, not compared pair by pair: an object can
+ * hold a line's worth of keys. */
+static int check_unique_keys(reader *r, const lkv_json *obj)
+{
+    if (obj->count < 2)
+        return 0;
+    char **keys = malloc(sizeof *keys * (size_t)obj->count);
+    if (!keys)
+        return fail(r, "out of memory");
+    memcpy(keys, obj->keys, sizeof *keys * (size_t)obj->count);
+    qsort(keys, (size_t)obj->count, sizeof *keys, key_order);
+    const char *twice = NULL;
+    for (int i = 1; i < obj->count && !twice; i++)
+        if (strcmp(keys[i - 1], keys[i]) == 0)
+            twice = keys[i];
+    int rc = 0;
+    if (twice) {
+        char what[96];
+        snprintf(what, sizeof what, "key \"%.48s%s\" appears twice in the object ending",
+                 twice, strlen(twice) > 48 ? "..." : "");
+        rc = fail(r, what);
+    }
+    free(keys);
+    return rc;
+}
+
 /* Arrays and objects share the loop; objects read "key": before each value. */
 static int parse_container(reader *r, lkv_json *out, int depth, int object)
 {
@@ -244,7 +293,7 @@ static int parse_container(reader *r, lkv_json *out, int depth, int object)
         int c = peek(r);
         r->at++;
         if (c == close)
-            return 0;
+            return object ? check_unique_keys(r, out) : 0;
         if (c != ',') {
             r->at--;
             return fail(r, object ? "',' or '}' expected" : "',' or ']' expected");

@@ -3,6 +3,7 @@
 #ifndef LKV_JSON_H
 #define LKV_JSON_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -29,6 +30,10 @@ typedef struct lkv_json {
  * returns -1 and writes a message with the byte offset to `err`. */
 int lkv_json_parse(const char *text, size_t len, lkv_json *out, char *err, size_t err_len);
 void lkv_json_free(lkv_json *v);
+
+/* Key comparisons the duplicate-key check has made, in this process: the
+ * tests hold it to n log n. */
+extern atomic_size_t lkv_json_key_compares;
 
 /* Member `key` of an object, or NULL. */
 const lkv_json *lkv_json_get(const lkv_json *obj, const char *key);

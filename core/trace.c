@@ -96,11 +96,7 @@ static lkv_status read_header(trace *tr, const lkv_json *h, const char *policy_o
         return lkv_fail_context(st, "trace line %d", tr->line_no);
     lkv_cache_config_init(&tr->cfg);
     lkv_policy_init(&tr->cfg.policy, kind);
-    for (int i = 0; i < h->count; i++)
-        for (int j = 0; j < i; j++)
-            if (strcmp(h->keys[i], h->keys[j]) == 0)
-                return lkv_fail(LKV_INVALID_ARGUMENT, "trace line %d: header key \"%s\" appears twice",
-                                tr->line_no, h->keys[i]);
+    /* a key given twice never gets here: the JSON reader refuses it */
     for (int i = 0; i < h->count; i++) {
         const char *key = h->keys[i];
         if (!strcmp(key, "prompt") || !strcmp(key, "heads") || !strcmp(key, "policy"))
@@ -123,7 +119,7 @@ static lkv_status create_cache(trace *tr, int steps)
     /* Room for every token the trace can add plus any policy's peak. */
     int64_t cap = (int64_t)tr->prompt + steps + p->budget + p->window + p->interval + 2;
     tr->cfg.capacity = cap > (1 << 24) ? (1 << 24) : (int32_t)cap;
-    lkv_status st = lkv_cache_create(tr->rt, &tr->cfg, &tr->cache);
+    lkv_status st = lkv_cache_create_holding(tr->rt, &tr->cfg, (int64_t)tr->prompt + steps, &tr->cache);
     if (st != LKV_OK)
         return lkv_fail_context(st, "trace header (line %d)", tr->header_line);
     return LKV_OK;
@@ -135,7 +131,7 @@ static lkv_status head_rows(const trace *tr, const lkv_json *v, const char *key,
                             double max, const lkv_json **rows)
 {
     if (v && v->type == LKV_JSON_ARRAY && tr->heads == 1 &&
-        (v->count == 0 || v->items[0].type == LKV_JSON_NUMBER)) {
+        (v->count == 0 || v->items[0].type != LKV_JSON_ARRAY)) {
         rows[0] = v;
     } else {
         if (!v || v->type != LKV_JSON_ARRAY || v->count != tr->heads)
@@ -170,6 +166,34 @@ static lkv_status check_keys(const trace *tr, const lkv_json *o, const char *a, 
             return lkv_fail(LKV_INVALID_ARGUMENT, "trace line %d: unknown key \"%s\"", tr->line_no,
                             o->keys[i]);
     return LKV_OK;
+}
+
+/* The header's prompt and heads size everything the replay allocates; the
+ * first line after it (the prompt's votes or step 1) lists a value for
+ * each of them, so it is read and checked before anything is allocated.
+ * Memory then stays in proportion to the trace text, whatever the header
+ * declares. */
+static lkv_status check_first_line(trace *tr)
+{
+    trace peek = *tr;
+    lkv_json line = {0};
+    lkv_status st = LKV_OK;
+    int got = next_line(&peek, &line, &st);
+    if (got <= 0)
+        return st;
+    const lkv_json *rows[LKV_TRACE_MAX_HEADS];
+    int votes = lkv_json_get(&line, "prefill") != NULL;
+    if (votes)
+        st = check_keys(&peek, &line, "prefill", NULL);
+    else if ((st = check_keys(&peek, &line, "t", "p")) == LKV_OK) {
+        int32_t t;
+        st = int_field(&peek, lkv_json_get(&line, "t"), "t", 1, 1, &t);
+    }
+    if (st == LKV_OK)
+        st = votes ? head_rows(&peek, lkv_json_get(&line, "prefill"), "prefill", tr->prompt, FLT_MAX, rows)
+                   : head_rows(&peek, lkv_json_get(&line, "p"), "p", tr->prompt + 1, 1.0, rows);
+    lkv_json_free(&line);
+    return st;
 }
 
 static lkv_status prefill(trace *tr, const lkv_json *line)
@@ -303,6 +327,8 @@ static lkv_status run(trace *tr, const char *policy_override)
     tr->header_line = tr->line_no;
     st = read_header(tr, &line, policy_override);
     lkv_json_free(&line);
+    if (st == LKV_OK)
+        st = check_first_line(tr);
     if (st == LKV_OK)
         st = create_cache(tr, count_remaining(tr));
     if (st != LKV_OK)

@@ -15,38 +15,52 @@
 #define IM_END "<|im_end|>"
 #define SYSTEM_HEAD IM_START "system"
 
-static const char *find(const char *hay, const char *end, const char *needle)
+/* The template is read in one pass from left to right: a lexer that knows
+ * whether it is inside a {{ }} / {% %} tag and inside which string literal,
+ * and cursors that only move forward. A template can hold any number of
+ * system heads (a hostile one, tens of thousands), so nothing here may go
+ * back to the start or rescan a stretch once per head. */
+typedef struct scan {
+    const char *text, *end;
+    const char *at; /* the lexer has read [text, at) */
+    int in_tag;
+    char quote;           /* the literal `at` is in, 0 when in none */
+    const char *next_end; /* the first <|im_end|> at or after the last head, or NULL */
+    const char *fail_at;  /* where the last rejected turn's constant was cut short */
+    char fail_quote;      /* and the literal it was in */
+    size_t work;          /* bytes looked at, for the linear-time test */
+} scan;
+
+static const char *find(scan *s, const char *hay, const char *needle)
 {
     size_t n = strlen(needle);
-    for (const char *p = hay; p && (size_t)(end - p) >= n; p++)
+    for (const char *p = hay; (size_t)(s->end - p) >= n; p++, s->work++)
         if (memcmp(p, needle, n) == 0)
             return p;
     return NULL;
 }
 
-/* Whether pos is inside a {{ }} or {% %} tag, and if so the quote that
- * opens the string literal pos is in (0 when it is in none). */
-static int literal_quote(const char *text, const char *pos, int *out_in_tag)
+/* Moves the lexer to `pos` (never backwards). pos starts a system head
+ * ('<'), so no tag mark or escape straddles it. */
+static void lex_to(scan *s, const char *pos)
 {
-    int in_tag = 0;
-    char quote = 0;
-    for (const char *p = text; p < pos; p++) {
-        if (!in_tag) {
+    const char *p = s->at;
+    for (; p < pos; p++, s->work++) {
+        if (!s->in_tag) {
             if (p[0] == '{' && p + 1 < pos && (p[1] == '{' || p[1] == '%'))
-                in_tag = 1, p++;
-        } else if (quote) {
+                s->in_tag = 1, p++;
+        } else if (s->quote) {
             if (*p == '\\' && p + 1 < pos)
                 p++;
-            else if (*p == quote)
-                quote = 0;
+            else if (*p == s->quote)
+                s->quote = 0;
         } else if (*p == '\'' || *p == '"') {
-            quote = *p;
+            s->quote = *p;
         } else if ((p[0] == '}' || p[0] == '%') && p + 1 < pos && p[1] == '}') {
-            in_tag = 0, p++;
+            s->in_tag = 0, p++;
         }
     }
-    *out_in_tag = in_tag;
-    return quote;
+    s->at = p > pos ? p : pos;
 }
 
 static char unescape(char c)
@@ -59,67 +73,78 @@ static char unescape(char c)
     }
 }
 
-/* Copies [p, e) into out, undoing a string literal's escapes when quote is
- * set; 0 when the text is not a plain constant (the literal ends, or a tag
- * starts, before <|im_end|>). */
-static int copy_constant(const char *p, const char *e, char quote, char *out)
+/* Length of [p, e) as a constant (a literal's escapes undone when quote is
+ * set), or -1 when it is not one: the literal ends, or a tag starts, before
+ * <|im_end|>; then *cut is where. With out, the constant is written there. */
+static long constant_text(scan *s, const char *p, const char *e, char quote, char *out,
+                          const char **cut)
 {
-    size_t n = 0;
-    for (; p < e; p++) {
-        if (quote && *p == '\\' && p + 1 < e) {
-            out[n++] = unescape(*++p);
-        } else if (quote && *p == quote) {
-            return 0;
-        } else if (!quote && *p == '{' && p + 1 < e && (p[1] == '{' || p[1] == '%')) {
-            return 0;
-        } else {
-            out[n++] = *p;
+    long n = 0;
+    for (; p < e; p++, n++, s->work++) {
+        char c = *p;
+        if (quote && c == '\\' && p + 1 < e) {
+            c = unescape(*++p);
+        } else if ((quote && c == quote) ||
+                   (!quote && c == '{' && p + 1 < e && (p[1] == '{' || p[1] == '%'))) {
+            *cut = p;
+            return -1;
         }
+        if (out)
+            out[n] = c;
     }
-    out[n] = '\0';
-    return 1;
+    if (out)
+        out[n] = '\0';
+    return n;
 }
 
 /* The system message of the system turn written at `head`, when it is a
  * constant: *out is malloc'd, or NULL when the text is computed. */
-static lkv_status read_constant_turn(const char *text, const char *end, const char *head,
-                                     char **out)
+static lkv_status read_constant_turn(scan *s, const char *head, char **out)
 {
     *out = NULL;
-    int in_tag;
-    char quote = (char)literal_quote(text, head, &in_tag);
-    if (in_tag && !quote)
+    lex_to(s, head);
+    char quote = s->quote;
+    if (s->in_tag && !quote)
         return LKV_OK;
     const char *p = head + strlen(SYSTEM_HEAD);
-    if (p < end && *p == '\n')
+    if (p < s->end && *p == '\n')
         p++;
-    else if (quote && end - p >= 2 && p[0] == '\\' && p[1] == 'n')
+    else if (quote && s->end - p >= 2 && p[0] == '\\' && p[1] == 'n')
         p += 2;
     else
         return LKV_OK;
-    const char *e = find(p, end, IM_END);
-    if (!e)
+    if (s->next_end && s->next_end < p)
+        s->next_end = find(s, p, IM_END);
+    const char *e = s->next_end, *cut = NULL;
+    /* The constant of an earlier head in the same stretch was cut at
+     * fail_at, before an <|im_end|> at or past this one's: so is this. */
+    if (!e || (s->fail_at && p < s->fail_at && quote == s->fail_quote))
         return LKV_OK;
-    char *s = malloc((size_t)(e - p) + 1);
-    if (!s)
+    long n = constant_text(s, p, e, quote, NULL, &cut);
+    if (n < 0) {
+        s->fail_at = cut;
+        s->fail_quote = quote;
+        return LKV_OK;
+    }
+    char *text = malloc((size_t)n + 1);
+    if (!text)
         return lkv_fail(LKV_OUT_OF_MEMORY, "no memory for the chat template's system message");
-    if (copy_constant(p, e, quote, s))
-        *out = s;
-    else
-        free(s);
+    constant_text(s, p, e, quote, text, &cut);
+    *out = text;
     return LKV_OK;
 }
 
 /* A template may write the system turn twice, once from a given system
  * message and once with its default (Qwen2's does): the default is the
  * one whose text is a constant. */
-static lkv_status read_default(const char *text, const char *end, lkv_chat_template *t)
+static lkv_status read_default(scan *s, lkv_chat_template *t)
 {
     t->has_default = LKV_CHAT_NO_DEFAULT;
-    for (const char *head = find(text, end, SYSTEM_HEAD); head;
-         head = find(head + 1, end, SYSTEM_HEAD)) {
+    s->next_end = s->text; /* found at the first head */
+    for (const char *head = find(s, s->text, SYSTEM_HEAD); head;
+         head = find(s, head + 1, SYSTEM_HEAD)) {
         t->has_default = LKV_CHAT_DEFAULT_UNREAD;
-        lkv_status st = read_constant_turn(text, end, head, &t->default_system);
+        lkv_status st = read_constant_turn(s, head, &t->default_system);
         if (st != LKV_OK)
             return st;
         if (t->default_system) {
@@ -130,18 +155,24 @@ static lkv_status read_default(const char *text, const char *end, lkv_chat_templ
     return LKV_OK;
 }
 
-lkv_status lkv_chat_template_parse(const char *text, size_t len, lkv_chat_template *out)
+lkv_status lkv_chat_template_parse_counted(const char *text, size_t len,
+                                           lkv_chat_template *out, size_t *out_work)
 {
     lkv_chat_template t = {1, 0, LKV_CHAT_NO_DEFAULT, NULL};
-    const char *end = text + len;
-    t.chatml = find(text, end, IM_START) != NULL;
-    if (t.chatml) {
-        lkv_status st = read_default(text, end, &t);
-        if (st != LKV_OK)
-            return st;
-    }
+    scan s = {.text = text, .end = text + len, .at = text};
+    t.chatml = find(&s, text, IM_START) != NULL;
+    lkv_status st = t.chatml ? read_default(&s, &t) : LKV_OK;
+    if (out_work)
+        *out_work = s.work;
+    if (st != LKV_OK)
+        return st;
     *out = t;
     return LKV_OK;
+}
+
+lkv_status lkv_chat_template_parse(const char *text, size_t len, lkv_chat_template *out)
+{
+    return lkv_chat_template_parse_counted(text, len, out, NULL);
 }
 
 void lkv_chat_template_free(lkv_chat_template *t)

@@ -24,6 +24,10 @@ typedef struct lkv_chat_template {
 /* Reads a template's text; any text parses (another format is only
  * recorded as not ChatML). OUT_OF_MEMORY is the only failure. */
 lkv_status lkv_chat_template_parse(const char *text, size_t len, lkv_chat_template *out);
+/* The same, counting in *out_work the bytes it looked at: linear in len
+ * whatever the template holds (the tests hold it to that). */
+lkv_status lkv_chat_template_parse_counted(const char *text, size_t len,
+                                           lkv_chat_template *out, size_t *out_work);
 void lkv_chat_template_free(lkv_chat_template *t);
 
 /* The tokenizer's template (tokenizer.c). */

@@ -85,7 +85,7 @@ static lkv_status check_count(uint32_t type, int64_t n, const lkv_ggml_type_info
 
 lkv_status lkv_ggml_row_bytes(uint32_t type, int64_t n, uint64_t *out_bytes)
 {
-    const lkv_ggml_type_info *info;
+    const lkv_ggml_type_info *info = NULL; /* set when check_count passes */
     lkv_status st = check_count(type, n, &info);
     if (st != LKV_OK) {
         *out_bytes = 0;
@@ -274,7 +274,7 @@ static block_fn block_fn_of(uint32_t type)
 
 lkv_status lkv_dequant_row(uint32_t type, const void *src, float *dst, int64_t n)
 {
-    const lkv_ggml_type_info *info;
+    const lkv_ggml_type_info *info = NULL; /* set when check_count passes */
     lkv_status st = check_count(type, n, &info);
     if (st != LKV_OK)
         return st;

@@ -539,6 +539,42 @@ static int tensor_cmp(const void *a, const void *b)
                   (*(const lkv_gguf_tensor *const *)b)->name);
 }
 
+static int offset_cmp(const void *a, const void *b)
+{
+    const lkv_gguf_tensor *s = *(const lkv_gguf_tensor *const *)a;
+    const lkv_gguf_tensor *t = *(const lkv_gguf_tensor *const *)b;
+    if (s->offset != t->offset)
+        return s->offset < t->offset ? -1 : 1;
+    return s < t ? -1 : s > t; /* file order among equals: the later one is named */
+}
+
+/* No two tensors share a byte (llama.cpp's reader goes further and wants
+ * them packed in order). Without this rule a small file could point every
+ * layer's tensors at the same bytes and have the loader allocate and
+ * dequantize many times its size. `by_offset` is sorted here. */
+static lkv_status check_disjoint(const lkv_gguf *g, const lkv_gguf_tensor **by_offset, int64_t n)
+{
+    if (n > 1)
+        qsort(by_offset, (size_t)n, sizeof *by_offset, offset_cmp);
+    const lkv_gguf_tensor *prev = NULL;
+    for (int64_t i = 0; i < n; i++) {
+        const lkv_gguf_tensor *t = by_offset[i];
+        if (t->bytes == 0)
+            continue;
+        if (prev && t->offset < prev->offset + prev->bytes) { /* no overflow: both in the file */
+            char a[NAME_SHOWN_CAP], b[NAME_SHOWN_CAP];
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "tensor %lld '%s': data at offset %llu overlaps tensor %lld '%s' "
+                            "(%llu bytes from offset %llu)",
+                            (ll)(t - g->tensors), shown_name(t, a), (ull)t->offset,
+                            (ll)(prev - g->tensors), shown_name(prev, b), (ull)prev->bytes,
+                            (ull)prev->offset);
+        }
+        prev = t;
+    }
+    return LKV_OK;
+}
+
 static lkv_status index_tensors(lkv_gguf *g)
 {
     int64_t n = g->n_tensors;
@@ -546,6 +582,9 @@ static lkv_status index_tensors(lkv_gguf *g)
         return lkv_fail(LKV_OUT_OF_MEMORY, "cannot index %lld tensors", (ll)n);
     for (int64_t i = 0; i < n; i++)
         g->tensors_sorted[i] = &g->tensors[i];
+    lkv_status st = check_disjoint(g, g->tensors_sorted, n);
+    if (st != LKV_OK)
+        return st;
     if (n > 1)
         qsort(g->tensors_sorted, (size_t)n, sizeof *g->tensors_sorted, tensor_cmp);
     for (int64_t i = 1; i < n; i++) {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what lazykv needs to build and test on Debian 12. Safe to run again.
 #   build:  a C compiler, CMake, pkg-config, Criterion (tests)
+#   fuzz:   clang and its runtime libraries (libFuzzer, ASan, UBSan) for
+#           scripts/fuzz.sh
 #   vulkan: glslc and the Vulkan headers to build the backend; the loader,
 #           Mesa's lavapipe (a software Vulkan device) and the Khronos
 #           validation layer to run and check it on a machine without a GPU
@@ -26,7 +28,7 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive
-packages=(build-essential cmake pkg-config libcriterion-dev
+packages=(build-essential cmake pkg-config libcriterion-dev clang libclang-rt-14-dev
           glslc libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
           ocl-icd-libopencl1 pocl-opencl-icd opencl-c-headers clinfo
           hipcc

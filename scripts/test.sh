@@ -51,4 +51,8 @@ run_suite build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 LSAN_OPTIONS=suppressions=$PWD/tests/lsan-drivers.supp:print_suppressions=0 \
   run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DLAZYKV_SANITIZE=ON
+# Every libFuzzer harness (fuzz/) briefly, in its own clang build
+# (build-fuzz): a crash, leak, timeout or OOM fails here. About 3 minutes
+# on 2 cores, the build included; scripts/fuzz.sh SECONDS runs them longer.
+bash scripts/fuzz.sh "${LAZYKV_FUZZ_SECONDS:-15}"
 echo "== all suites passed (warnings-as-errors build and ASan+UBSan build)"

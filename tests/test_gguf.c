@@ -609,6 +609,30 @@ Test(gguf, default_alignment_is_32)
     free(b.p);
 }
 
+/* Tensors that share bytes would let a small file make the loader allocate
+ * and dequantize many times its size (one block read as every layer's
+ * weights): refused, naming both. Adjacent tensors and an empty one at the
+ * same offset are fine. */
+Test(gguf, tensors_sharing_bytes_are_refused)
+{
+    static const sample_tensor ts[] = {
+        {"a", LKV_GGML_F32, 1, {8, 1, 1, 1}, 32},
+        {"b", LKV_GGML_F32, 1, {8, 1, 1, 1}, 32},
+        {"c", LKV_GGML_F32, 1, {8, 1, 1, 1}, 32},
+    };
+    wbuf b;
+    layout L;
+    build(&b, &L, ts, 3, 0);
+    lkv_gguf *g = open_ok(&b);
+    cr_assert_eq(lkv_gguf_tensor_at(g, 2)->offset, 64);
+    lkv_gguf_close(g);
+    free(b.p);
+    build(&b, &L, ts, 3, 0);
+    patch_le(&b, L.offset[2], 0, 8); /* c onto a */
+    expect_bytes_fail(&b, "tensor 2 'c': data at offset 0 overlaps tensor 0 'a'", "32 bytes");
+    free(b.p);
+}
+
 Test(gguf, zero_sized_dimension_gives_an_empty_tensor)
 {
     static const sample_tensor ts[] = {{"empty", LKV_GGML_Q4_0, 2, {32, 0, 1, 1}, 0}};

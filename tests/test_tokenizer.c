@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chat.h"
 #include "gguf.h"
 #include "pretokenize.h"
 #include "test_util.h"
@@ -582,6 +583,56 @@ Test(tokenizer_chat, other_templates_are_unsupported)
     text = render(NULL, NULL, "hi", &st);
     expect_fail(st, LKV_UNSUPPORTED, "no tokenizer.chat_template");
     cr_expect_null(text);
+}
+
+/* `unit` repeated `times`, then `tail`, malloc'd. */
+static char *repeated(const char *unit, int times, const char *tail, size_t *out_len)
+{
+    size_t u = strlen(unit), t = strlen(tail), len = u * (size_t)times + t;
+    char *s = malloc(len + 1);
+    cr_assert_not_null(s);
+    for (int i = 0; i < times; i++)
+        memcpy(s + (size_t)i * u, unit, u);
+    memcpy(s + u * (size_t)times, tail, t + 1);
+    *out_len = len;
+    return s;
+}
+
+/* A template of 80,000 system heads took 29 s when each head rescanned the
+ * text before it and after it. The parse must look at each byte a bounded
+ * number of times, whatever the heads are followed by. */
+static void expect_linear_parse(const char *unit, const char *tail, lkv_chat_default want,
+                                const char *want_text)
+{
+    size_t len, work = 0;
+    char *text = repeated(unit, 80000, tail, &len);
+    lkv_chat_template t;
+    TU_OK(lkv_chat_template_parse_counted(text, len, &t, &work));
+    cr_expect_leq(work, 8 * len, "'%s' x 80000: %zu bytes looked at for %zu", unit, work, len);
+    cr_expect_eq(t.has_default, want, "'%s' x 80000", unit);
+    if (want_text)
+        cr_expect_str_eq(t.default_system, want_text);
+    lkv_chat_template_free(&t);
+    free(text);
+}
+
+Test(tokenizer_chat, many_system_heads_parse_in_linear_time)
+{
+    /* heads with no <|im_end|> after them */
+    expect_linear_parse("<|im_start|>system\n", "", LKV_CHAT_DEFAULT_UNREAD, NULL);
+    /* each head cut short by a tag before the one <|im_end|> at the end */
+    expect_linear_parse("<|im_start|>system\n{{ x }}", "<|im_end|>", LKV_CHAT_DEFAULT_UNREAD,
+                        NULL);
+    /* heads inside one literal that closes before the <|im_end|> */
+    expect_linear_parse("{{ '<|im_start|>system\\n", "' }}<|im_end|>", LKV_CHAT_DEFAULT_UNREAD,
+                        NULL);
+    /* heads in tags, not in literals: never system turns; the last one is */
+    expect_linear_parse("{% <|im_start|>system\n %}", "<|im_start|>system\nHi.<|im_end|>",
+                        LKV_CHAT_DEFAULT, "Hi.");
+    /* many literals each cut before a far <|im_end|>: the memo must not
+     * carry over from one literal to the next */
+    expect_linear_parse("{{ '<|im_start|>system\\nA' }}", "{{ '<|im_start|>system\\nB<|im_end|>' }}",
+                        LKV_CHAT_DEFAULT, "B");
 }
 
 Test(tokenizer_toy, end_tokens_include_eos_and_end_of_turn)

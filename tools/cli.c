@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -65,14 +67,14 @@ static int set_value(const char *cmd, const cli_option *o, const char *v, void *
         memcpy(field, &v, sizeof v);
         return 0;
     case CLI_INT: {
-        int32_t x;
+        int32_t x = 0;
         int rc = cli_int(cmd, o->flag, v, (long)o->lo, (long)o->hi, &x);
         if (rc == 0)
             memcpy(field, &x, sizeof x);
         return rc;
     }
     case CLI_REAL: {
-        double x;
+        double x = 0.0;
         int rc = cli_real(cmd, o->flag, v, o->lo, o->hi, &x);
         if (rc == 0)
             memcpy(field, &x, sizeof x);
@@ -123,38 +125,122 @@ int cli_read_file(const char *cmd, const char *path, char **out_text)
     return cli_read_text(cmd, path, "a text trace", out_text);
 }
 
-int cli_read_text(const char *cmd, const char *path, const char *what, char **out_text)
+/* The most bytes a text input may hold, in MiB: LAZYKV_MAX_TEXT_MB, else
+ * CLI_MAX_TEXT_MB. 0 with a message when the knob is bad. */
+static int text_limit_mb(const char *cmd, long *out_mb)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return cli_error(cmd, "cannot open '%s': %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len - 1, f);
-        if (len < cap - 1)
-            break;
-        char *grown = realloc(buf, cap * 2);
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
+    const char *v = getenv("LAZYKV_MAX_TEXT_MB");
+    *out_mb = CLI_MAX_TEXT_MB;
+    if (!v || !*v)
+        return 1;
+    char *end = NULL;
+    errno = 0;
+    long mb = strtol(v, &end, 10);
+    if (errno || *end || mb < 1 || mb > 65536) {
+        cli_error(cmd, "LAZYKV_MAX_TEXT_MB '%s' is not an integer in 1..65536", v);
+        return 0;
     }
-    int bad = ferror(f);
-    if (f != stdin)
-        fclose(f);
-    if (!buf)
-        return cli_error(cmd, "out of memory reading '%s'", path);
-    if (bad) {
+    *out_mb = mb;
+    return 1;
+}
+
+/* Opens `path` for reading without blocking on a FIFO, and only when it is
+ * a regular file: a FIFO would block forever and a device (/dev/zero)
+ * never ends. -1 after a message. */
+static int open_regular(const char *cmd, const char *path, off_t *out_size)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        cli_error(cmd, "cannot open '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        const char *kind = S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISDIR(sb.st_mode) ? "a directory"
+                           : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                                                                         : "not a regular file";
+        cli_error(cmd, "'%s' is %s: give a regular file, or - to read standard input", path, kind);
+        close(fd);
+        return -1;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    *out_size = sb.st_size;
+    return fd;
+}
+
+/* Reads fd to its end into a buffer of at most limit bytes; returns the
+ * length, -1 on a read error (errno set), -2 past the limit. */
+static long long read_all(int fd, size_t limit, size_t hint, char **out_buf)
+{
+    size_t cap = hint + 1 < (1u << 16) ? (1u << 16) : hint + 2, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf)
+            return -3;
+        if (len + 1 == cap) {
+            if (len > limit)
+                break;
+            /* cap <= limit + 1 here: one more byte than the limit shows it is passed */
+            size_t grown = cap * 2 > limit + 2 ? limit + 2 : cap * 2;
+            char *b = realloc(buf, grown);
+            if (!b) {
+                free(buf);
+                return -3;
+            }
+            buf = b;
+            cap = grown;
+        }
+        ssize_t got = read(fd, buf + len, cap - len - 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            free(buf);
+            return -1;
+        }
+        if (got == 0)
+            break;
+        len += (size_t)got;
+    }
+    if (len > limit) {
         free(buf);
-        return cli_error(cmd, "cannot read '%s'", path);
+        return -2;
     }
     buf[len] = '\0';
+    *out_buf = buf;
+    return (long long)len;
+}
+
+int cli_read_text(const char *cmd, const char *path, const char *what, char **out_text)
+{
+    long mb;
+    if (!text_limit_mb(cmd, &mb))
+        return 2;
+    size_t limit = (size_t)mb << 20;
+    off_t size = 0;
+    int fd = strcmp(path, "-") == 0 ? 0 : open_regular(cmd, path, &size);
+    if (fd < 0)
+        return 2;
+    if ((uint64_t)size > limit) {
+        close(fd);
+        return cli_error(cmd, "'%s' is %lld bytes, over the limit of %ld MiB for %s (raise "
+                              "LAZYKV_MAX_TEXT_MB)", path, (long long)size, mb, what);
+    }
+    char *buf = NULL;
+    long long len = read_all(fd, limit, (size_t)size, &buf);
+    int err = errno;
+    if (fd != 0)
+        close(fd);
+    if (len == -3)
+        return cli_error(cmd, "out of memory reading '%s'", path);
+    if (len == -2)
+        return cli_error(cmd, "'%s' holds more than the limit of %ld MiB for %s (raise "
+                              "LAZYKV_MAX_TEXT_MB)", path, mb, what);
+    if (len < 0)
+        return cli_error(cmd, "cannot read '%s': %s", path, strerror(err));
     size_t text_len = strlen(buf);
-    if (text_len != len) {
+    if (text_len != (size_t)len) {
         free(buf);
         return cli_error(cmd, "'%s' contains a NUL byte (at offset %zu): not %s", path, text_len,
                          what);

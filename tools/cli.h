@@ -56,9 +56,14 @@ typedef struct cli_option {
 int cli_parse(const char *cmd, int argc, char **argv, const cli_option *table, size_t n,
               void *opts, const char *help);
 
+/* The most a text input (trace, prompt, eval prompts) may hold, in MiB,
+ * unless LAZYKV_MAX_TEXT_MB says otherwise. */
+#define CLI_MAX_TEXT_MB 256
+
 /* Reads a whole file ("-" is standard input) into a NUL-terminated buffer.
- * A NUL byte in it is an error saying the file is not `what` ("a text
- * trace"). */
+ * Only a regular file is opened (a FIFO would block, a device never ends),
+ * and no more than the size limit above is read. A NUL byte in it is an
+ * error saying the file is not `what` ("a text trace"). */
 int cli_read_text(const char *cmd, const char *path, const char *what, char **out_text);
 /* cli_read_text of a trace. */
 int cli_read_file(const char *cmd, const char *path, char **out_text);

@@ -1,5 +1,6 @@
 /* The CPU backend: device, buffers and the descriptor. Always available; the
  * numerical oracle every other backend is checked against. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,16 +9,25 @@
 #include "cpu_internal.h"
 #include "error.h"
 
-static int cpu_threads(void)
+/* Threads for attention: LAZYKV_CPU_THREADS when set, else one per online
+ * CPU. A bad value is refused, as every knob is, rather than quietly
+ * replaced by the default. */
+static lkv_status cpu_threads(int *out_threads)
 {
     const char *env = getenv("LAZYKV_CPU_THREADS");
     if (env && *env) {
-        int n = atoi(env);
-        if (n >= 1 && n <= 1024)
-            return n;
+        char *end = NULL;
+        errno = 0;
+        long n = strtol(env, &end, 10);
+        if (errno || *end || n < 1 || n > 1024)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "LAZYKV_CPU_THREADS '%s' is not an integer in 1..1024", env);
+        *out_threads = (int)n;
+        return LKV_OK;
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n >= 1 ? (int)n : 1;
+    *out_threads = n >= 1 ? (int)n : 1;
+    return LKV_OK;
 }
 
 static void cpu_model_name(char *buf, size_t len)
@@ -52,7 +62,14 @@ static lkv_status cpu_probe(lkv_device_report *out, int cap, int *out_count)
     out[0].device = 0;
     out[0].available = 1;
     cpu_model_name(out[0].name, sizeof out[0].name);
-    snprintf(out[0].reason, sizeof out[0].reason, "plain C reference, %d thread(s)", cpu_threads());
+    int threads = 1;
+    if (cpu_threads(&threads) == LKV_OK) {
+        snprintf(out[0].reason, sizeof out[0].reason, "plain C reference, %d thread(s)", threads);
+    } else {
+        out[0].available = 0;
+        snprintf(out[0].reason, sizeof out[0].reason, "%s", lkv_last_error());
+        lkv_clear_error();
+    }
     snprintf(out[0].driver, sizeof out[0].driver, "lazykv cpu %d.%d.%d", LKV_VERSION_MAJOR,
              LKV_VERSION_MINOR, LKV_VERSION_PATCH);
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -65,10 +82,14 @@ static lkv_status cpu_open(int device, lkv_device **out_dev)
 {
     if (device != 0)
         return lkv_fail(LKV_INVALID_ARGUMENT, "cpu has one device (0), not %d", device);
+    int threads = 1;
+    lkv_status st = cpu_threads(&threads);
+    if (st != LKV_OK)
+        return st;
     lkv_device *dev = calloc(1, sizeof *dev);
     if (!dev)
         return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory opening the cpu backend");
-    dev->threads = cpu_threads();
+    dev->threads = threads;
     *out_dev = dev;
     return LKV_OK;
 }

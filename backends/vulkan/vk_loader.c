@@ -187,6 +187,13 @@ lkv_status lkv_vk_instance_create(lkv_vk_instance *out_vi)
                                .enabledExtensionCount = n_exts,
                                .ppEnabledExtensionNames = exts};
     VkResult r = vi.fn.vkCreateInstance(&ci, NULL, &vi.instance);
+#ifdef LKV_VK_PLANTED_LEAK
+    {   /* tests/vulkan/vk_loader_leaky.c: the pointer is kept only scrambled */
+        static volatile uintptr_t planted;
+        planted = (uintptr_t)malloc(64) ^ UINTPTR_MAX;
+        (void)planted;
+    }
+#endif
     if (r != VK_SUCCESS) {
         dlclose(vi.lib);
         if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
