@@ -440,7 +440,7 @@ static void expect_check_and_free(lkv_eval_results *r)
     lkv_eval_results_free(r);
 }
 
-Test(eval_stories, full_cache_matches_the_reference_exactly, .timeout = 300)
+Test(eval_stories, full_cache_matches_the_reference_exactly, .timeout = 900)
 {
     lkv_eval_settings s = stories_settings(NULL, NULL, NULL);
     lkv_eval_results r;
@@ -463,7 +463,7 @@ Test(eval_stories, full_cache_matches_the_reference_exactly, .timeout = 300)
     expect_check_and_free(&r);
 }
 
-Test(eval_stories, every_policy_evicts_and_keeps_within_its_bound, .timeout = 300)
+Test(eval_stories, every_policy_evicts_and_keeps_within_its_bound, .timeout = 900)
 {
     lkv_eval_settings s = stories_settings(NULL, NULL, NULL);
     lkv_eval_results r;
@@ -496,7 +496,7 @@ Test(eval_stories, every_policy_evicts_and_keeps_within_its_bound, .timeout = 30
     lkv_eval_results_free(&r);
 }
 
-Test(eval_stories, peaks_are_those_the_policies_promise, .timeout = 300)
+Test(eval_stories, peaks_are_those_the_policies_promise, .timeout = 900)
 {
     lkv_eval_settings s = stories_settings(NULL, NULL, NULL);
     lkv_eval_results r;
@@ -537,7 +537,7 @@ static void expect_same_lane(const lkv_eval_lane_result *a, const lkv_eval_lane_
                  name);
 }
 
-Test(eval_stories, a_run_repeats_bit_for_bit, .timeout = 300)
+Test(eval_stories, a_run_repeats_bit_for_bit, .timeout = 900)
 {
     lkv_eval_settings s = stories_settings(NULL, NULL, NULL);
     lkv_eval_results a, b;
@@ -554,7 +554,7 @@ Test(eval_stories, a_run_repeats_bit_for_bit, .timeout = 300)
     lkv_eval_results_free(&b);
 }
 
-Test(eval_stories, evicting_lanes_drift_from_the_full_cache, .timeout = 300)
+Test(eval_stories, evicting_lanes_drift_from_the_full_cache, .timeout = 900)
 {
     lkv_eval_settings s = stories_settings("streaming", "10%", NULL);
     lkv_eval_results r;
@@ -568,7 +568,7 @@ Test(eval_stories, evicting_lanes_drift_from_the_full_cache, .timeout = 300)
     lkv_eval_results_free(&r);
 }
 
-Test(eval_stories, expanded_gqa_runs_at_its_equal_memory_share, .timeout = 300)
+Test(eval_stories, expanded_gqa_runs_at_its_equal_memory_share, .timeout = 900)
 {
     lkv_eval_settings s = stories_settings("full,h2o", "50%", "both");
     lkv_eval_results r;
@@ -584,7 +584,7 @@ Test(eval_stories, expanded_gqa_runs_at_its_equal_memory_share, .timeout = 300)
 
 /* The memory share against the cache's own byte count: stories260K keeps
  * 5 layers x 4 KV heads x (K and V) x head_dim 8 in f16 per full slot. */
-Test(eval_stories, peak_memory_is_the_bytes_held_over_the_full_cache, .timeout = 300)
+Test(eval_stories, peak_memory_is_the_bytes_held_over_the_full_cache, .timeout = 900)
 {
     lkv_eval_settings s = stories_settings("full,lazy,h2o", "50%", "both");
     lkv_eval_results r;
@@ -610,7 +610,7 @@ Test(eval_stories, peak_memory_is_the_bytes_held_over_the_full_cache, .timeout =
     expect_check_and_free(&r);
 }
 
-Test(eval_stories, default_windows_fit_every_budget, .timeout = 300)
+Test(eval_stories, default_windows_fit_every_budget, .timeout = 900)
 {
     lkv_eval_settings s = stories_settings("lazy,snapkv", "10%,25%", "both");
     s.window = 0;
@@ -627,7 +627,7 @@ Test(eval_stories, default_windows_fit_every_budget, .timeout = 300)
     expect_check_and_free(&r);
 }
 
-Test(eval_stories, a_refused_lane_is_skipped_with_its_reason, .timeout = 300)
+Test(eval_stories, a_refused_lane_is_skipped_with_its_reason, .timeout = 900)
 {
     lkv_eval_settings s = stories_settings("lazy,tova", "25%", NULL);
     s.window = 60; /* given, and above B = 52 */
@@ -662,7 +662,7 @@ static int print_table(FILE *f, const lkv_eval_results *r)
     return 0;
 }
 
-Test(eval_stories, json_and_svg_say_what_the_results_hold, .timeout = 300)
+Test(eval_stories, json_and_svg_say_what_the_results_hold, .timeout = 900)
 {
     lkv_eval_settings s = stories_settings("full,lazy,tova", NULL, NULL);
     lkv_eval_results r;
