@@ -116,7 +116,8 @@ static lkv_status create_cache(trace *tr, int steps)
     lkv_policy_params *p = &tr->cfg.policy;
     tr->cfg.q_heads = tr->cfg.kv_heads = tr->heads;
     tr->cfg.head_dim = 1;
-    /* Room for every token the trace can add plus any policy's peak. */
+    /* The policy is checked against room for every token the trace can add
+     * plus its peak; only the tokens are allocated (lkv_cache_create_holding). */
     int64_t cap = (int64_t)tr->prompt + steps + p->budget + p->window + p->interval + 2;
     tr->cfg.capacity = cap > (1 << 24) ? (1 << 24) : (int32_t)cap;
     lkv_status st = lkv_cache_create_holding(tr->rt, &tr->cfg, (int64_t)tr->prompt + steps, &tr->cache);
