@@ -2,7 +2,7 @@
  * sysconf and uname; peak RSS from getrusage. */
 #include "bench_machine.h"
 
-#include "backend.h"
+#include "registry.h"
 
 #include <stdio.h>
 #include <string.h>

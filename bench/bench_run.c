@@ -12,6 +12,7 @@
 #include "bench_ops.h"
 #include "bench_progress.h"
 #include "bench_timer.h"
+#include "clock.h"
 
 /* Progress steps: per device the copy, per (shape, length) an upload and the
  * ops, per length the two decode runs. */
@@ -64,7 +65,7 @@ static lkv_status run_decode(lkv_runtime **rts, lkv_bench_results *r, lkv_bench_
 
 lkv_status lkv_bench_run(const lkv_bench_settings *s, lkv_bench_results *out)
 {
-    double t0 = lkv_bench_now();
+    double t0 = lkv_clock_seconds();
     lkv_runtime *rts[LKV_BENCH_MAX_DEVICES];
     lkv_bench_device devs[LKV_BENCH_MAX_DEVICES];
     int n = 0;
@@ -89,7 +90,7 @@ lkv_status lkv_bench_run(const lkv_bench_settings *s, lkv_bench_results *out)
     lkv_bench_progress_end(&p);
     lkv_bench_devices_close(rts, n);
     out->peak_rss_bytes = lkv_bench_peak_rss();
-    out->wall_s = lkv_bench_now() - t0;
+    out->wall_s = lkv_clock_seconds() - t0;
     if (st != LKV_OK)
         lkv_bench_results_free(out);
     return st;

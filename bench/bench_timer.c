@@ -1,17 +1,11 @@
 /* The timing loop shared by every op and the copy roofline. */
 #include "bench_timer.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-double lkv_bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -30,11 +24,11 @@ double lkv_bench_median(double *x, int n)
 /* One run: issue, then wait for the device; *out_s gets the elapsed time. */
 static lkv_status run_once(lkv_runtime *rt, lkv_bench_issue issue, void *ctx, double *out_s)
 {
-    double t0 = lkv_bench_now();
+    double t0 = lkv_clock_seconds();
     lkv_status st = issue(ctx);
     if (st == LKV_OK)
         st = rt->ops->sync(rt->dev);
-    *out_s = lkv_bench_now() - t0;
+    *out_s = lkv_clock_seconds() - t0;
     return st;
 }
 

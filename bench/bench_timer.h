@@ -9,8 +9,6 @@
 /* Issues the op under test; the timer syncs after it. */
 typedef lkv_status (*lkv_bench_issue)(void *ctx);
 
-/* Seconds on a monotonic clock from an arbitrary origin. */
-double lkv_bench_now(void);
 
 /* Median of x[0..n) (sorts x in place); 0 for n = 0. */
 double lkv_bench_median(double *x, int n);

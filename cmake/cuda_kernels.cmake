@@ -1,5 +1,5 @@
 # The CUDA backend: with nvcc found, LKV_HAVE_CUDA is ON, backends/cuda/*.c
-# join LAZYKV_SOURCES, and kernels/lazykv.cu is compiled offline to one
+# join LAZYKV_SOURCES, and backends/gpu/kernels/lazykv.cu is compiled offline to one
 # fatbin that is embedded in the library (LAZYKV_BLOB_SOURCES: the fatbin as
 # a C array, lkv_cuda_fatbin, and the CUDA version that built it). Nothing
 # of CUDA is linked: libcuda.so.1 is dlopen'ed at run time.
@@ -73,12 +73,12 @@ if(LKV_HAVE_CUDA)
   separate_arguments(lkv_nvcc_extra UNIX_COMMAND "${LAZYKV_CUDA_FLAGS}")
 
   # Every kernel source and header, so editing any of them rebuilds the fatbin.
-  file(GLOB LKV_CUDA_KERNEL_DEPS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/*.cu
-       ${PROJECT_SOURCE_DIR}/kernels/*.h)
+  file(GLOB LKV_CUDA_KERNEL_DEPS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/backends/gpu/kernels/*.cu
+       ${PROJECT_SOURCE_DIR}/backends/gpu/kernels/*.h)
   set(lkv_cuda_dir ${CMAKE_CURRENT_BINARY_DIR}/cuda)
   file(MAKE_DIRECTORY ${lkv_cuda_dir})
   set(LKV_CUDA_FATBIN ${lkv_cuda_dir}/lazykv.fatbin)
-  # Only kernels/ is on the include path: a kernel that reached for a core/
+  # Only backends/gpu/kernels/ is on the include path: a kernel that reached for a core/
   # header would build here but not under hiprtc, whose source inliner
   # (cmake/hip_kernels.cmake) resolves kernel files only.
   # --threads 0 compiles the targets in parallel, one per core: the fatbin is
@@ -86,10 +86,10 @@ if(LKV_HAVE_CUDA)
   add_custom_command(
     OUTPUT ${LKV_CUDA_FATBIN}
     COMMAND ${LKV_NVCC} --fatbin --threads 0 -O3 -std=c++17 ${lkv_nvcc_werror} ${lkv_nvcc_extra}
-            -I${PROJECT_SOURCE_DIR}/kernels ${lkv_gencode}
-            -o ${LKV_CUDA_FATBIN} ${PROJECT_SOURCE_DIR}/kernels/lazykv.cu
+            -I${PROJECT_SOURCE_DIR}/backends/gpu/kernels ${lkv_gencode}
+            -o ${LKV_CUDA_FATBIN} ${PROJECT_SOURCE_DIR}/backends/gpu/kernels/lazykv.cu
     DEPENDS ${LKV_CUDA_KERNEL_DEPS}
-    COMMENT "nvcc ${LKV_CUDA_TOOLKIT}: kernels/lazykv.cu -> lazykv.fatbin (${LAZYKV_CUDA_TARGETS})"
+    COMMENT "nvcc ${LKV_CUDA_TOOLKIT}: backends/gpu/kernels/lazykv.cu -> lazykv.fatbin (${LAZYKV_CUDA_TARGETS})"
     VERBATIM)
   lkv_embed(${lkv_cuda_dir}/lkv_cuda_fatbin.c lkv_cuda_fatbin ${LKV_CUDA_FATBIN})
   file(CONFIGURE OUTPUT ${lkv_cuda_dir}/lkv_cuda_toolkit.c CONTENT

@@ -1,5 +1,5 @@
 # The OpenCL kernels, embedded as text and built at run time by the driver:
-# kernels/opencl/lkv_cl.h (prepended to each) and one kernels/opencl/<source>.cl
+# backends/opencl/kernels/lkv_cl.h (prepended to each) and one backends/opencl/kernels/<source>.cl
 # per kernel source of backends/bind/bind_pipes.h. Writes the generated C
 # files into LAZYKV_OPENCL_SOURCES: each text as a NUL-terminated array, and
 # a table that finds a source by name (lkv_cl_kernel_source).
@@ -8,12 +8,12 @@ include(${CMAKE_CURRENT_LIST_DIR}/bind_pipes.cmake)
 set(lkv_cl_dir ${CMAKE_BINARY_DIR}/opencl_kernels)
 file(MAKE_DIRECTORY ${lkv_cl_dir})
 set(LAZYKV_OPENCL_SOURCES "")
-lkv_embed(${lkv_cl_dir}/lkv_cl_header.c lkv_cl_text_header ${PROJECT_SOURCE_DIR}/kernels/opencl/lkv_cl.h TEXT)
+lkv_embed(${lkv_cl_dir}/lkv_cl_header.c lkv_cl_text_header ${PROJECT_SOURCE_DIR}/backends/opencl/kernels/lkv_cl.h TEXT)
 list(APPEND LAZYKV_OPENCL_SOURCES ${lkv_cl_dir}/lkv_cl_header.c)
 set(lkv_decls "")
 set(lkv_rows "")
 foreach(src ${LKV_BIND_KERNELS})
-  lkv_embed(${lkv_cl_dir}/lkv_cl_${src}.c lkv_cl_text_${src} ${PROJECT_SOURCE_DIR}/kernels/opencl/${src}.cl TEXT)
+  lkv_embed(${lkv_cl_dir}/lkv_cl_${src}.c lkv_cl_text_${src} ${PROJECT_SOURCE_DIR}/backends/opencl/kernels/${src}.cl TEXT)
   list(APPEND LAZYKV_OPENCL_SOURCES ${lkv_cl_dir}/lkv_cl_${src}.c)
   string(APPEND lkv_decls "extern const unsigned char lkv_cl_text_${src}[];\n")
   string(APPEND lkv_rows "    {\"${src}\", lkv_cl_text_${src}},\n")

@@ -210,7 +210,6 @@ typedef struct conf_run {
     double mark;       /* when the current seed started */
 } conf_run;
 
-double conf_now(void);
 
 void conf_group_begin(conf_run *r, const char *name, const char *op, const char *dtype);
 /* One seed's verdict: XFAIL applied, JSON written, counted. */

@@ -13,13 +13,7 @@
 
 #include "conf_internal.h"
 #include "json.h"
-
-double conf_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "clock.h"
 
 const char *lkv_conformance_outcome_name(lkv_conformance_outcome outcome)
 {
@@ -122,7 +116,7 @@ void conf_group_begin(conf_run *r, const char *name, const char *op, const char 
     r->runs = r->bad = 0;
     r->worst = LKV_CONF_PASS;
     r->worst_ratio = -1.0;
-    r->mark = conf_now();
+    r->mark = lkv_clock_seconds();
     conf_verdict_init(&r->shown);
 }
 
@@ -150,10 +144,10 @@ void conf_group_result(conf_run *r, uint64_t seed, const conf_verdict *given)
         .label = r->label, .backend = r->backend, .device = r->device, .name = r->name,
         .op = r->op, .dtype = r->dtype, .seed = seed, .outcome = v.outcome,
         .metric_name = v.metric_name, .metric = v.metric, .threshold = v.threshold,
-        .detail = v.detail, .seconds = conf_now() - r->mark,
+        .detail = v.detail, .seconds = lkv_clock_seconds() - r->mark,
     };
     emit(r->opt, r->sum, &res);
-    r->mark = conf_now();
+    r->mark = lkv_clock_seconds();
     r->runs++;
     if (v.outcome != LKV_CONF_PASS)
         r->bad++;
@@ -240,7 +234,7 @@ void conf_progress(conf_run *r, const char *family, int index, int count)
     FILE *p = r->opt->progress;
     if (!p)
         return;
-    double t = conf_now() - r->started;
+    double t = lkv_clock_seconds() - r->started;
     if (isatty(fileno(p)))
         fprintf(p, "\r\033[K[%s] %s %d/%d, %.0f s", r->label, family, index + 1, count, t);
     else if (index == 0) /* a log file gets one line per family, not a flood */

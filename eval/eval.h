@@ -256,10 +256,6 @@ typedef struct lkv_eval_env {
 lkv_status lkv_eval_run(const lkv_eval_env *env, const lkv_eval_settings *s,
                         const lkv_eval_prompts *prompts, lkv_eval_results *out);
 
-/* A monotonic clock in seconds (eval_eta.c); `lazykv generate` times with it
- * too. */
-double lkv_eval_seconds(void);
-
 /* ---- aggregation over prompts (eval_summary.c) ---- */
 
 typedef struct lkv_eval_summary {

@@ -6,13 +6,7 @@
 #include <time.h>
 
 #include "eval_run.h"
-
-double lkv_eval_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "clock.h"
 
 void lkv_eval_count_step(lkv_eval_state *R, int pi, lkv_eval_phase ph, int64_t lane_tokens)
 {
@@ -75,7 +69,7 @@ void lkv_eval_report(const lkv_eval_state *R, int pi, lkv_eval_phase ph, int32_t
     if (!R->env->progress)
         return;
     const lkv_eval_phase_time *pt = &R->r->prompts[pi].phase[ph];
-    double t = lkv_eval_seconds();
+    double t = lkv_clock_seconds();
     lkv_eval_progress p = {
         .prompt = pi, .n_prompts = R->r->n_prompts, .phase = ph, .step = step, .steps = steps,
         .lanes = lanes, .phase_done = done, .eta_s = eta(R, pi, ph, step, steps, t - phase_t0),

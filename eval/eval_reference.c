@@ -7,6 +7,7 @@
 #include "error.h"
 #include "eval_run.h"
 #include "eval_text.h"
+#include "clock.h"
 
 /* R's text, its final answer, and the dataset's. */
 static lkv_status reference_text(lkv_eval_state *R, lkv_eval_prompt_result *pr, int pi)
@@ -71,7 +72,7 @@ lkv_status lkv_eval_reference(lkv_eval_state *R, int pi)
 {
     const lkv_eval_prompt *p = &R->prompts->items[pi];
     lkv_eval_prompt_result *pr = &R->r->prompts[pi];
-    double t0 = lkv_eval_seconds();
+    double t0 = lkv_clock_seconds();
     int32_t g = 0, *ref = malloc(sizeof *ref * (size_t)R->s->max_tokens);
     if (!ref)
         return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for a %d-token reference",
@@ -90,7 +91,7 @@ lkv_status lkv_eval_reference(lkv_eval_state *R, int pi)
     pr->generated = g;
     pr->prompt_tokens = p->n_ids;
     pr->total = p->n_ids + g;
-    pr->phase[LKV_EVAL_REFERENCE].seconds = lkv_eval_seconds() - t0;
+    pr->phase[LKV_EVAL_REFERENCE].seconds = lkv_clock_seconds() - t0;
     lkv_eval_report(R, pi, LKV_EVAL_REFERENCE, g, g, 1, 1, t0);
     return reference_text(R, pr, pi);
 }

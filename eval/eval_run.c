@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "eval_run.h"
+#include "clock.h"
 
 const char *lkv_eval_phase_name(lkv_eval_phase p)
 {
@@ -21,7 +22,7 @@ static lkv_status run_phase(lkv_eval_state *R, int pi, lkv_eval_phase ph)
 {
     lkv_eval_prompt_result *pr = &R->r->prompts[pi];
     int teacher = ph == LKV_EVAL_TEACHER;
-    double t0 = lkv_eval_seconds();
+    double t0 = lkv_clock_seconds();
     lkv_status st = lkv_eval_lanes_open(R, pi, !teacher);
     if (st != LKV_OK)
         return st;
@@ -36,7 +37,7 @@ static lkv_status run_phase(lkv_eval_state *R, int pi, lkv_eval_phase ph)
                 st = lkv_eval_grade(R, pi, k);
         }
     lkv_eval_lanes_close(R);
-    pr->phase[ph].seconds = lkv_eval_seconds() - t0;
+    pr->phase[ph].seconds = lkv_clock_seconds() - t0;
     if (st == LKV_OK)
         lkv_eval_report(R, pi, ph, pr->generated, pr->generated, teacher ? n_batch : 0, 1, t0);
     return st;
@@ -163,7 +164,7 @@ lkv_status lkv_eval_run(const lkv_eval_env *env, const lkv_eval_settings *s,
     if ((st = init_results(env, s, prompts, &r)) != LKV_OK)
         return st;
     lkv_eval_state R = {.env = env, .s = s, .prompts = prompts, .r = &r,
-                        .t0 = lkv_eval_seconds()};
+                        .t0 = lkv_clock_seconds()};
     st = init_run(&R);
     for (int i = 0; i < prompts->count && st == LKV_OK; i++) {
         st = lkv_eval_reference(&R, i);
@@ -177,7 +178,7 @@ lkv_status lkv_eval_run(const lkv_eval_env *env, const lkv_eval_settings *s,
         lkv_eval_results_free(&r);
         return st;
     }
-    r.seconds = lkv_eval_seconds() - R.t0;
+    r.seconds = lkv_clock_seconds() - R.t0;
     *out = r;
     return LKV_OK;
 }

@@ -43,9 +43,26 @@
 extern "C" {
 #endif
 
+/* The version of this header; CMake reads it from here, so the library,
+ * lazykvConfigVersion.cmake and lazykv.pc all carry the same one. Before 1.0
+ * each minor version may break the ABI, so the shared library's soname is
+ * liblazykv.so.MAJOR.MINOR (liblazykv.so.0.2); from 1.0 on it is
+ * liblazykv.so.MAJOR, and only a major version may break the ABI. */
 #define LKV_VERSION_MAJOR 0
 #define LKV_VERSION_MINOR 2
 #define LKV_VERSION_PATCH 0
+
+/* LKV_API marks the library's entry points: the shared library is built
+ * with every other symbol hidden, so these declarations are exactly its ABI
+ * (a test compares the two). Define LKV_API yourself before including this
+ * header to override it. */
+#ifndef LKV_API
+#if defined(__GNUC__) || defined(__clang__)
+#define LKV_API __attribute__((visibility("default")))
+#else
+#define LKV_API
+#endif
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Status and errors                                                        */
@@ -63,11 +80,11 @@ typedef enum lkv_status {
 } lkv_status;
 
 /* Stable upper-case name of a status ("INVALID_ARGUMENT"); never NULL. */
-const char *lkv_status_name(lkv_status status);
+LKV_API const char *lkv_status_name(lkv_status status);
 
 /* Message of the last failed call on this thread ("" if none yet). The pointer
  * stays valid until the next lazykv call on the same thread. */
-const char *lkv_last_error(void);
+LKV_API const char *lkv_last_error(void);
 
 /* ------------------------------------------------------------------------ */
 /* Runtime: backend selection                                               */
@@ -83,10 +100,10 @@ typedef struct lkv_runtime lkv_runtime;
  * A NULL or empty spec reads the LAZYKV_BACKEND environment variable and falls
  * back to "auto". Naming a backend that is unavailable is an error, never a
  * silent fallback. On failure *out_rt is untouched. */
-lkv_status lkv_runtime_open(const char *spec, lkv_runtime **out_rt);
+LKV_API lkv_status lkv_runtime_open(const char *spec, lkv_runtime **out_rt);
 
 /* Closes the runtime. Destroy its caches first. NULL is accepted. */
-void lkv_runtime_close(lkv_runtime *rt);
+LKV_API void lkv_runtime_close(lkv_runtime *rt);
 
 typedef struct lkv_runtime_info {
     char backend[16];     /* "cpu", "cuda", ... */
@@ -96,7 +113,7 @@ typedef struct lkv_runtime_info {
 } lkv_runtime_info;
 
 /* Which backend and device the runtime actually uses. */
-lkv_status lkv_runtime_get_info(const lkv_runtime *rt, lkv_runtime_info *out_info);
+LKV_API lkv_status lkv_runtime_get_info(const lkv_runtime *rt, lkv_runtime_info *out_info);
 
 typedef struct lkv_device_report {
     char backend[16];     /* backend name */
@@ -119,7 +136,7 @@ typedef struct lkv_device_report {
  * at most `cap` reports and the number that exist to *out_count (call with
  * cap 0 to size the array). Probing never aborts: a missing driver is a report
  * with available = 0 and the reason. */
-lkv_status lkv_list_devices(lkv_device_report *out_reports, int cap, int *out_count);
+LKV_API lkv_status lkv_list_devices(lkv_device_report *out_reports, int cap, int *out_count);
 
 /* ------------------------------------------------------------------------ */
 /* Policies                                                                 */
@@ -169,12 +186,12 @@ typedef struct lkv_policy_params {
 /* Sets `params` to the defaults of `kind` (the authors' defaults where the
  * spec gives them; budget 0 means "not set" and must be given for the policies
  * that evict by budget). */
-lkv_status lkv_policy_init(lkv_policy_params *params, lkv_policy_kind kind);
+LKV_API lkv_status lkv_policy_init(lkv_policy_params *params, lkv_policy_kind kind);
 
 /* Policy kind from its name ("lazy", "full", "streaming", "h2o", "tova",
  * "snapkv", "nacl"). */
-lkv_status lkv_policy_from_name(const char *name, lkv_policy_kind *out_kind);
-const char *lkv_policy_name(lkv_policy_kind kind);
+LKV_API lkv_status lkv_policy_from_name(const char *name, lkv_policy_kind *out_kind);
+LKV_API const char *lkv_policy_name(lkv_policy_kind kind);
 
 /* Sets one parameter by its name (the names of the CLI flags and trace header
  * keys: budget, window, alpha, sinks, recent, interval, proxy_ratio,
@@ -182,7 +199,7 @@ const char *lkv_policy_name(lkv_policy_kind kind);
  * group_reduce) from its text value. A name the policy in `params->kind` does
  * not use is INVALID_ARGUMENT, as is a value that does not parse. On failure
  * `params` is unchanged. */
-lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char *value);
+LKV_API lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char *value);
 
 /* ------------------------------------------------------------------------ */
 /* Cache                                                                    */
@@ -199,14 +216,14 @@ typedef enum lkv_dtype {
 } lkv_dtype;
 
 /* "f32", "f16" or "bf16"; NULL for a value that is not an lkv_dtype. */
-const char *lkv_dtype_name(lkv_dtype dtype);
+LKV_API const char *lkv_dtype_name(lkv_dtype dtype);
 
 /* Bytes per stored element (4 or 2); 0 for a value that is not an lkv_dtype. */
-size_t lkv_dtype_size(lkv_dtype dtype);
+LKV_API size_t lkv_dtype_size(lkv_dtype dtype);
 
 /* The dtype named `name` ("f32", "f16", "bf16", case-sensitive).
  * INVALID_ARGUMENT naming the text otherwise, *out_dtype unchanged. */
-lkv_status lkv_dtype_from_name(const char *name, lkv_dtype *out_dtype);
+LKV_API lkv_status lkv_dtype_from_name(const char *name, lkv_dtype *out_dtype);
 
 /* GQA storage. `grouped` keeps one cache head per KV head and decides per KV
  * head on the group's combined probability: a deviation from the LazyEviction
@@ -236,7 +253,7 @@ typedef struct lkv_cache lkv_cache;
 
 /* Defaults: 1 layer, 1 head, head_dim 64, 1 sequence, capacity 4096, f32,
  * grouped, policy "full". */
-void lkv_cache_config_init(lkv_cache_config *config);
+LKV_API void lkv_cache_config_init(lkv_cache_config *config);
 
 /* Creates a cache on the runtime's backend. Rejects (INVALID_ARGUMENT, message
  * naming the value) shapes out of range, kv_heads not dividing q_heads, a
@@ -245,18 +262,18 @@ void lkv_cache_config_init(lkv_cache_config *config);
  * budget + interval for snapkv). That peak is the one reached from a prompt
  * within the budget; a longer prompt is held within the capacity by early
  * eviction (lkv_cache_decode). On failure *out_cache is untouched. */
-lkv_status lkv_cache_create(lkv_runtime *rt, const lkv_cache_config *config,
-                            lkv_cache **out_cache);
+LKV_API lkv_status lkv_cache_create(lkv_runtime *rt, const lkv_cache_config *config,
+                                    lkv_cache **out_cache);
 
 /* Frees the cache and its device memory. NULL is accepted. */
-void lkv_cache_destroy(lkv_cache *cache);
+LKV_API void lkv_cache_destroy(lkv_cache *cache);
 
 /* The configuration the cache was created with, policy defaults resolved
  * (e.g. h2o recent = budget / 2, reduce = max or mean). */
-lkv_status lkv_cache_get_config(const lkv_cache *cache, lkv_cache_config *out_config);
+LKV_API lkv_status lkv_cache_get_config(const lkv_cache *cache, lkv_cache_config *out_config);
 
 /* Number of cache heads: kv_heads (grouped) or q_heads (expanded). */
-int32_t lkv_cache_heads(const lkv_cache *cache);
+LKV_API int32_t lkv_cache_heads(const lkv_cache *cache);
 
 /* Where the arrays passed to prefill/decode live. Only host memory is
  * accepted today; device-resident inputs (a CUDA pointer from the engine's own
@@ -299,8 +316,8 @@ typedef struct lkv_prefill_io {
  * changes nothing. A policy that evicts during decode then never runs out of
  * room (see lkv_cache_decode); for full, nacl and snapkv with interval -1,
  * capacity bounds the slots the prefill kept plus every decoded token. */
-lkv_status lkv_cache_prefill(lkv_cache *cache, int32_t sequence, int32_t layer,
-                             const lkv_prefill_io *io);
+LKV_API lkv_status lkv_cache_prefill(lkv_cache *cache, int32_t sequence, int32_t layer,
+                                     const lkv_prefill_io *io);
 
 /* One decode step of one layer of one sequence. Row-major f32:
  *   q   : [q_heads][head_dim]    the new token's queries
@@ -336,12 +353,12 @@ typedef struct lkv_decode_io {
  * batched eviction can leave the step taken and the eviction undone, and its
  * message says to reset the sequence (one after an early eviction leaves
  * that eviction done and the step not taken). */
-lkv_status lkv_cache_decode(lkv_cache *cache, int32_t sequence, int32_t layer,
-                            const lkv_decode_io *io);
+LKV_API lkv_status lkv_cache_decode(lkv_cache *cache, int32_t sequence, int32_t layer,
+                                    const lkv_decode_io *io);
 
 /* Empties one sequence: no slots, step 0, ready for a new prefill. The cache's
  * counters (evictions, peaks) keep their history. */
-lkv_status lkv_cache_reset_sequence(lkv_cache *cache, int32_t sequence);
+LKV_API lkv_status lkv_cache_reset_sequence(lkv_cache *cache, int32_t sequence);
 
 typedef struct lkv_cache_stats {
     int64_t slots_in_use;    /* valid slots summed over sequences, layers, cache heads */
@@ -353,12 +370,12 @@ typedef struct lkv_cache_stats {
     int64_t kv_bytes_reserved; /* capacity of every row: what the device holds */
 } lkv_cache_stats;
 
-lkv_status lkv_cache_get_stats(const lkv_cache *cache, lkv_cache_stats *out_stats);
+LKV_API lkv_status lkv_cache_get_stats(const lkv_cache *cache, lkv_cache_stats *out_stats);
 
 /* Where a sequence stands: tokens cached per cache head (the same for every
  * layer and head once a step is complete) and its decode step counter. */
-lkv_status lkv_cache_sequence_info(const lkv_cache *cache, int32_t sequence,
-                                   int32_t *out_length, int32_t *out_step);
+LKV_API lkv_status lkv_cache_sequence_info(const lkv_cache *cache, int32_t sequence,
+                                           int32_t *out_length, int32_t *out_step);
 
 /* A copy of one cache head's slots for inspection and tests. Arrays are
  * caller-owned with room for `cap` slots; any may be NULL. Slots are in
@@ -375,8 +392,8 @@ typedef struct lkv_slot_view {
     float *state_f;
 } lkv_slot_view;
 
-lkv_status lkv_cache_read_slots(const lkv_cache *cache, int32_t sequence, int32_t layer,
-                                int32_t head, lkv_slot_view *view, int32_t *out_n);
+LKV_API lkv_status lkv_cache_read_slots(const lkv_cache *cache, int32_t sequence, int32_t layer,
+                                        int32_t head, lkv_slot_view *view, int32_t *out_n);
 
 /* ------------------------------------------------------------------------ */
 /* Trace replay (spec/policies.md, section 4)                               */
@@ -389,10 +406,10 @@ lkv_status lkv_cache_read_slots(const lkv_cache *cache, int32_t sequence, int32_
  * header's "policy" key, if present, must agree with it; with neither the
  * policy is lazy. Probabilities must lie in [0, 1]. Returns INVALID_ARGUMENT
  * with the line number for a malformed trace; output already written stays. */
-lkv_status lkv_trace_replay(lkv_runtime *rt, const char *trace_text,
-                            const char *policy_override,
-                            int (*write_line)(void *user, const char *line),
-                            void *user);
+LKV_API lkv_status lkv_trace_replay(lkv_runtime *rt, const char *trace_text,
+                                    const char *policy_override,
+                                    int (*write_line)(void *user, const char *line),
+                                    void *user);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "registry.h"
 #include "test_util.h"
 
 /* One small shape for every cache here: two layers so that layer order

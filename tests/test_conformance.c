@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "registry.h"
 #include "conformance.h"
 #include "runtime.h"
 #include "test_util.h"

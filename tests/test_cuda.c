@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "registry.h"
 #include "cuda/cuda_internal.h"
 #include "cuda/fake_cuda.h"
 #include "test_util.h"

@@ -24,6 +24,7 @@
 #include "gpu/gpu_host_util.h"
 #include "hip/amdgpu_elf.h"
 #include "hip/hip_internal.h"
+#include "registry.h"
 #include "test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)

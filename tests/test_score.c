@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "backend.h"
+#include "registry.h"
 #include "test_util.h"
 
 static const int32_t mris[] = {0, 1, 2, 3, 5, 10, 50, 175};

@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include "registry.h"
 #include "runtime.h"
 
 #include <math.h>

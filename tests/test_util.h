@@ -35,7 +35,7 @@ static inline uint32_t tu_bits_of_float(float f)
 
 /* What a 16-bit pattern means, by the formats' definitions in double
  * (sign, exponent, fraction; subnormals, inf and NaN), independent of the
- * conversions in core/ and kernels/ that the tests check. */
+ * conversions in core/ and backends/gpu/kernels/ that the tests check. */
 double tu_half_value(uint16_t h); /* IEEE binary16: 5 exponent, 10 fraction bits */
 double tu_bf16_value(uint16_t b); /* bfloat16: 8 exponent, 7 fraction bits */
 

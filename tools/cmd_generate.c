@@ -14,6 +14,7 @@
 #include "model.h"
 #include "pool.h"
 #include "tokenizer.h"
+#include "clock.h"
 
 static const char *const cmd = "generate";
 
@@ -384,9 +385,9 @@ static int decode_loop(const gen_opts *o, gen_run *r, lkv_lane *lane, gen_stream
         }
         if (r->generated == o->max_tokens)
             return 0;
-        double t0 = lkv_eval_seconds();
+        double t0 = lkv_clock_seconds();
         lkv_status st = lkv_forward_step(r->fw, lane, 1, &next, r->logits);
-        r->decode_s += lkv_eval_seconds() - t0;
+        r->decode_s += lkv_clock_seconds() - t0;
         if (st != LKV_OK)
             return cli_error(cmd, "decode step %d: %s: %s", (int)r->steps + 1,
                              lkv_status_name(st), lkv_last_error());
@@ -403,10 +404,10 @@ static int generate(const gen_opts *o, gen_run *r)
     if (rc)
         return rc;
     lkv_lane lane = {r->cache, 0, 0};
-    double t0 = lkv_eval_seconds();
+    double t0 = lkv_clock_seconds();
     lkv_status st = lkv_forward_prefill(r->fw, &lane, 1, r->prompt, r->n_prompt,
                                         o->max_tokens > 0 ? r->logits : NULL);
-    r->prefill_s = lkv_eval_seconds() - t0;
+    r->prefill_s = lkv_clock_seconds() - t0;
     if (st != LKV_OK)
         return cli_error(cmd, "prefill of %d tokens: %s: %s", (int)r->n_prompt,
                          lkv_status_name(st), lkv_last_error());

@@ -1,5 +1,5 @@
 /* attend: four dispatches per chunk of cache heads (see the kernels,
- * shaders/attend_*.comp and kernels/opencl/attend_*.cl, for the arithmetic and how it differs from the CPU oracle):
+ * backends/vulkan/shaders/attend_*.comp and backends/opencl/kernels/attend_*.cl, for the arithmetic and how it differs from the CPU oracle):
  *   attend_logits   logits of every slot for every query head
  *   attend_split    flash-decoding partials over splits of the cache
  *   attend_combine  out and the log-sum-exp per query head

@@ -1,6 +1,6 @@
 /* The host side shared by the APIs whose kernels take buffer bindings:
- * Vulkan (descriptors and push constants, kernels in shaders/) and OpenCL
- * (kernel arguments, kernels in kernels/opencl/). Every op is planned here
+ * Vulkan (descriptors and push constants, kernels in backends/vulkan/shaders/) and OpenCL
+ * (kernel arguments, kernels in backends/opencl/kernels/). Every op is planned here
  * once, as dispatches of the pipelines of bind_pipes.h: each names its
  * storage buffers as windows (buffer, byte offset, range), its scalars as a
  * push-constant struct of 4-byte fields, and a grid of one-dimensional

@@ -1,5 +1,5 @@
 /* Every pipeline of the binding backends: its name, the kernel source it is
- * built from (shaders/<source>.comp for Vulkan, kernels/opencl/<source>.cl
+ * built from (backends/vulkan/shaders/<source>.comp for Vulkan, backends/opencl/kernels/<source>.cl
  * for OpenCL), the defines that select its variant (comma-separated), its
  * storage-buffer bindings and its push-constant bytes. Vulkan compiles them
  * offline (cmake/vulkan_shaders.cmake reads this file), OpenCL on first

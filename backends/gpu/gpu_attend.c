@@ -1,5 +1,5 @@
 /* attend on CUDA/HIP: flash-decoding in three launches per batch of groups
- * (kernels/attend.cu says what each computes and how it differs from the CPU):
+ * (backends/gpu/kernels/attend.cu says what each computes and how it differs from the CPU):
  *   lkv_attend_split_*   a split's logits, then its partials m, l, o
  *   lkv_attend_combine   out and the log-sum-exp per query head
  *   lkv_attend_probs     per-slot probabilities, combined per cache head
@@ -222,7 +222,7 @@ static attend_batch batch_at(const lkv_device *d, const lkv_attend_args *a, int3
     return b;
 }
 
-/* The batch's launch grids (kernels/attend.cu), each dimension checked
+/* The batch's launch grids (backends/gpu/kernels/attend.cu), each dimension checked
  * against the device's limits: x 2^31 - 1, y max_grid_y, z max_grid_z. */
 static lkv_status grids_of(const lkv_device *d, const lkv_attend_args *a, attend_batch *b)
 {

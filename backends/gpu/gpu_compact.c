@@ -1,6 +1,6 @@
 /* compact on CUDA/HIP: one launch moves K, V, pos and the states of every
  * listed row in place, each block marching forward over its (row, array,
- * column slice) (kernels/compact.cu explains why that is safe). No scratch:
+ * column slice) (backends/gpu/kernels/compact.cu explains why that is safe). No scratch:
  * after the row lists are uploaded the launch is the only step, so a
  * failure leaves the cache as it was, never with K/V moved and state not. */
 #include "dtype.h"

@@ -1,7 +1,7 @@
 /* The host side shared by the CUDA and HIP backends (and the test suite's
  * CPU SIMT emulator): buffers, scratch, row-list uploads and the launch
  * sequence of every op, written once against a small driver table. The
- * kernels they launch are one source (the .cu files in kernels/); a backend
+ * kernels they launch are one source (the .cu files in backends/gpu/kernels/); a backend
  * folder only loads its driver and module and fills the table.
  *
  * Work is ordered on the driver's default stream, so a copy or launch sees

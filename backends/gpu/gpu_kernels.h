@@ -1,10 +1,10 @@
-/* Every kernel entry point of the .cu files in kernels/, one line each: the
+/* Every kernel entry point of the .cu files in backends/gpu/kernels/, one line each: the
  * host resolves them by name from the loaded module (cuModuleGetFunction,
  * hipModuleGetFunction) and the emulator binds them by address, all from this
  * list, so a kernel is added in one place. Expanded with
  * LKV_GPU_KERNEL(name) defined by the includer. */
 
-/* attend (kernels/attend.cu) */
+/* attend (backends/gpu/kernels/attend.cu) */
 LKV_GPU_KERNEL(lkv_attend_split_f32)
 LKV_GPU_KERNEL(lkv_attend_split_f32_vec)
 LKV_GPU_KERNEL(lkv_attend_split_f16)
@@ -15,7 +15,7 @@ LKV_GPU_KERNEL(lkv_attend_combine)
 LKV_GPU_KERNEL(lkv_attend_probs)
 /* LKV_GPU_KERNELS_ATTEND_END */
 
-/* observe, score, select, compact (kernels/observe.cu ... compact.cu) */
+/* observe, score, select, compact (backends/gpu/kernels/observe.cu ... compact.cu) */
 LKV_GPU_KERNEL(lkv_observe_lazy)
 LKV_GPU_KERNEL(lkv_observe_state)
 LKV_GPU_KERNEL(lkv_score_slots)

@@ -1,4 +1,4 @@
-/* observe on CUDA/HIP: one launch over the listed rows (kernels/observe.cu).
+/* observe on CUDA/HIP: one launch over the listed rows (backends/gpu/kernels/observe.cu).
  * The row lists are uploaded before anything runs, so a failure leaves the
  * policy state untouched. */
 #include "error.h"

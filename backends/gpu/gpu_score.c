@@ -1,11 +1,11 @@
 /* score on CUDA/HIP: lkv_score_slots over the listed rows (in double where
- * the oracle is, see kernels/score.cu), then lkv_score_prior when a previous
+ * the oracle is, see backends/gpu/kernels/score.cu), then lkv_score_prior when a previous
  * selection's slots must rank first; stream order puts it second. */
 #include "error.h"
 #include "gpu_internal.h"
 #include "lkv_kernel_abi.h"
 
-/* The kernel takes the kind as a number (kernels/score.cu). */
+/* The kernel takes the kind as a number (backends/gpu/kernels/score.cu). */
 _Static_assert(LKV_SCORE_LAZY == LKV_SCORE_K_LAZY && LKV_SCORE_STATE == LKV_SCORE_K_STATE &&
                    LKV_SCORE_GROUP_MEAN == LKV_SCORE_K_GROUP_MEAN &&
                    LKV_SCORE_RECENCY == LKV_SCORE_K_RECENCY &&

@@ -1,5 +1,5 @@
 /* select on CUDA/HIP: one block per listed row, a radix select on the
- * scores' order keys (kernels/select.cu). */
+ * scores' order keys (backends/gpu/kernels/select.cu). */
 #include "error.h"
 #include "gpu_internal.h"
 #include "lkv_kernel_abi.h"

@@ -1,5 +1,5 @@
 /* The HIP backend (AMD GPUs through ROCm): libamdhip64 dlopen'ed, the
- * kernels (kernels/lazykv.cu) as an embedded code object per gfx target (or
+ * kernels (backends/gpu/kernels/lazykv.cu) as an embedded code object per gfx target (or
  * compiled at open by hiprtc for other targets), launched by the host code
  * shared with CUDA (backends/gpu/) through the driver table of hip_driver.c.
  *
@@ -90,7 +90,7 @@ void lkv_hip_rtc_close(lkv_hip_rtc *rtc);
 lkv_status lkv_hip_rtc_compile(const lkv_hip_rtc *rtc, const char *source, const char *arch,
                                void **out_code, size_t *out_size);
 
-/* Embedded by cmake/hip_kernels.cmake: the offload bundle of kernels/lazykv.cu
+/* Embedded by cmake/hip_kernels.cmake: the offload bundle of backends/gpu/kernels/lazykv.cu
  * and, for hiprtc, the same kernels as one self-contained source. */
 extern const unsigned char lkv_hip_bundle[];
 extern const size_t lkv_hip_bundle_size;

@@ -1,6 +1,6 @@
 /* The shared plans' dispatches on OpenCL. A pipeline's kernel takes each
  * binding as (buffer, byte offset) and each 4-byte push-constant field as
- * one scalar (kernels/opencl/lkv_cl.h), and runs gx * gy * gz work-groups
+ * one scalar (backends/opencl/kernels/lkv_cl.h), and runs gx * gy * gz work-groups
  * of `wg` work-items. The queue is in order, so a kernel sees the writes of
  * every command before it, which is all the plans need between dispatches. */
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* A pipeline's kernel: kernels/opencl/lkv_cl.h followed by the pipeline's
+/* A pipeline's kernel: backends/opencl/kernels/lkv_cl.h followed by the pipeline's
  * source, built as OpenCL C 1.2 with the work-group size and the variant's
  * defines, once per open device and on first use. A binary from the
  * on-disk cache (cl_cache.c) is tried first; any trouble with it (a binary

@@ -294,7 +294,7 @@ static lkv_status emu_probe(lkv_device_report *out, int cap, int *out_count)
     snprintf(rep->name, sizeof rep->name, "CPU SIMT emulator (warp %d, %d multiprocessors)",
              warp, mps);
     snprintf(rep->reason, sizeof rep->reason,
-             "runs kernels/*.cu on the CPU, one block at a time (test builds only)");
+             "runs backends/gpu/kernels/*.cu on the CPU, one block at a time (test builds only)");
     snprintf(rep->driver, sizeof rep->driver, "lazykv gpu-emu");
     return LKV_OK;
 }

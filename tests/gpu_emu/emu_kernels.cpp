@@ -1,4 +1,4 @@
-// The project's kernels (kernels/lazykv.cu) compiled for the emulator, and
+// The project's kernels (backends/gpu/kernels/lazykv.cu) compiled for the emulator, and
 // their table in lkv_gpu_kernel_id order: both come from the one list in
 // backends/gpu/gpu_kernels.h, so a listed name without a kernel fails here,
 // at link time of the test build, rather than at run time on a GPU.

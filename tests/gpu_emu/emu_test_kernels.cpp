@@ -1,6 +1,6 @@
 // Kernels that exercise the emulator itself (test_gpu_emu.c checks what they
 // write against values computed on the host). Written like the project's
-// kernels: only what kernels/lkv_gpu.h lists.
+// kernels: only what backends/gpu/kernels/lkv_gpu.h lists.
 #include "lkv_gpu.h"
 
 #include "emu_bind.h"

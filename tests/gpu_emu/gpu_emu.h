@@ -1,4 +1,4 @@
-// The device environment of the CPU SIMT emulator: what kernels/lkv_gpu.h
+// The device environment of the CPU SIMT emulator: what backends/gpu/kernels/lkv_gpu.h
 // promises kernels, for g++ with -DLKV_GPU_EMU, and nothing more. It
 // includes no standard header, so a kernel that calls anything the contract
 // does not list (sqrtf, min, make_uint4, uint32_t, std::...) fails to build

@@ -21,7 +21,7 @@ typedef struct lkv_emu_kernel {
     uint64_t pointer_params; /* bit i set: parameter i is a device pointer */
 } lkv_emu_kernel;
 
-/* Every kernel of kernels/lazykv.cu, in lkv_gpu_kernel_id order. */
+/* Every kernel of backends/gpu/kernels/lazykv.cu, in lkv_gpu_kernel_id order. */
 extern const lkv_emu_kernel lkv_emu_kernels[];
 extern const int lkv_emu_kernel_count;
 

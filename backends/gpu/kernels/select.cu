@@ -1,7 +1,7 @@
 // select: per listed row keep the k highest of the n valid scores, ties to
 // the lower slot, NaN below everything, and write the kept slot indices in
 // ascending order to the first k entries of the row in `kept`
-// (backends/cpu/cpu_select.c; shaders/select.comp is the same algorithm).
+// (backends/cpu/cpu_select.c; backends/vulkan/shaders/select.comp is the same algorithm).
 // Each score maps to a 32-bit key whose ascending order is the oracle's
 // ranking (descending score, -0 equal to +0, every NaN the largest key). A
 // radix select, four passes of 8 bits with the histogram in shared memory,

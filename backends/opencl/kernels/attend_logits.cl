@@ -1,4 +1,4 @@
-// attend, pass 1 of 4 (mirrors shaders/attend_logits.comp): logits[qh][i] =
+// attend, pass 1 of 4 (mirrors backends/vulkan/shaders/attend_logits.comp): logits[qh][i] =
 // scale * q[qh] . K[i] for a block of up to QBLOCK query heads that share
 // cache head ch. One work-item per slot reads its K row once for the whole
 // block.

@@ -1,7 +1,7 @@
 /* Counter-based noise for NACL's random eviction: Philox4x32-10 (Salmon et
  * al., SC'11) keyed by the seed, counted by (row, position). Integer-only, so
  * every backend draws the same bits; only the final logs are floating point.
- * Kernels in kernels/ and shaders/ reproduce this function. */
+ * Kernels in backends/gpu/kernels/ and backends/vulkan/shaders/ reproduce this function. */
 #ifndef LKV_PHILOX_H
 #define LKV_PHILOX_H
 

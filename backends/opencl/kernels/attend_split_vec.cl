@@ -1,6 +1,6 @@
 // attend, pass 2 of 4, for head_dim a multiple of 4 and at most 4 * LKV_WG
 // with rows starting on a 4-element boundary (mirrors
-// shaders/attend_split_vec.comp; the host checks, attend_split.cl covers the
+// backends/vulkan/shaders/attend_split_vec.comp; the host checks, attend_split.cl covers the
 // rest). Same partials as attend_split.cl, but each work-item owns 4
 // consecutive dimensions (one 16-byte f32 or one 8-byte f16 or bf16 load
 // per slot) and the group's work-items are split into lanes that take

@@ -1,4 +1,4 @@
-// select: mirrors shaders/select.comp. Per listed row keep the k best of n
+// select: mirrors backends/vulkan/shaders/select.comp. Per listed row keep the k best of n
 // slots, ranked by score (higher first), ties to the lower slot, NaN last;
 // write the kept slots in ascending order to the first k entries of the row
 // in `kept`.

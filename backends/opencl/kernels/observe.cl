@@ -1,4 +1,4 @@
-// observe: mirrors shaders/observe.comp. Per listed row and valid slot, the
+// observe: mirrors backends/vulkan/shaders/observe.comp. Per listed row and valid slot, the
 // policy state update from this step's probability: integer updates and one
 // f32 add or assignment, as on the CPU, so the results are bit-identical to
 // the oracle. Launch: x = slot blocks, y = listed rows. list: (row, n) pairs.

@@ -1,4 +1,4 @@
-// compact, per-slot metadata: mirrors shaders/compact_meta.comp. pos,
+// compact, per-slot metadata: mirrors backends/vulkan/shaders/compact_meta.comp. pos,
 // state_a, state_b and state_f of the kept slots move to the front in place,
 // in the same gather-then-write rounds as compact_kv.cl (see there why this
 // is safe), from the first slot that moves. All four are moved as raw 32-bit

@@ -165,23 +165,4 @@ typedef struct lkv_backend_ops {
     lkv_status (*compact)(lkv_device *dev, const lkv_compact_args *args);
 } lkv_backend_ops;
 
-/* One known backend. `ops` is NULL when this build does not include it, and
- * `missing` then says why in words. */
-typedef struct lkv_backend_entry {
-    const char *name;
-    const lkv_backend_ops *ops;
-    const char *missing;
-} lkv_backend_entry;
-
-/* The registry (backends/registry.c): every backend lazykv knows, in `auto`
- * preference order (GPUs first, cpu last). */
-extern const lkv_backend_entry lkv_backend_registry[];
-extern const int lkv_backend_registry_count;
-
-extern const lkv_backend_ops lkv_backend_cpu;
-extern const lkv_backend_ops lkv_backend_vulkan; /* when built with LKV_HAVE_VULKAN */
-extern const lkv_backend_ops lkv_backend_cuda;   /* when built with LKV_HAVE_CUDA */
-extern const lkv_backend_ops lkv_backend_hip;    /* when built with LKV_HAVE_HIP */
-extern const lkv_backend_ops lkv_backend_opencl; /* when built with LKV_HAVE_OPENCL */
-
 #endif /* LKV_BACKEND_H */

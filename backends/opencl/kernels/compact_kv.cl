@@ -1,4 +1,4 @@
-// compact, K and V: mirrors shaders/compact_kv.comp. Moves the kept slots' K
+// compact, K and V: mirrors backends/vulkan/shaders/compact_kv.comp. Moves the kept slots' K
 // and V rows of each listed row to the front, in place, in rounds of
 // `round_slots` destination slots per row. Each round is two launches:
 // phase 0 gathers the round's sources into scratch, phase 1 writes them to

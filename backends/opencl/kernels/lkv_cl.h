@@ -1,8 +1,8 @@
 // What every OpenCL C kernel of lazykv shares. The host prepends this text to
-// one kernel file (kernels/opencl/<source>.cl) and builds the pair at run
+// one kernel file (backends/opencl/kernels/<source>.cl) and builds the pair at run
 // time as OpenCL C 1.2, once per pipeline of backends/bind/bind_pipes.h
 // (the same list, defines and launch contract as the Vulkan shaders in
-// shaders/, which these kernels mirror line for line where they can).
+// backends/vulkan/shaders/, which these kernels mirror line for line where they can).
 //
 // The contract with the host (backends/opencl/cl_dispatch.c):
 //   - The kernel is named lkv_<source file> (attend_logits.cl defines
@@ -62,10 +62,10 @@
 #endif
 
 // At most this many query heads share one pass over a K or V row (as
-// shaders/kv_storage.glsl).
+// backends/vulkan/shaders/kv_storage.glsl).
 #define QBLOCK 8u
 
-// Per-slot metadata windows, as shaders/meta_rows.glsl: the kernel takes
+// Per-slot metadata windows, as backends/vulkan/shaders/meta_rows.glsl: the kernel takes
 // push fields named cap, meta_skew and row_base.
 #define META_INDEX(row, slot) (meta_skew + ((row) - row_base) * cap + (slot))
 

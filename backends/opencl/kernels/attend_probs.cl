@@ -1,4 +1,4 @@
-// attend, pass 4 of 4 (mirrors shaders/attend_probs.comp): per slot, the
+// attend, pass 4 of 4 (mirrors backends/vulkan/shaders/attend_probs.comp): per slot, the
 // probability each query head gave it, exp(logit - lse), combined over the
 // query heads that share the cache head (max, or mean).
 // Launch: x = slot blocks, y = cache heads of the chunk.

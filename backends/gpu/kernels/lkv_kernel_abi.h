@@ -1,4 +1,4 @@
-/* The numbers the kernels (the .cu files in kernels/) and the host code
+/* The numbers the kernels (the .cu files in backends/gpu/kernels/) and the host code
  * that launches them (backends/gpu/) must agree on, in one place: launch
  * blocks, tile sizes the kernels' shared and register arrays are sized by,
  * the limits the host checks so those arrays suffice, and codes passed as
@@ -15,7 +15,7 @@
  * by it). */
 #define LKV_BLOCK_MAX 256
 
-/* attend (kernels/attend.cu, backends/gpu/gpu_attend.c) */
+/* attend (backends/gpu/kernels/attend.cu, backends/gpu/gpu_attend.c) */
 #define LKV_ATT_BLOCK 256      /* threads of a split or probs block */
 #define LKV_ATT_QBLOCK 8       /* query heads per split block (a pass over a K/V row) */
 #define LKV_ATT_COLS 4         /* V columns a thread holds on the scalar path */
@@ -27,13 +27,13 @@
 #define LKV_ATT_MAX_SPLITS 1024 /* per group, so the combine's loops stay short */
 #define LKV_ATT_SCALES 1024     /* combine: split scales kept in shared memory */
 
-/* observe, score, select (kernels/observe.cu, score.cu, select.cu): any
+/* observe, score, select (backends/gpu/kernels/observe.cu, score.cu, select.cu): any
  * block of whole warps up to LKV_BLOCK_MAX works; these are the ones used. */
 #define LKV_OBSERVE_BLOCK 256
 #define LKV_SCORE_BLOCK 256
 #define LKV_SELECT_BLOCK 256
 
-/* compact (kernels/compact.cu, backends/gpu/gpu_compact.c): a block moves a
+/* compact (backends/gpu/kernels/compact.cu, backends/gpu/gpu_compact.c): a block moves a
  * slice of at most LKV_COMPACT_PER_THREAD units per thread of each slot. */
 #define LKV_COMPACT_BLOCK 256
 #define LKV_COMPACT_PER_THREAD 4

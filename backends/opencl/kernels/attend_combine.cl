@@ -1,4 +1,4 @@
-// attend, pass 3 of 4 (mirrors shaders/attend_combine.comp): per query head,
+// attend, pass 3 of 4 (mirrors backends/vulkan/shaders/attend_combine.comp): per query head,
 // merge the split partials into out = sum_s o_s exp(m_s - M) / L and the
 // log-sum-exp M + log L, where M = max_s m_s and L = sum_s l_s exp(m_s - M).
 // Launch: x = query heads of the chunk (a work-group each), work-items over

@@ -1,4 +1,4 @@
-// attend, pass 2 of 4 (mirrors shaders/attend_split.comp): flash-decoding
+// attend, pass 2 of 4 (mirrors backends/vulkan/shaders/attend_split.comp): flash-decoding
 // partials. A work-group takes one split (slots [split * split_len, ...)) of
 // one cache head, a block of up to QBLOCK query heads and a block of
 // dimensions (one per work-item), and writes per query head m = max logit,

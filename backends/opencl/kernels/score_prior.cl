@@ -1,4 +1,4 @@
-// score, second step: mirrors shaders/score_prior.comp. The slots a previous
+// score, second step: mirrors backends/vulkan/shaders/score_prior.comp. The slots a previous
 // select kept (prior_kept, the first prior_k entries of each row) score
 // +inf. A separate dispatch because a slot's own work-item in score.cl cannot
 // tell whether it is listed. Launch: x = blocks of prior_k, y = listed rows.

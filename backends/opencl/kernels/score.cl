@@ -1,4 +1,4 @@
-// score: mirrors shaders/score.comp. The eviction priority of every valid
+// score: mirrors backends/vulkan/shaders/score.comp. The eviction priority of every valid
 // slot of each listed row, higher kept first; protected slots score +inf.
 // Follows backends/cpu/cpu_score.c formula by formula and in the same order.
 // A previous select's kept slots are raised to +inf by score_prior.cl

@@ -4,7 +4,7 @@
 #ifndef LKV_DEVICE_LIST_H
 #define LKV_DEVICE_LIST_H
 
-#include "backend.h"
+#include "registry.h"
 
 /* The most devices one backend may report. */
 #define LKV_MAX_REPORTS 64

@@ -1,7 +1,7 @@
 /* Every backend lazykv knows, in the order `auto` tries them. A backend not
  * compiled into this build still has an entry, so `lazykv devices` and the
  * error for naming it can say so instead of "unknown backend". */
-#include "backend.h"
+#include "registry.h"
 
 #ifdef LKV_REGISTRY_EXTRA_DECL
 LKV_REGISTRY_EXTRA_DECL /* a test build's extra backend (tests/gpu_emu/) */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "device_list.h"
+#include "registry.h"
 #include "error.h"
 
 static const lkv_backend_entry *find_backend(const char *name, size_t len)

@@ -64,7 +64,7 @@ template <typename T> LKV_DEV T lkv_shfl(T v, int lane) { return __shfl_sync(0xf
 LKV_DEV float lkv_half_to_float(unsigned short h) { return __half2float(__ushort_as_half(h)); }
 
 #else
-#error "kernels/lkv_gpu.h: compile with nvcc, hipcc/hiprtc, or -DLKV_GPU_EMU"
+#error "backends/gpu/kernels/lkv_gpu.h: compile with nvcc, hipcc/hiprtc, or -DLKV_GPU_EMU"
 #endif
 
 // bfloat16 is the upper half of a binary32, so widening is a shift on every
