@@ -233,8 +233,10 @@ void conf_group_run(conf_run *r, const char *name, const char *op, const char *d
  * any run of characters (conf_glob.c). */
 int conf_glob_match(const char *patterns, const char *name);
 
-/* Why `backend` is expected to fail `case_name`, or NULL (conf_xfail.c). */
-const char *conf_xfail_reason(const char *backend, const char *traits, const char *case_name);
+/* Why the backend of `ops` is expected to fail `case_name` on a device with
+ * `traits`, or NULL (conf_xfail.c). */
+const char *conf_xfail_reason(const lkv_backend_ops *ops, const char *traits,
+                              const char *case_name);
 
 /* ---- the case families (one file each) --------------------------------- */
 

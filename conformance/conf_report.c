@@ -122,7 +122,7 @@ void conf_group_begin(conf_run *r, const char *name, const char *op, const char 
 
 static void apply_xfail(const conf_run *r, conf_verdict *v)
 {
-    const char *why = conf_xfail_reason(r->backend, r->traits, r->name);
+    const char *why = conf_xfail_reason(r->rt[1]->ops, r->traits, r->name);
     if (!why)
         return;
     if (v->outcome == LKV_CONF_FAIL) {

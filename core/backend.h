@@ -136,6 +136,21 @@ typedef struct lkv_compact_args {
     const lkv_buffer *kept;
 } lkv_compact_args;
 
+/* A known deviation from the oracle that a backend owns and accepts: the
+ * conformance cases it is expected to fail on devices with a trait, and
+ * why in words. The conformance suite turns those FAILs into XFAILs (still
+ * listed) and says when such a case passes, so an entry does not outlive
+ * the limitation it records. */
+typedef struct lkv_backend_deviation {
+    /* A device trait as the probe's report names it in `reason` ("f32
+     * scores"); NULL for every device of the backend. */
+    const char *trait;
+    /* Conformance case names: '*' matches any run of characters and '|'
+     * separates alternatives ("score(kind=lazy,*|replay(policy=lazy,*"). */
+    const char *cases;
+    const char *reason;
+} lkv_backend_deviation;
+
 typedef struct lkv_backend_ops {
     const char *name;
     /* Lists devices as reports (lkv_device_report of lazykv.h). Never aborts;
@@ -163,6 +178,10 @@ typedef struct lkv_backend_ops {
     lkv_status (*score)(lkv_device *dev, const lkv_score_args *args);
     lkv_status (*select)(lkv_device *dev, const lkv_select_args *args);
     lkv_status (*compact)(lkv_device *dev, const lkv_compact_args *args);
+
+    /* The backend's known deviations, ended by an entry whose `cases` is
+     * NULL; NULL when it has none. */
+    const lkv_backend_deviation *deviations;
 } lkv_backend_ops;
 
 #endif /* LKV_BACKEND_H */

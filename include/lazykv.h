@@ -93,8 +93,10 @@ LKV_API const char *lkv_last_error(void);
 typedef struct lkv_runtime lkv_runtime;
 
 /* Opens the runtime on the backend named by `spec`:
- *   "auto"        try cuda, hip, vulkan, opencl, then cpu; CPU-emulated GPU
- *                 devices (lavapipe, PoCL) are passed over for the native cpu
+ *   "auto"        try the GPU backends in the registry's order (cuda, hip,
+ *                 vulkan, opencl; `lazykv devices` lists them), then cpu;
+ *                 CPU-emulated GPU devices (lavapipe, PoCL) are passed over
+ *                 for the native cpu
  *   "cpu"         the plain-C oracle backend (always available)
  *   "cuda", "vulkan:1", ...   a backend and optionally a device index
  * A NULL or empty spec reads the LAZYKV_BACKEND environment variable and falls

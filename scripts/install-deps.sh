@@ -3,16 +3,10 @@
 #   build:  a C compiler, CMake, pkg-config, Criterion (tests)
 #   fuzz:   clang and its runtime libraries (libFuzzer, ASan, UBSan) for
 #           scripts/fuzz.sh
-#   vulkan: glslc and the Vulkan headers to build the backend; the loader,
-#           Mesa's lavapipe (a software Vulkan device) and the Khronos
-#           validation layer to run and check it on a machine without a GPU
-#   opencl: nothing to build it (lazykv declares the API itself and embeds
-#           the kernel source); to run and check it without a GPU, the ICD
-#           loader, PoCL (an OpenCL device on the CPU), the Khronos headers
-#           (the tests compare lazykv's declarations with them) and clinfo
-#   hip:    Debian's hipcc (clang with the AMD GPU targets and ROCm's device
-#           libraries) to build the HIP code objects; it brings the HIP
-#           runtime too, which finds no AMD GPU here and says so
+#   backends: each backends/<name>/debian-packages lists what that backend
+#           needs to build and to run here without a GPU (Vulkan: glslc,
+#           lavapipe and the validation layer; OpenCL: PoCL; HIP: hipcc),
+#           and says why
 #   cuda:   nvcc is not a Debian package: the CUDA toolkit is expected on the
 #           machine (on PATH, or under $CUDA_HOME); without it the CUDA
 #           backend is left out of the build with a message. cuobjdump, which
@@ -29,10 +23,11 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 packages=(build-essential cmake pkg-config libcriterion-dev clang libclang-rt-14-dev
-          glslc libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-validationlayers
-          ocl-icd-libopencl1 pocl-opencl-icd opencl-c-headers clinfo
-          hipcc
           python3 python3-pip python3-venv unzip)
+for list in "$(dirname "$0")"/../backends/*/debian-packages; do
+  # shellcheck disable=SC2207 # one package name per word, comments dropped
+  packages+=($(sed 's/#.*//' "$list"))
+done
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 echo "install-deps: ${packages[*]} installed"

@@ -12,7 +12,8 @@
 #                  or 2 threads, and lazy with a budget it never reaches gives
 #                  the full cache's ids
 #   backends       stories260K, greedy, lazy at 50%, f16 and bf16 K/V: every
-#                  other backend that opens (cuda, hip, vulkan, opencl)
+#                  other backend of the registry that opens (as `lazykv
+#                  devices` lists them: cuda, hip, vulkan, opencl)
 #                  against the cpu
 #   smollm2        SmolLM2 from LAZYKV_TEST_MODEL: the chat prompt's ids are
 #                  llama.cpp's, a chat reply streams with the statistics, and
@@ -210,7 +211,10 @@ backends)
   cmp -s "$work/cpu-f16.f32" "$work/cpu-bf16.f32" && fail "bf16 logits equal f16's: --dtype ignored"
   required=${LAZYKV_REQUIRE_BACKENDS:-}
   compared=0
-  for backend in cuda hip vulkan opencl; do
+  backends=$("$bin" devices 2>/dev/null |
+             awk '$3 == "PASS" || $3 == "FAIL" { if ($1 != "cpu" && !seen[$1]++) print $1 }')
+  [ -n "$backends" ] || fail "lazykv devices listed no backend but cpu"
+  for backend in $backends; do
     if ! "$bin" generate --model "$stories" --prompt-ids 1 --max-tokens 1 --policy full --quiet --ids \
          --backend "$backend" >/dev/null 2>"$work/err"; then
       case ",$required," in

@@ -1,4 +1,4 @@
-/* core/bf16.h, the conversion bf16 caches store with, and the public dtype
+/* base/bf16.h, the conversion bf16 caches store with, and the public dtype
  * table (lkv_dtype_name/size/from_name): every bf16 pattern widens exactly
  * (checked against the bfloat16 formula in double) and round-trips, and
  * float -> bf16 rounds to nearest even, overflowing to inf only from the
@@ -105,7 +105,7 @@ Test(bf16, float_to_bf16_matches_the_search_on_random_floats_and_edges)
 
 Test(bf16, overflow_starts_at_the_midpoint_above_the_largest_value)
 {
-    /* guards the reference, and the refusal limit in core/dtype.c: the
+    /* guards the reference, and the refusal limit in base/dtype.c: the
      * largest value the cache accepts is the largest bf16 exactly */
     cr_assert_eq(tu_bits_of_float(lkv_dtype_largest(LKV_DTYPE_BF16)), 0x7f7f0000u);
     cr_assert_eq(lkv_float_to_bf16(0x1.fep127f), 0x7f7fu); /* largest, 3.3895314e38 */

@@ -3,6 +3,7 @@
  * and a non-zero exit, and `devices` says which backends work and why the
  * others do not. The binary is $LKV_CLI (set by ctest); files a test needs go
  * to a fresh temporary directory, never into the repository. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "registry.h"
 #include "test_util.h"
 
 #define CLI_TOY_TRACE                                                                            \
@@ -179,27 +181,50 @@ static void device_line(const char *out, const char *backend, char *status, size
     cr_assert_fail("lazykv devices lists no %s line: %s", backend, out);
 }
 
+/* "LAZYKV_<NAME>_LIBRARY=/nonexistent/lib<name>.so " for every backend of
+ * the registry but cpu: each GPU backend takes its driver library from that
+ * variable when it is set. */
+static void without_drivers(char *env, size_t len)
+{
+    size_t at = 0;
+    env[0] = '\0';
+    for (int i = 0; i < lkv_backend_registry_count; i++) {
+        const char *name = lkv_backend_registry[i].name;
+        if (!strcmp(name, "cpu"))
+            continue;
+        at += (size_t)snprintf(env + at, len - at, "LAZYKV_");
+        for (const char *c = name; *c && at + 1 < len; c++)
+            env[at++] = (char)toupper((unsigned char)*c);
+        at += (size_t)snprintf(env + at, len - at, "_LIBRARY=/nonexistent/lib%s.so ", name);
+        cr_assert_lt(at, len, "the environment for %d backends does not fit", i);
+    }
+}
+
 /* Without its drivers (named libraries that do not exist), every GPU
- * backend is FAIL with the reason, built in or not, and cpu is PASS. */
+ * backend of the registry is FAIL with the reason, built in or not, and cpu
+ * is PASS. */
 Test(cli, devices_passes_cpu_and_fails_gpu_backends_without_drivers_with_reason)
 {
-    cli_result r = run_cli("LAZYKV_CUDA_LIBRARY=/nonexistent/libcuda.so.1 "
-                           "LAZYKV_HIP_LIBRARY=/nonexistent/libamdhip64.so "
-                           "LAZYKV_VULKAN_LIBRARY=/nonexistent/libvulkan.so.1 "
-                           "LAZYKV_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1",
-                           "devices");
+    char env[1024];
+    without_drivers(env, sizeof env);
+    cli_result r = run_cli(env, "devices");
     cr_assert_eq(r.status, 0, "lazykv devices exited %d; stderr: %s", r.status, r.err);
-    static const char *const gpus[] = {"cuda", "hip", "vulkan", "opencl"};
     char status[32];
     const char *reason;
     device_line(r.out, "cpu", status, sizeof status, &reason);
     cr_assert_str_eq(status, "PASS", "cpu is not PASS: %s", r.out);
-    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
-        device_line(r.out, gpus[i], status, sizeof status, &reason);
-        cr_assert_str_eq(status, "FAIL", "%s is not FAIL: %s", gpus[i], r.out);
+    int gpus = 0;
+    for (int i = 0; i < lkv_backend_registry_count; i++) {
+        const char *name = lkv_backend_registry[i].name;
+        if (!strcmp(name, "cpu"))
+            continue;
+        gpus++;
+        device_line(r.out, name, status, sizeof status, &reason);
+        cr_assert_str_eq(status, "FAIL", "%s is not FAIL: %s", name, r.out);
         cr_assert(strstr(reason, "not built into this lazykv") || strstr(reason, "/nonexistent/"),
-                  "the %s FAIL line does not say why: %s", gpus[i], r.out);
+                  "the %s FAIL line does not say why: %s", name, r.out);
     }
+    cr_assert_geq(gpus, 4, "the registry lists %d GPU backends, not cuda, hip, vulkan, opencl", gpus);
     cr_assert(strstr(r.out, "default: auto chose cpu:0"), "%s", r.out);
 }
 

@@ -1,4 +1,4 @@
-/* core/fp16.h, the portable binary16 conversion the f16 caches store with:
+/* base/fp16.h, the portable binary16 conversion the f16 caches store with:
  * every half pattern widens exactly and round-trips, and float -> half
  * rounds to nearest even (overflow to inf at 65520, ties to even in the
  * subnormals too) against two independent references: a slow nearest-half

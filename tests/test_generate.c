@@ -1,6 +1,6 @@
 /* The pieces of `lazykv generate` that run without a model: the text stream
  * (tools/gen_stream.c), the sampler (tools/gen_sample.c), and the budget
- * rules it shares with `lazykv eval` (eval/policy_budget.c), each against a
+ * rules it shares with `lazykv eval` (core/policy_budget.c), each against a
  * reference worked out another way: a decoder run from the start, a naive
  * argmax and nucleus, integer arithmetic, a step-by-step count of slots. */
 #include <math.h>

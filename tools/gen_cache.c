@@ -2,7 +2,7 @@
  * its budget, window and the parameters given by name, and a capacity just
  * large enough for the policy's peak on this sequence, so the bytes it
  * reserves are what the policy really needs. Budgets, default windows and
- * peaks follow eval/policy_budget.h, as `lazykv eval` does. */
+ * peaks follow core/policy_budget.h, as `lazykv eval` does. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * built from (backends/vulkan/shaders/<source>.comp for Vulkan, backends/opencl/kernels/<source>.cl
  * for OpenCL), the defines that select its variant (comma-separated), its
  * storage-buffer bindings and its push-constant bytes. Vulkan compiles them
- * offline (cmake/vulkan_shaders.cmake reads this file), OpenCL on first
+ * offline (backends/vulkan/backend.cmake reads this file), OpenCL on first
  * use. One line per pipeline: the build reads them with a pattern. */
 LKV_BIND_PIPE(attend_logits_f32, attend_logits, "", 3, 32)
 LKV_BIND_PIPE(attend_logits_f16, attend_logits, "LKV_F16", 3, 32)

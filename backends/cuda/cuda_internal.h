@@ -25,7 +25,7 @@ typedef struct lkv_cu_lib {
     int driver_version; /* cuDriverGetVersion: 12040 for CUDA 12.4 */
 } lkv_cu_lib;
 
-/* The kernels, embedded by cmake/cuda_kernels.cmake: the fatbin and the CUDA
+/* The kernels, embedded by backends/cuda/backend.cmake: the fatbin and the CUDA
  * version of the nvcc that built it (13000 for 13.0). */
 extern const unsigned char lkv_cuda_fatbin[];
 extern const size_t lkv_cuda_fatbin_size;
@@ -96,5 +96,8 @@ extern const lkv_gpu_driver lkv_cu_driver;
 
 /* cuda_device.c */
 lkv_status lkv_cu_open(int device, lkv_device **out_dev);
+
+/* The backend's ops table; the registry (cmake/backends.cmake) names it. */
+extern const lkv_backend_ops lkv_backend_cuda;
 
 #endif /* LKV_CUDA_INTERNAL_H */

@@ -90,7 +90,7 @@ void lkv_hip_rtc_close(lkv_hip_rtc *rtc);
 lkv_status lkv_hip_rtc_compile(const lkv_hip_rtc *rtc, const char *source, const char *arch,
                                void **out_code, size_t *out_size);
 
-/* Embedded by cmake/hip_kernels.cmake: the offload bundle of backends/gpu/kernels/lazykv.cu
+/* Embedded by backends/hip/backend.cmake: the offload bundle of backends/gpu/kernels/lazykv.cu
  * and, for hiprtc, the same kernels as one self-contained source. */
 extern const unsigned char lkv_hip_bundle[];
 extern const size_t lkv_hip_bundle_size;
@@ -121,5 +121,8 @@ lkv_status lkv_hip_module_load(lkv_hip_api *a, const char *arch);
  * it in words; INCOMPATIBLE (the message says why) when it cannot. */
 lkv_status lkv_hip_code_source(const lkv_hip_lib *lib, const char *arch, char *out_how,
                                size_t cap);
+
+/* The backend's ops table; the registry (cmake/backends.cmake) names it. */
+extern const lkv_backend_ops lkv_backend_hip;
 
 #endif /* LKV_HIP_INTERNAL_H */

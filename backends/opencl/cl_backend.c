@@ -25,10 +25,26 @@ const lkv_bind_driver lkv_cl_bind_driver = {
     .size = cl_size,
 };
 
+/* Where a device lacks cl_khr_fp64, or LAZYKV_OPENCL_F64=0 turns it off
+ * (the probe's "f32 scores"), scores that the oracle computes in f64 are
+ * computed in f32. */
+static const lkv_backend_deviation cl_deviations[] = {
+    {"f32 scores", "score(kind=lazy,*|replay(policy=lazy,*",
+     "no cl_khr_fp64 (or LAZYKV_OPENCL_F64=0): lazy scores in f32, where OpenCL's "
+     "float exp is good to 3 ulp, about 6e-6 relative for these arguments, so "
+     "near-equal scores of different (mri, delta) can order differently from the "
+     "f64 oracle"},
+    {"f32 scores", "score(kind=noisy,*",
+     "no cl_khr_fp64 (or LAZYKV_OPENCL_F64=0): Gumbel noise -log(-log u) in f32 "
+     "loses digits as u nears 1; the same Philox bits, so the same sample up to ~1e-2"},
+    {NULL, NULL, NULL},
+};
+
 const lkv_backend_ops lkv_backend_opencl = {
     .name = "opencl",
     .probe = lkv_cl_probe,
     .open = lkv_cl_open,
     .close = lkv_cl_close,
     LKV_BIND_OPS_COMMON,
+    .deviations = cl_deviations,
 };

@@ -25,10 +25,24 @@ const lkv_bind_driver lkv_vk_bind_driver = {
     .size = vk_size,
 };
 
+/* Where a device lacks shaderFloat64 (the probe's "f32 scores"), scores
+ * that the oracle computes in f64 are computed in f32. */
+static const lkv_backend_deviation vk_deviations[] = {
+    {"f32 scores", "score(kind=lazy,*|replay(policy=lazy,*",
+     "no shaderFloat64: lazy scores in f32, where exp of arguments up to ~100 is "
+     "good to ~1e-5 relative (Vulkan allows 3 + 2|x| ulp), so near-equal scores "
+     "of different (mri, delta) can order differently from the f64 oracle"},
+    {"f32 scores", "score(kind=noisy,*",
+     "no shaderFloat64: Gumbel noise -log(-log u) in f32 loses digits as u "
+     "nears 1; the same Philox bits, so the same sample up to ~1e-2"},
+    {NULL, NULL, NULL},
+};
+
 const lkv_backend_ops lkv_backend_vulkan = {
     .name = "vulkan",
     .probe = lkv_vk_probe,
     .open = lkv_vk_open,
     .close = lkv_vk_close,
     LKV_BIND_OPS_COMMON,
+    .deviations = vk_deviations,
 };

@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 
-TOOLCHAIN = re.compile(r"^(_init|_fini|_edata|_end|__bss_start|__(asan|ubsan|lsan|sanitizer|odr_asan)\w*|__odr_asan\..*)$")
+TOOLCHAIN = re.compile(r"^(_init|_fini|_edata|_end|__bss_start|_+(asan|ubsan|lsan|sanitizer|odr_asan)[\w.$]*)$")
 
 
 def declared(header):

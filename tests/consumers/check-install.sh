@@ -44,10 +44,13 @@ cmake --build "$work/find_package" >>"$work/find_package.log"
 "$work/find_package/consumer_shared"
 "$work/find_package/consumer_static"
 # The shared consumer must run from the installed library, not the build's.
-if ! ldd "$work/find_package/consumer_shared" | grep -q "$prefix/$libdir/$soname"; then
-  say "consumer_shared does not load $prefix/$libdir/$soname:"; ldd "$work/find_package/consumer_shared"
-  exit 1
-fi
+# (ldd's output is read whole first: grep -q would stop reading early, and
+# under pipefail ldd's broken pipe would then read as a failure.)
+deps=$(ldd "$work/find_package/consumer_shared")
+case $deps in
+  *"$prefix/$libdir/$soname"*) ;;
+  *) say "consumer_shared does not load $prefix/$libdir/$soname:"; echo "$deps"; exit 1 ;;
+esac
 
 say "pkg-config consumer"
 export PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig"
@@ -63,9 +66,10 @@ static_libs=${static_libs/-llazykv/$prefix/$libdir/liblazykv.a}
 cc -std=c11 -Wall -Wextra -Werror -o "$work/pc_static" "$here/consumer.c" \
    $(pkg-config --cflags lazykv) $static_libs
 "$work/pc_static"
-if ldd "$work/pc_static" | grep -q liblazykv; then
-  say "pc_static loads a shared liblazykv"; exit 1
-fi
+deps=$(ldd "$work/pc_static")
+case $deps in
+  *liblazykv*) say "pc_static loads a shared liblazykv:"; echo "$deps"; exit 1 ;;
+esac
 
 say "add_subdirectory consumer (no Criterion, no tests, no tools)"
 cmake -S "$here/subdirectory" -B "$work/subdirectory" -DLAZYKV_SOURCE="$src" \

@@ -68,7 +68,7 @@ LKV_DEV float lkv_half_to_float(unsigned short h) { return __half2float(__ushort
 #endif
 
 // bfloat16 is the upper half of a binary32, so widening is a shift on every
-// target (core/bf16.h's lkv_bf16_to_float on the host): NaN payloads and
+// target (base/bf16.h's lkv_bf16_to_float on the host): NaN payloads and
 // subnormals come through unchanged, with no conversion instruction.
 LKV_DEV float lkv_bf16_to_float(unsigned short b)
 {

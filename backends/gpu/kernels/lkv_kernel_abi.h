@@ -3,7 +3,7 @@
  * blocks, tile sizes the kernels' shared and register arrays are sized by,
  * the limits the host checks so those arrays suffice, and codes passed as
  * kernel parameters. Plain C and C++ with no includes, so nvcc, hipcc,
- * hiprtc (the source cmake/hip_kernels.cmake writes inlines it), g++
+ * hiprtc (the source backends/hip/backend.cmake writes inlines it), g++
  * (tests/gpu_emu/) and the C host all read the same file. Where a relation
  * rather than an equality must hold, a static assertion at the end says
  * which. */
@@ -40,7 +40,7 @@
 #define LKV_COMPACT_MAX_SLICE 1024 /* units */
 
 /* score kinds as the kernel takes them: lkv_score_kind's values
- * (backends/backend.h; gpu_score.c asserts they match) */
+ * (core/backend.h; gpu_score.c asserts they match) */
 #define LKV_SCORE_K_LAZY 0
 #define LKV_SCORE_K_STATE 1
 #define LKV_SCORE_K_GROUP_MEAN 2

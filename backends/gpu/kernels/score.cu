@@ -32,7 +32,7 @@ LKV_DEV double lkv_lazy_score(int mri, int delta)
 }
 
 // Philox4x32-10, the first word of counter (c0, c1, 0, 0) under key
-// (k0, k1): a port of lkv_philox in core/philox.h, which is the reference
+// (k0, k1): a port of lkv_philox in base/philox.h, which is the reference
 // (integer only, so the bits are the CPU's on every device).
 LKV_DEV unsigned int lkv_philox_word(unsigned int c0, unsigned int c1, unsigned int k0,
                                      unsigned int k1)
@@ -55,7 +55,7 @@ LKV_DEV unsigned int lkv_philox_word(unsigned int c0, unsigned int c1, unsigned 
 }
 
 // Standard Gumbel noise -log(-log(u)), u in (0, 1) from the top 24 bits, as
-// lkv_gumbel in core/philox.h.
+// lkv_gumbel in base/philox.h.
 LKV_DEV double lkv_gumbel_noise(unsigned long long seed, int row, int position)
 {
     unsigned int bits = lkv_philox_word((unsigned int)row, (unsigned int)position,

@@ -33,9 +33,6 @@ LKV_KERNEL lkv_attend_combine(LKV_BIND(const float, part), LKV_BIND(float, outv)
             float o = 0.0f;
             for (uint s = 0u; s < n_splits && !none; s++)
                 o += part[base + s * stride + 2u + e] * exp(part[base + s * stride] - big);
-#ifdef LKV_FAULT_FLIP_SIGN
-            o = -o; // fault injection for the conformance self-test; never shipped
-#endif
             // No split at all is no valid slot: 0, as on the CPU. Splits
             // whose every logit is -inf are the CPU's exp(-inf - -inf): NaN.
             outv[out_base + qh * dim + e] = total > 0.0f ? o / total

@@ -32,7 +32,7 @@ static REAL lazy_score(int m, int delta)
     return h1 + h2;
 }
 
-// Philox4x32-10, first word, as core/philox.h.
+// Philox4x32-10, first word, as base/philox.h.
 static uint philox(uint c0, uint c1, uint k0, uint k1)
 {
     uint c2 = 0u, c3 = 0u;

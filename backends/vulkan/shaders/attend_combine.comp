@@ -40,9 +40,6 @@ void main()
             float o = 0.0;
             for (uint s = 0u; s < pc.n_splits && !none; s++)
                 o += part[base + s * stride + 2u + e] * exp(part[base + s * stride] - big);
-#ifdef LKV_FAULT_FLIP_SIGN
-            o = -o; // fault injection for the conformance self-test; never shipped
-#endif
             // No split at all is no valid slot: 0, as on the CPU. Splits
             // whose every logit is -inf are the CPU's exp(-inf - -inf): NaN.
             outv[pc.out_base + qh * pc.dim + e] = total > 0.0 ? o / total
