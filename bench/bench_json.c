@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "bench.h"
-#include "bench_json_writer.h"
+#include "json_writer.h"
 
 static void write_timing(lkv_jw *w, const lkv_bench_timing *t)
 {

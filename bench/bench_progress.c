@@ -6,23 +6,18 @@
 
 void lkv_bench_progress_start(lkv_bench_progress *p, int enabled, int total)
 {
-    p->enabled = enabled;
+    lkv_progress_line_init(&p->line, enabled ? stderr : NULL, 1, LKV_PROGRESS_PAD);
     p->done = 0;
     p->total = total;
-    p->width = 0;
 }
 
 static void draw(lkv_bench_progress *p, const char *fmt, va_list ap)
 {
-    if (!p->enabled)
+    if (!p->line.f)
         return;
-    char what[160];
+    char what[160]; /* a long device name is cut rather than wrapping the line */
     vsnprintf(what, sizeof what, fmt, ap);
-    int width = fprintf(stderr, "\r[%3d/%d] %s", p->done, p->total, what);
-    if (width < p->width) /* blank what is left of a longer previous line */
-        fprintf(stderr, "%*s", p->width - width, "");
-    p->width = width;
-    fflush(stderr);
+    lkv_progress_line_show(&p->line, "[%3d/%d] %s", p->done, p->total, what);
 }
 
 void lkv_bench_progress_step(lkv_bench_progress *p, const char *fmt, ...)
@@ -44,7 +39,5 @@ void lkv_bench_progress_note(lkv_bench_progress *p, const char *fmt, ...)
 
 void lkv_bench_progress_end(lkv_bench_progress *p)
 {
-    if (p->enabled && p->width > 0)
-        fprintf(stderr, "\r%*s\r", p->width, "");
-    p->width = 0;
+    lkv_progress_line_end(&p->line);
 }

@@ -5,8 +5,32 @@
 #include <string.h>
 
 #include "bench.h"
+#include "table.h"
 
 #define CELL_WIDTH 33 /* "   median       min   GB/s %copy" */
+
+/* A backend's column group in the ops table, and the row labels before it. */
+static const lkv_table_column group_cols[] = {{9, 0}, {9, 0}, {6, 0}, {5, 0}};
+static const lkv_table_column op_cols[] = {{15, 1}, {6, 0}};
+static const lkv_table_column shape_cols[] = {{20, 1}, {6, 0}};
+
+/* " median min GB/s %copy |", each cell right-aligned in its column. */
+static void print_group(FILE *f, const char *med, const char *min, const char *bw,
+                        const char *pct)
+{
+    const char *cells[] = {med, min, bw, pct};
+    fputc(' ', f);
+    lkv_table_cells(f, group_cols, 4, cells);
+    fputs(" |", f);
+}
+
+/* "op     slots |": the op named on its first length only. */
+static void print_op_label(FILE *f, const char *op, const char *len)
+{
+    const char *cells[] = {op, len};
+    lkv_table_cells(f, op_cols, 2, cells);
+    fputs(" |", f);
+}
 
 static void gbps(double bytes_per_s, char *buf, size_t len)
 {
@@ -46,7 +70,7 @@ static void print_cell(FILE *f, const lkv_bench_timing *t, double bytes, double 
     gbps(bytes / t->median_s, bw, sizeof bw);
     if (roof > 0.0)
         snprintf(pct, sizeof pct, "%.0f%%", 100.0 * bytes / t->median_s / roof);
-    fprintf(f, " %9s %9s %6s %5s |", med, min, bw, pct);
+    print_group(f, med, min, bw, pct);
 }
 
 static void print_speedups(FILE *f, const lkv_bench_results *r, int sh, int l, lkv_bench_op op)
@@ -81,9 +105,10 @@ static void print_ops_header(FILE *f, const lkv_bench_results *r, int sh)
     for (int d = 0; d < r->n_devices && cpu >= 0; d++)
         if (d != cpu)
             fprintf(f, " %9s", r->devices[d].label);
-    fprintf(f, "\n%-15s %6s |", "op", "slots");
+    fputc('\n', f);
+    print_op_label(f, "op", "slots");
     for (int d = 0; d < r->n_devices; d++)
-        fprintf(f, " %9s %9s %6s %5s |", "median", "min", "GB/s", "%copy");
+        print_group(f, "median", "min", "GB/s", "%copy");
     for (int d = 0; d < r->n_devices && cpu >= 0; d++)
         if (d != cpu)
             fprintf(f, " %9s", "vs cpu");
@@ -98,7 +123,7 @@ static void print_ops(FILE *f, const lkv_bench_results *r, int sh)
         for (int l = 0; l < s->n_lengths; l++) {
             char len[16];
             lkv_bench_format_length(s->lengths[l], len, sizeof len);
-            fprintf(f, "%-15s %6s |", l == 0 ? lkv_bench_op_label((lkv_bench_op)op) : "", len);
+            print_op_label(f, l == 0 ? lkv_bench_op_label((lkv_bench_op)op) : "", len);
             double bytes = lkv_bench_op_bytes((lkv_bench_op)op, &s->shapes[sh], s->lengths[l],
                                               lkv_bench_keep(s, s->lengths[l]));
             for (int d = 0; d < r->n_devices; d++)
@@ -114,7 +139,7 @@ static void print_observation(FILE *f, const lkv_bench_results *r)
 {
     const lkv_bench_settings *s = &r->settings;
     fprintf(f, "\nobservation cost: attend + probs time / plain attend time (medians)\n");
-    fprintf(f, "%-20s %6s", "shape", "slots");
+    lkv_table_cells(f, shape_cols, 2, (const char *const[]){"shape", "slots"});
     for (int d = 0; d < r->n_devices; d++)
         fprintf(f, " %10s", r->devices[d].label);
     fputc('\n', f);
@@ -124,7 +149,7 @@ static void print_observation(FILE *f, const lkv_bench_results *r)
         for (int l = 0; l < s->n_lengths; l++) {
             char len[16];
             lkv_bench_format_length(s->lengths[l], len, sizeof len);
-            fprintf(f, "%-20s %6s", l == 0 ? label : "", len);
+            lkv_table_cells(f, shape_cols, 2, (const char *const[]){l == 0 ? label : "", len});
             for (int d = 0; d < r->n_devices; d++) {
                 const lkv_bench_timing *p = lkv_bench_op_at(r, d, sh, l, LKV_BENCH_ATTEND_PROBS);
                 const lkv_bench_timing *q = lkv_bench_op_at(r, d, sh, l, LKV_BENCH_ATTEND_PLAIN);

@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "conformance.h"
+#include "progress_line.h"
 #include "runtime.h"
 
 #if defined(__GNUC__)
@@ -208,6 +209,7 @@ typedef struct conf_run {
     conf_verdict shown;
     double worst_ratio;
     double mark;       /* when the current seed started */
+    lkv_progress_line progress; /* on opt->progress */
 } conf_run;
 
 
@@ -219,9 +221,12 @@ void conf_group_end(conf_run *r);
 /* A group that cannot run on this backend: one SKIP row. */
 void conf_group_skip(conf_run *r, const char *name, const char *op, const char *dtype,
                      const char *fmt, ...) CONF_PRINTF(5, 6);
+/* Shows case `index` of `count` in `family` on the progress line. */
 void conf_progress(conf_run *r, const char *family, int index, int count);
-/* Clears a terminal's progress line before the table or the end. */
-void conf_progress_done(const conf_run *r);
+/* A line of the case table without its newline: outcome, case name, seeds
+ * passed of run, the measure padded to `measure_width` (0: none). */
+void conf_table_row(FILE *t, const char *outcome, const char *name, const char *seeds,
+                    int measure_width, const char *measure);
 
 /* One case name over every seed: `one` builds, runs, checks and reports a
  * seed; a backend without the op (`supported` 0) gets one SKIP row instead. */

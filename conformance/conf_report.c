@@ -9,11 +9,10 @@
 #include <string.h>
 #include <time.h>
 
-#include <unistd.h>
-
 #include "conf_internal.h"
-#include "json.h"
+#include "json_writer.h"
 #include "clock.h"
+#include "table.h"
 
 const char *lkv_conformance_outcome_name(lkv_conformance_outcome outcome)
 {
@@ -42,36 +41,27 @@ int conf_runs_dtype(conf_bf16_modes bf16, lkv_dtype dtype, size_t mode)
 
 /* ---- JSON ---- */
 
-/* JSON has no NaN or infinity: null says "not a number" there. */
-static void json_number(FILE *f, double x)
-{
-    if (isfinite(x))
-        fprintf(f, "%.6g", x);
-    else
-        fputs("null", f);
-}
-
+/* One line per result (JSONL), flushed, so a killed run keeps what it did.
+ * NaN metrics, which JSON lacks, are null. */
 static void json_result(FILE *f, const lkv_conformance_result *r)
 {
-    static const char *const keys[] = {"backend", "device", "case", "op", "dtype"};
-    const char *values[] = {r->label, r->device, r->name, r->op, r->dtype};
-    fputc('{', f);
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        fprintf(f, "%s\"%s\": ", i ? ", " : "", keys[i]);
-        lkv_json_write_string(f, values[i]);
-    }
-    fprintf(f, ", \"seed\": %llu, \"outcome\": ", (unsigned long long)r->seed);
-    lkv_json_write_string(f, lkv_conformance_outcome_name(r->outcome));
-    fputs(", \"metric_name\": ", f);
-    lkv_json_write_string(f, r->metric_name);
-    fputs(", \"metric\": ", f);
-    json_number(f, r->metric);
-    fputs(", \"threshold\": ", f);
-    json_number(f, r->threshold);
-    fputs(", \"detail\": ", f);
-    lkv_json_write_string(f, r->detail);
-    fprintf(f, ", \"seconds\": %.3f}\n", r->seconds);
-    fflush(f);
+    lkv_jw w;
+    lkv_jw_init(&w, f);
+    lkv_jw_begin_object(&w, NULL, 1);
+    lkv_jw_string(&w, "backend", r->label);
+    lkv_jw_string(&w, "device", r->device);
+    lkv_jw_string(&w, "case", r->name);
+    lkv_jw_string(&w, "op", r->op);
+    lkv_jw_string(&w, "dtype", r->dtype);
+    lkv_jw_uint(&w, "seed", r->seed);
+    lkv_jw_string(&w, "outcome", lkv_conformance_outcome_name(r->outcome));
+    lkv_jw_string(&w, "metric_name", r->metric_name);
+    lkv_jw_number(&w, "metric", r->metric);
+    lkv_jw_number(&w, "threshold", r->threshold);
+    lkv_jw_string(&w, "detail", r->detail);
+    lkv_jw_fixed(&w, "seconds", r->seconds, 3);
+    lkv_jw_end_object(&w);
+    lkv_jw_finish(&w);
 }
 
 /* ---- counting and the per-case hook ---- */
@@ -161,13 +151,12 @@ void conf_group_result(conf_run *r, uint64_t seed, const conf_verdict *given)
     }
 }
 
-void conf_progress_done(const conf_run *r)
+void conf_table_row(FILE *t, const char *outcome, const char *name, const char *seeds,
+                    int measure_width, const char *measure)
 {
-    FILE *p = r->opt->progress;
-    if (p && isatty(fileno(p))) {
-        fputs("\r\033[K", p);
-        fflush(p);
-    }
+    const lkv_table_column cols[] = {{5, 1}, {66, 1}, {5, 1}, {measure_width, 1}};
+    const char *cells[] = {outcome, name, seeds, measure};
+    lkv_table_cells(t, cols, 4, cells);
 }
 
 void conf_group_end(conf_run *r)
@@ -175,7 +164,7 @@ void conf_group_end(conf_run *r)
     FILE *t = r->opt->table;
     if (!t || r->runs == 0)
         return;
-    conf_progress_done(r);
+    lkv_progress_line_end(&r->progress);
     const conf_verdict *v = &r->shown;
     char measure[96] = "";
     if (!isnan(v->metric))
@@ -184,8 +173,10 @@ void conf_group_end(conf_run *r)
     /* a passing line stays short; anything else says why */
     int why = r->worst != LKV_CONF_PASS || strstr(v->detail, "near tie") ||
               strstr(v->detail, "known deviation");
-    fprintf(t, "%-5s %-66s %2d/%-2d %-*s", lkv_conformance_outcome_name(r->worst), r->name,
-            r->runs - r->bad, r->runs, why ? 30 : 0, measure);
+    char seeds[24];
+    snprintf(seeds, sizeof seeds, "%2d/%-2d", r->runs - r->bad, r->runs);
+    conf_table_row(t, lkv_conformance_outcome_name(r->worst), r->name, seeds, why ? 30 : 0,
+                   measure);
     if (why)
         fprintf(t, " %s", v->detail);
     fputc('\n', t);
@@ -231,15 +222,13 @@ void conf_group_run(conf_run *r, const char *name, const char *op, const char *d
 
 void conf_progress(conf_run *r, const char *family, int index, int count)
 {
-    FILE *p = r->opt->progress;
-    if (!p)
-        return;
     double t = lkv_clock_seconds() - r->started;
-    if (isatty(fileno(p)))
-        fprintf(p, "\r\033[K[%s] %s %d/%d, %.0f s", r->label, family, index + 1, count, t);
+    if (r->progress.tty)
+        lkv_progress_line_show(&r->progress, "[%s] %s %d/%d, %.0f s", r->label, family,
+                               index + 1, count, t);
     else if (index == 0) /* a log file gets one line per family, not a flood */
-        fprintf(p, "[%s] %s: %d cases, %.0f s so far\n", r->label, family, count, t);
-    fflush(p);
+        lkv_progress_line_log(&r->progress, "[%s] %s: %d cases, %.0f s so far", r->label,
+                              family, count, t);
 }
 
 /* ---- backend-level rows and the summary ---- */
@@ -263,8 +252,10 @@ void lkv_conformance_report_unavailable(const lkv_conformance_options *opt, cons
     lkv_conformance_summary local = {0};
     emit(opt, out_summary ? out_summary : &local, &res);
     if (opt->table) {
-        fprintf(opt->table, "%-5s %-12s %s\n", lkv_conformance_outcome_name(res.outcome), label,
-                detail);
+        const lkv_table_column cols[] = {{5, 1}, {12, 1}, {0, 1}};
+        const char *cells[] = {lkv_conformance_outcome_name(res.outcome), label, detail};
+        lkv_table_cells(opt->table, cols, 3, cells);
+        fputc('\n', opt->table);
         fflush(opt->table);
     }
 }

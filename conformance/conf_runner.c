@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "conf_internal.h"
 #include "error.h"
 #include "clock.h"
@@ -30,7 +32,8 @@ static void print_header(const conf_run *r)
         return;
     fprintf(t, "\n%s: %s against the cpu oracle; %s grid, %d seed(s) per case\n", r->label,
             r->device, r->opt->quick ? "quick" : "full", r->seeds);
-    fprintf(t, "%-5s %-66s %-5s %s\n", "", "CASE", "SEEDS", "WORST SEED: MEASURE / THRESHOLD");
+    conf_table_row(t, "", "CASE", "SEEDS", 0, "WORST SEED: MEASURE / THRESHOLD");
+    fputc('\n', t);
     fflush(t);
 }
 
@@ -75,6 +78,8 @@ lkv_status lkv_conformance_run(const lkv_conformance_options *opt, lkv_runtime *
         .seeds = opt->seeds > 0 ? opt->seeds : opt->quick ? 2 : 3,
         .started = lkv_clock_seconds(),
     };
+    FILE *p = opt->progress;
+    lkv_progress_line_init(&r.progress, p, p && isatty(fileno(p)), LKV_PROGRESS_ANSI);
     device_traits(under_test, r.traits, sizeof r.traits);
     print_header(&r);
     unsigned ops = opt->ops ? opt->ops : LKV_CONF_ALL;
@@ -82,8 +87,7 @@ lkv_status lkv_conformance_run(const lkv_conformance_options *opt, lkv_runtime *
         if (ops & families[i].bit)
             families[i].run(&r);
     sum.seconds = lkv_clock_seconds() - r.started;
-    if (opt->progress)
-        conf_progress_done(&r);
+    lkv_progress_line_end(&r.progress);
     if (opt->table)
         lkv_conformance_print_summary(opt->table, r.label, &sum);
     out_summary->pass += sum.pass;

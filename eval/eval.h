@@ -23,6 +23,7 @@
 #include "model.h"
 #include "policy_budget.h"
 #include "pool.h"
+#include "progress_line.h"
 #include "tokenizer.h"
 
 #define LKV_EVAL_MAX_POLICIES 8
@@ -304,10 +305,8 @@ int lkv_eval_write_svg(FILE *f, const lkv_eval_results *r);
 /* ---- progress line (eval_progress.c) ---- */
 
 typedef struct lkv_eval_progress_printer {
-    FILE *f;
-    int tty;            /* redraw one line; else occasional plain lines */
-    double last_s;      /* elapsed time of the last line drawn */
-    int width;
+    lkv_progress_line line; /* redrawn on a terminal; else occasional plain lines */
+    double last_s;          /* elapsed time of the last line drawn */
 } lkv_eval_progress_printer;
 
 void lkv_eval_progress_printer_init(lkv_eval_progress_printer *p, FILE *f, int tty);

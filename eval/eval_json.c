@@ -1,119 +1,54 @@
 /* `--json FILE`: the settings, each lane's summary over prompts and every
  * prompt's per-lane details (texts or tokens included), for plotting and
- * diffing runs. NaN, which JSON lacks, is written as null. The writer is
- * eval's own: bench/'s lkv_jw lives in lazykv_bench, which lazykv_eval does
- * not link. */
+ * diffing runs. NaN, which JSON lacks, is written as null; numbers keep nine
+ * significant digits, enough to tell two runs' KL apart. */
 #include <math.h>
 #include <stdio.h>
 
 #include "eval.h"
-#include "json.h"
+#include "json_writer.h"
 
-/* Separators and indentation: `first` is per object or array. */
-typedef struct out {
-    FILE *f;
-    int depth;
-    int first[16];
-} out;
-
-static void item(out *o, const char *key)
-{
-    fputs(o->first[o->depth] ? "\n" : ",\n", o->f);
-    o->first[o->depth] = 0;
-    fprintf(o->f, "%*s", 2 * o->depth, "");
-    if (key) {
-        lkv_json_write_string(o->f, key);
-        fputs(": ", o->f);
-    }
-}
-
-static void open_(out *o, const char *key, char bracket)
-{
-    item(o, key);
-    fputc(bracket, o->f);
-    o->first[++o->depth] = 1;
-}
-
-static void close_(out *o, char bracket)
-{
-    int empty = o->first[o->depth];
-    o->depth--;
-    if (!empty)
-        fprintf(o->f, "\n%*s", 2 * o->depth, "");
-    fputc(bracket, o->f);
-}
-
-static void str(out *o, const char *key, const char *v)
-{
-    item(o, key);
-    if (v)
-        lkv_json_write_string(o->f, v);
-    else
-        fputs("null", o->f);
-}
-
-static void num(out *o, const char *key, double v)
-{
-    item(o, key);
-    if (isfinite(v))
-        fprintf(o->f, "%.9g", v);
-    else
-        fputs("null", o->f);
-}
-
-static void integer(out *o, const char *key, long long v)
-{
-    item(o, key);
-    fprintf(o->f, "%lld", v);
-}
-
-static void boolean(out *o, const char *key, int v)
-{
-    item(o, key);
-    fputs(v ? "true" : "false", o->f);
-}
-
-static void settings(out *o, const lkv_eval_results *r)
+static void settings(lkv_jw *w, const lkv_eval_results *r)
 {
     const lkv_eval_settings *s = &r->settings;
-    open_(o, "settings", '{');
-    open_(o, "policies", '[');
+    lkv_jw_begin_object(w, "settings", 0);
+    lkv_jw_begin_array(w, "policies", 0);
     for (int i = 0; i < s->n_policies; i++)
-        str(o, NULL, lkv_policy_name(s->policies[i]));
-    close_(o, ']');
-    open_(o, "budgets", '[');
+        lkv_jw_string(w, NULL, lkv_policy_name(s->policies[i]));
+    lkv_jw_end_array(w);
+    lkv_jw_begin_array(w, "budgets", 0);
     for (int i = 0; i < s->n_budgets; i++)
-        str(o, NULL, s->budgets[i].label);
-    close_(o, ']');
-    open_(o, "gqa", '[');
+        lkv_jw_string(w, NULL, s->budgets[i].label);
+    lkv_jw_end_array(w);
+    lkv_jw_begin_array(w, "gqa", 0);
     for (int i = 0; i < s->n_gqa; i++)
-        str(o, NULL, s->gqa[i] == LKV_GQA_GROUPED ? "grouped" : "expanded");
-    close_(o, ']');
-    integer(o, "max_tokens", s->max_tokens);
-    boolean(o, "ignore_eos", s->ignore_eos);
-    num(o, "window", s->window > 0 ? s->window : NAN);
-    num(o, "alpha", s->alpha >= 0.0 ? s->alpha : NAN);
-    str(o, "dtype", lkv_dtype_name(s->dtype));
-    close_(o, '}');
+        lkv_jw_string(w, NULL, s->gqa[i] == LKV_GQA_GROUPED ? "grouped" : "expanded");
+    lkv_jw_end_array(w);
+    lkv_jw_int(w, "max_tokens", s->max_tokens);
+    lkv_jw_bool(w, "ignore_eos", s->ignore_eos);
+    lkv_jw_number(w, "window", s->window > 0 ? s->window : NAN);
+    lkv_jw_number(w, "alpha", s->alpha >= 0.0 ? s->alpha : NAN);
+    lkv_jw_string(w, "dtype", lkv_dtype_name(s->dtype));
+    lkv_jw_end_object(w);
 }
 
-static void model(out *o, const lkv_eval_results *r)
+static void model(lkv_jw *w, const lkv_eval_results *r)
 {
-    open_(o, "model", '{');
-    str(o, "name", r->model);
-    integer(o, "layers", r->shape.layers);
-    integer(o, "q_heads", r->shape.q_heads);
-    integer(o, "kv_heads", r->shape.kv_heads);
-    integer(o, "head_dim", r->shape.head_dim);
-    integer(o, "vocab", r->shape.vocab);
-    boolean(o, "tokenizer", r->tokenized);
-    close_(o, '}');
+    lkv_jw_begin_object(w, "model", 0);
+    lkv_jw_string(w, "name", r->model);
+    lkv_jw_int(w, "layers", r->shape.layers);
+    lkv_jw_int(w, "q_heads", r->shape.q_heads);
+    lkv_jw_int(w, "kv_heads", r->shape.kv_heads);
+    lkv_jw_int(w, "head_dim", r->shape.head_dim);
+    lkv_jw_int(w, "vocab", r->shape.vocab);
+    lkv_jw_bool(w, "tokenizer", r->tokenized);
+    lkv_jw_end_object(w);
 }
 
 /* Phase times summed over prompts first .. first + n - 1. */
-static void phase_times(out *o, const lkv_eval_results *r, int first, int n)
+static void phase_times(lkv_jw *w, const lkv_eval_results *r, int first, int n)
 {
-    open_(o, "phases", '{');
+    lkv_jw_begin_object(w, "phases", 0);
     for (int ph = 0; ph < LKV_EVAL_PHASES; ph++) {
         double sec = 0.0;
         long long steps = 0, lane_tokens = 0;
@@ -123,168 +58,165 @@ static void phase_times(out *o, const lkv_eval_results *r, int first, int n)
             steps += t->steps;
             lane_tokens += t->lane_tokens;
         }
-        open_(o, lkv_eval_phase_name((lkv_eval_phase)ph), '{');
-        num(o, "seconds", sec);
-        integer(o, "steps", steps);
-        integer(o, "lane_tokens", lane_tokens);
-        num(o, "lane_tokens_per_s", sec > 0.0 ? lane_tokens / sec : NAN);
-        close_(o, '}');
+        lkv_jw_begin_object(w, lkv_eval_phase_name((lkv_eval_phase)ph), 0);
+        lkv_jw_number(w, "seconds", sec);
+        lkv_jw_int(w, "steps", steps);
+        lkv_jw_int(w, "lane_tokens", lane_tokens);
+        lkv_jw_number(w, "lane_tokens_per_s", sec > 0.0 ? lane_tokens / sec : NAN);
+        lkv_jw_end_object(w);
     }
-    close_(o, '}');
+    lkv_jw_end_object(w);
 }
 
-static void summary(out *o, const lkv_eval_results *r, int k)
+static void summary(lkv_jw *w, const lkv_eval_results *r, int k)
 {
     lkv_eval_summary s;
     lkv_eval_summarize(r, k, &s);
-    open_(o, "summary", '{');
-    integer(o, "prompts", s.prompts);
-    integer(o, "skipped", s.skipped);
-    integer(o, "positions", s.positions);
-    num(o, "budget_mean", r->lanes[k].policy == LKV_POLICY_FULL ? NAN : s.budget_mean);
-    num(o, "window_mean", s.window_mean);
-    num(o, "memory_fraction", s.fraction_mean);
-    num(o, "peak_mean", s.peak_mean);
-    num(o, "peak_memory_fraction", s.memory_mean);
-    num(o, "bound_mean", s.bound_mean);
-    integer(o, "over_bound", s.over_bound);
-    num(o, "kl_mean", s.kl_mean);
-    num(o, "kl_max", s.kl_max);
-    num(o, "top1", s.top1);
-    num(o, "reference_top1", s.ref_top1);
-    num(o, "ppl_ratio", s.ppl_ratio);
-    num(o, "common_prefix_mean", s.prefix_mean);
-    num(o, "common_prefix_share", s.prefix_share);
-    num(o, "answer_match", s.answer_match);
-    num(o, "accuracy", s.accuracy);
-    integer(o, "graded", s.graded);
-    integer(o, "evictions", s.evictions);
-    integer(o, "tokens_evicted", s.tokens_evicted);
-    close_(o, '}');
+    lkv_jw_begin_object(w, "summary", 0);
+    lkv_jw_int(w, "prompts", s.prompts);
+    lkv_jw_int(w, "skipped", s.skipped);
+    lkv_jw_int(w, "positions", s.positions);
+    lkv_jw_number(w, "budget_mean", r->lanes[k].policy == LKV_POLICY_FULL ? NAN : s.budget_mean);
+    lkv_jw_number(w, "window_mean", s.window_mean);
+    lkv_jw_number(w, "memory_fraction", s.fraction_mean);
+    lkv_jw_number(w, "peak_mean", s.peak_mean);
+    lkv_jw_number(w, "peak_memory_fraction", s.memory_mean);
+    lkv_jw_number(w, "bound_mean", s.bound_mean);
+    lkv_jw_int(w, "over_bound", s.over_bound);
+    lkv_jw_number(w, "kl_mean", s.kl_mean);
+    lkv_jw_number(w, "kl_max", s.kl_max);
+    lkv_jw_number(w, "top1", s.top1);
+    lkv_jw_number(w, "reference_top1", s.ref_top1);
+    lkv_jw_number(w, "ppl_ratio", s.ppl_ratio);
+    lkv_jw_number(w, "common_prefix_mean", s.prefix_mean);
+    lkv_jw_number(w, "common_prefix_share", s.prefix_share);
+    lkv_jw_number(w, "answer_match", s.answer_match);
+    lkv_jw_number(w, "accuracy", s.accuracy);
+    lkv_jw_int(w, "graded", s.graded);
+    lkv_jw_int(w, "evictions", s.evictions);
+    lkv_jw_int(w, "tokens_evicted", s.tokens_evicted);
+    lkv_jw_end_object(w);
 }
 
-static void lanes(out *o, const lkv_eval_results *r)
+static void lanes(lkv_jw *w, const lkv_eval_results *r)
 {
-    open_(o, "lanes", '[');
+    lkv_jw_begin_array(w, "lanes", 0);
     for (int k = 0; k < r->n_lanes; k++) {
         const lkv_eval_lane_spec *l = &r->lanes[k];
-        open_(o, NULL, '{');
-        str(o, "name", l->name);
-        str(o, "policy", lkv_policy_name(l->policy));
-        str(o, "gqa", l->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded");
-        str(o, "budget", l->budget >= 0 ? r->settings.budgets[l->budget].label : NULL);
-        boolean(o, "reference", l->reference);
-        summary(o, r, k);
-        close_(o, '}');
+        lkv_jw_begin_object(w, NULL, 0);
+        lkv_jw_string(w, "name", l->name);
+        lkv_jw_string(w, "policy", lkv_policy_name(l->policy));
+        lkv_jw_string(w, "gqa", l->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded");
+        lkv_jw_string(w, "budget", l->budget >= 0 ? r->settings.budgets[l->budget].label : NULL);
+        lkv_jw_bool(w, "reference", l->reference);
+        summary(w, r, k);
+        lkv_jw_end_object(w);
     }
-    close_(o, ']');
+    lkv_jw_end_array(w);
 }
 
-static void tokens(out *o, const char *key, const int32_t *ids, int32_t n)
+static void tokens(lkv_jw *w, const char *key, const int32_t *ids, int32_t n)
 {
-    item(o, key);
-    fputc('[', o->f);
+    lkv_jw_begin_array(w, key, 1);
     for (int32_t i = 0; i < n; i++)
-        fprintf(o->f, i ? ", %d" : "%d", ids[i]);
-    fputc(']', o->f);
+        lkv_jw_int(w, NULL, ids[i]);
+    lkv_jw_end_array(w);
 }
 
 /* What the lane's cache was and held. */
-static void lane_cache(out *o, const lkv_eval_results *r, const lkv_eval_prompt_result *p,
+static void lane_cache(lkv_jw *w, const lkv_eval_results *r, const lkv_eval_prompt_result *p,
                        const lkv_eval_lane_result *l)
 {
-    integer(o, "budget", l->budget);
+    lkv_jw_int(w, "budget", l->budget);
     if (l->window > 0)
-        integer(o, "window", l->window);
-    integer(o, "cache_heads", l->cache_heads);
-    integer(o, "capacity", l->capacity);
-    integer(o, "prefill_kept", l->prefill_kept);
-    integer(o, "peak", l->peak);
-    num(o, "peak_memory_fraction", lkv_eval_memory_share(r, p, l));
-    integer(o, "bound", l->bound);
-    str(o, "bound_kind", l->bound_kind == LKV_EVAL_BOUND_PEAK ? "peak" : "prefill_only");
-    boolean(o, "within_bound", l->within_bound);
-    integer(o, "evictions", l->evictions);
-    integer(o, "tokens_evicted", l->tokens_evicted);
-    integer(o, "kv_bytes_peak", l->kv_bytes_peak);
+        lkv_jw_int(w, "window", l->window);
+    lkv_jw_int(w, "cache_heads", l->cache_heads);
+    lkv_jw_int(w, "capacity", l->capacity);
+    lkv_jw_int(w, "prefill_kept", l->prefill_kept);
+    lkv_jw_int(w, "peak", l->peak);
+    lkv_jw_number(w, "peak_memory_fraction", lkv_eval_memory_share(r, p, l));
+    lkv_jw_int(w, "bound", l->bound);
+    lkv_jw_string(w, "bound_kind", l->bound_kind == LKV_EVAL_BOUND_PEAK ? "peak" : "prefill_only");
+    lkv_jw_bool(w, "within_bound", l->within_bound);
+    lkv_jw_int(w, "evictions", l->evictions);
+    lkv_jw_int(w, "tokens_evicted", l->tokens_evicted);
+    lkv_jw_int(w, "kv_bytes_peak", l->kv_bytes_peak);
 }
 
-static void lane_detail(out *o, const lkv_eval_results *r, const lkv_eval_prompt_result *p, int k)
+static void lane_detail(lkv_jw *w, const lkv_eval_results *r, const lkv_eval_prompt_result *p, int k)
 {
     const lkv_eval_lane_result *l = &p->lanes[k];
-    open_(o, NULL, '{');
-    str(o, "name", r->lanes[k].name);
-    str(o, "status", l->status == LKV_OK ? "ok" : "skipped");
+    lkv_jw_begin_object(w, NULL, 0);
+    lkv_jw_string(w, "name", r->lanes[k].name);
+    lkv_jw_string(w, "status", l->status == LKV_OK ? "ok" : "skipped");
     if (l->status != LKV_OK) {
-        str(o, "error", l->error);
-        close_(o, '}');
+        lkv_jw_string(w, "error", l->error);
+        lkv_jw_end_object(w);
         return;
     }
-    lane_cache(o, r, p, l);
-    integer(o, "positions", l->positions);
+    lane_cache(w, r, p, l);
+    lkv_jw_int(w, "positions", l->positions);
     double pos = l->positions ? l->positions : NAN;
-    num(o, "kl_mean", l->kl_sum / pos);
-    num(o, "kl_max", l->kl_max);
-    num(o, "top1", l->top1 / pos);
-    num(o, "reference_top1", l->ref_top1 / pos);
-    num(o, "nll_mean", l->nll_sum / pos);
-    num(o, "ppl_ratio", exp((l->nll_sum - p->lanes[0].nll_sum) / pos));
-    integer(o, "generated", l->generated);
-    integer(o, "common_prefix", l->common_prefix);
-    str(o, "answer", l->answer);
-    boolean(o, "answer_match", l->answer_match);
+    lkv_jw_number(w, "kl_mean", l->kl_sum / pos);
+    lkv_jw_number(w, "kl_max", l->kl_max);
+    lkv_jw_number(w, "top1", l->top1 / pos);
+    lkv_jw_number(w, "reference_top1", l->ref_top1 / pos);
+    lkv_jw_number(w, "nll_mean", l->nll_sum / pos);
+    lkv_jw_number(w, "ppl_ratio", exp((l->nll_sum - p->lanes[0].nll_sum) / pos));
+    lkv_jw_int(w, "generated", l->generated);
+    lkv_jw_int(w, "common_prefix", l->common_prefix);
+    lkv_jw_string(w, "answer", l->answer);
+    lkv_jw_bool(w, "answer_match", l->answer_match);
     if (l->correct >= 0)
-        boolean(o, "correct", l->correct);
+        lkv_jw_bool(w, "correct", l->correct);
     if (l->text)
-        str(o, "text", l->text);
+        lkv_jw_string(w, "text", l->text);
     else
-        tokens(o, "tokens", l->tokens, l->generated);
-    close_(o, '}');
+        tokens(w, "tokens", l->tokens, l->generated);
+    lkv_jw_end_object(w);
 }
 
-static void prompt(out *o, const lkv_eval_results *r, int i)
+static void prompt(lkv_jw *w, const lkv_eval_results *r, int i)
 {
     const lkv_eval_prompt_result *p = &r->prompts[i];
-    open_(o, NULL, '{');
-    integer(o, "prompt_tokens", p->prompt_tokens);
-    integer(o, "generated", p->generated);
-    integer(o, "total", p->total);
+    lkv_jw_begin_object(w, NULL, 0);
+    lkv_jw_int(w, "prompt_tokens", p->prompt_tokens);
+    lkv_jw_int(w, "generated", p->generated);
+    lkv_jw_int(w, "total", p->total);
     if (p->reference_text)
-        str(o, "reference_text", p->reference_text);
+        lkv_jw_string(w, "reference_text", p->reference_text);
     else
-        tokens(o, "reference_tokens", p->reference, p->generated);
-    str(o, "reference_answer", p->ref_answer);
-    str(o, "dataset_answer", p->dataset_answer[0] ? p->dataset_answer : NULL);
+        tokens(w, "reference_tokens", p->reference, p->generated);
+    lkv_jw_string(w, "reference_answer", p->ref_answer);
+    lkv_jw_string(w, "dataset_answer", p->dataset_answer[0] ? p->dataset_answer : NULL);
     if (p->ref_correct >= 0)
-        boolean(o, "reference_correct", p->ref_correct);
-    phase_times(o, r, i, 1);
-    open_(o, "lanes", '[');
+        lkv_jw_bool(w, "reference_correct", p->ref_correct);
+    phase_times(w, r, i, 1);
+    lkv_jw_begin_array(w, "lanes", 0);
     for (int k = 0; k < r->n_lanes; k++)
-        lane_detail(o, r, p, k);
-    close_(o, ']');
-    close_(o, '}');
+        lane_detail(w, r, p, k);
+    lkv_jw_end_array(w);
+    lkv_jw_end_object(w);
 }
 
 int lkv_eval_write_json(FILE *f, const lkv_eval_results *r)
 {
-    out o = {.f = f};
-    o.first[0] = 1;
-    fputc('{', f);
-    o.first[++o.depth] = 1;
-    str(&o, "tool", "lazykv eval");
-    model(&o, r);
-    str(&o, "backend", r->backend);
-    integer(&o, "threads", r->threads);
-    settings(&o, r);
-    num(&o, "seconds", r->seconds);
-    phase_times(&o, r, 0, r->n_prompts);
-    lanes(&o, r);
-    open_(&o, "prompts", '[');
+    lkv_jw w;
+    lkv_jw_init(&w, f);
+    w.digits = 9;
+    lkv_jw_begin_object(&w, NULL, 0);
+    lkv_jw_string(&w, "tool", "lazykv eval");
+    model(&w, r);
+    lkv_jw_string(&w, "backend", r->backend);
+    lkv_jw_int(&w, "threads", r->threads);
+    settings(&w, r);
+    lkv_jw_number(&w, "seconds", r->seconds);
+    phase_times(&w, r, 0, r->n_prompts);
+    lanes(&w, r);
+    lkv_jw_begin_array(&w, "prompts", 0);
     for (int i = 0; i < r->n_prompts; i++)
-        prompt(&o, r, i);
-    close_(&o, ']');
-    close_(&o, '}');
-    fputc('\n', f);
-    fflush(f);
-    return ferror(f) ? -1 : 0;
+        prompt(&w, r, i);
+    lkv_jw_end_array(&w);
+    lkv_jw_end_object(&w);
+    return lkv_jw_finish(&w);
 }

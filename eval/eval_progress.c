@@ -12,10 +12,8 @@
 
 void lkv_eval_progress_printer_init(lkv_eval_progress_printer *p, FILE *f, int tty)
 {
-    p->f = f;
-    p->tty = tty;
+    lkv_progress_line_init(&p->line, f, tty, LKV_PROGRESS_PAD);
     p->last_s = 0.0; /* the first line after one period: an ETA needs a rate */
-    p->width = 0;
 }
 
 static void duration(double s, char *buf, size_t len)
@@ -48,27 +46,19 @@ static void describe(const lkv_eval_progress *p, char *buf, size_t len)
 void lkv_eval_progress_print(void *user, const lkv_eval_progress *p)
 {
     lkv_eval_progress_printer *pr = user;
-    double period = pr->tty ? TTY_PERIOD_S : LOG_PERIOD_S;
+    double period = pr->line.tty ? TTY_PERIOD_S : LOG_PERIOD_S;
     if (!p->phase_done && p->elapsed_s - pr->last_s < period)
         return;
     pr->last_s = p->elapsed_s;
     char line[256];
     describe(p, line, sizeof line);
-    if (!pr->tty) {
-        fprintf(pr->f, "lazykv eval: %s\n", line);
-        fflush(pr->f);
-        return;
-    }
-    int width = fprintf(pr->f, "\r%s", line);
-    if (width < pr->width) /* blank what is left of a longer line */
-        fprintf(pr->f, "%*s", pr->width - width, "");
-    pr->width = width;
-    fflush(pr->f);
+    if (pr->line.tty)
+        lkv_progress_line_show(&pr->line, "%s", line);
+    else
+        lkv_progress_line_log(&pr->line, "lazykv eval: %s", line);
 }
 
 void lkv_eval_progress_printer_end(lkv_eval_progress_printer *p)
 {
-    if (p->tty && p->width > 0)
-        fprintf(p->f, "\r%*s\r", p->width, "");
-    p->width = 0;
+    lkv_progress_line_end(&p->line);
 }

@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "eval.h"
+#include "table.h"
+
+#define LKV_EVAL_COLUMNS 15 /* policy .. accuracy */
 
 static void header(FILE *f, const lkv_eval_results *r)
 {
@@ -77,7 +80,9 @@ static void row(FILE *f, const lkv_eval_results *r, int k)
     const char *gqa = spec->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded";
     const char *budget = spec->budget >= 0 ? r->settings.budgets[spec->budget].label : "-";
     if (s.prompts == 0) {
-        fprintf(f, "| %s | %s | %s | skipped | | | | | | | | | | | |\n", policy, gqa, budget);
+        const char *cells[LKV_EVAL_COLUMNS] = {policy, gqa, budget, "skipped", "", "", "", "",
+                                               "", "", "", "", "", "", ""};
+        lkv_table_markdown_row(f, LKV_EVAL_COLUMNS, cells);
         return;
     }
     char slots[24] = "-", window[24] = "-", share[24], peak[24], memory[24], bound[48], kl[24],
@@ -98,9 +103,9 @@ static void row(FILE *f, const lkv_eval_results *r, int k)
     snprintf(match, sizeof match, "%.0f/%d", s.answer_match * s.prompts, s.prompts);
     if (s.graded)
         snprintf(acc, sizeof acc, "%.0f/%d", s.accuracy * s.graded, s.graded);
-    fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-            policy, gqa, budget, slots, window, share, peak, memory, bound, kl, top1, ppl, prefix,
-            match, acc);
+    const char *cells[LKV_EVAL_COLUMNS] = {policy, gqa, budget, slots,  window, share, peak, memory,
+                                           bound,  kl,  top1,   ppl,    prefix, match, acc};
+    lkv_table_markdown_row(f, LKV_EVAL_COLUMNS, cells);
 }
 
 static void notes(FILE *f, const lkv_eval_results *r)
@@ -138,9 +143,11 @@ static void timing(FILE *f, const lkv_eval_results *r)
 void lkv_eval_print_table(FILE *f, const lkv_eval_results *r)
 {
     header(f, r);
-    fprintf(f, "| policy | gqa | budget | slots B | W | B/T | peak | peak memory | bound | "
-               "KL mean | top-1 | ppl ratio | common prefix | answer match | accuracy |\n");
-    fprintf(f, "|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    static const char *const names[LKV_EVAL_COLUMNS] = {
+        "policy", "gqa", "budget", "slots B", "W", "B/T", "peak", "peak memory", "bound",
+        "KL mean", "top-1", "ppl ratio", "common prefix", "answer match", "accuracy"};
+    lkv_table_markdown_row(f, LKV_EVAL_COLUMNS, names);
+    lkv_table_markdown_rule(f, "lllrrrrrlrrrrrr");
     for (int k = 0; k < r->n_lanes; k++)
         row(f, r, k);
     fprintf(f, "\nPer cache head (means over prompts): slots B, the window W (lazy, snapkv), the "

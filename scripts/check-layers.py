@@ -12,7 +12,8 @@ The stack, bottom to top (README "Layout" draws it):
              OpenCL); a backend may include a toolkit, never another backend,
              and a toolkit never includes a backend
   runtime/   the registry, open and `auto`, the device list
-  apps       model/ < eval/ < tools/, with bench/ and conformance/ beside
+  apps       model/ and report/ (the tools' JSON writer, progress line and
+             tables) < eval/ < tools/, with bench/ and conformance/ beside
              eval/ (below tools/)
 
 tests/ and fuzz/ sit above everything. A file may include its own folder
@@ -37,6 +38,7 @@ LAYERS = {
     "backends": 3,
     "runtime": 4,
     "model": 5,
+    "report": 5,
     "eval": 6,
     "bench": 6,
     "conformance": 6,

@@ -11,7 +11,6 @@
 
 #include "bench.h"
 #include "bench_inputs.h"
-#include "bench_json_writer.h"
 #include "bench_svg_scale.h"
 #include "bench_timer.h"
 #include "bf16.h"
@@ -184,46 +183,6 @@ static char *capture(int (*write)(FILE *, const void *), const void *arg)
     cr_assert_eq(write(f, arg), 0, "the writer reported a failure");
     fclose(f);
     return buf;
-}
-
-static int write_small_document(FILE *f, const void *arg)
-{
-    (void)arg;
-    lkv_jw w;
-    lkv_jw_init(&w, f);
-    lkv_jw_begin_object(&w, NULL, 0);
-    lkv_jw_string(&w, "a", "x\"y\\z\n");
-    lkv_jw_begin_array(&w, "b", 1);
-    lkv_jw_int(&w, NULL, 1);
-    lkv_jw_number(&w, NULL, 0.5);
-    lkv_jw_null(&w, NULL);
-    lkv_jw_end_array(&w);
-    lkv_jw_number(&w, "c", NAN);
-    lkv_jw_bool(&w, "d", 1);
-    lkv_jw_end_object(&w);
-    return lkv_jw_finish(&w);
-}
-
-Test(bench_json, writer_escapes_nests_and_writes_nan_as_null)
-{
-    char *text = capture(write_small_document, NULL);
-    cr_assert_str_eq(text, "{\n  \"a\": \"x\\\"y\\\\z\\n\",\n  \"b\": [1, 0.5, null],\n"
-                           "  \"c\": null,\n  \"d\": true\n}\n");
-    free(text);
-}
-
-static int write_unbalanced(FILE *f, const void *arg)
-{
-    (void)arg;
-    lkv_jw w;
-    lkv_jw_init(&w, f);
-    lkv_jw_begin_object(&w, NULL, 0);
-    return lkv_jw_finish(&w) == -1 ? 0 : 1;
-}
-
-Test(bench_json, writer_reports_an_unclosed_container)
-{
-    free(capture(write_unbalanced, NULL));
 }
 
 /* Results of a made-up run: 2 devices (cpu, a fake gpu), 1 shape, 2 lengths,

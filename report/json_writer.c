@@ -1,6 +1,6 @@
 /* Streaming JSON: two-space indentation, one member per line except inside
- * one-line containers. */
-#include "bench_json_writer.h"
+ * one-line containers; an empty container stays "{}" or "[]". */
+#include "json_writer.h"
 
 #include <math.h>
 #include <string.h>
@@ -11,6 +11,7 @@ void lkv_jw_init(lkv_jw *w, FILE *f)
 {
     memset(w, 0, sizeof *w);
     w->f = f;
+    w->digits = 6;
 }
 
 static int inline_level(const lkv_jw *w)
@@ -69,22 +70,44 @@ void lkv_jw_end_array(lkv_jw *w) { end(w, ']'); }
 void lkv_jw_string(lkv_jw *w, const char *key, const char *value)
 {
     before_value(w, key);
-    lkv_json_write_string(w->f, value);
+    if (value)
+        lkv_json_write_string(w->f, value);
+    else
+        fputs("null", w->f);
+}
+
+/* `conversion` is 'g' (precision = significant digits) or 'f' (decimals). */
+static void real(lkv_jw *w, const char *key, double value, int precision, char conversion)
+{
+    before_value(w, key);
+    if (!isfinite(value))
+        fputs("null", w->f);
+    else if (conversion == 'f')
+        fprintf(w->f, "%.*f", precision, value);
+    else
+        fprintf(w->f, "%.*g", precision, value);
 }
 
 void lkv_jw_number(lkv_jw *w, const char *key, double value)
 {
-    before_value(w, key);
-    if (isfinite(value))
-        fprintf(w->f, "%.6g", value);
-    else
-        fputs("null", w->f);
+    real(w, key, value, w->digits, 'g');
+}
+
+void lkv_jw_fixed(lkv_jw *w, const char *key, double value, int decimals)
+{
+    real(w, key, value, decimals, 'f');
 }
 
 void lkv_jw_int(lkv_jw *w, const char *key, int64_t value)
 {
     before_value(w, key);
     fprintf(w->f, "%lld", (long long)value);
+}
+
+void lkv_jw_uint(lkv_jw *w, const char *key, uint64_t value)
+{
+    before_value(w, key);
+    fprintf(w->f, "%llu", (unsigned long long)value);
 }
 
 void lkv_jw_bool(lkv_jw *w, const char *key, int value)
