@@ -5,7 +5,13 @@
 #
 include(${CMAKE_CURRENT_LIST_DIR}/bind_pipes.cmake)
 
+include(${CMAKE_CURRENT_LIST_DIR}/op_kinds.cmake)
+
 file(GLOB LKV_SHADER_INCLUDES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/backends/vulkan/shaders/*.glsl)
+# op_kinds.glsl, the kinds' numbers (core/op_kinds.h), on the include path of every shader
+set(LKV_SHADER_GENERATED ${CMAKE_CURRENT_BINARY_DIR}/shader_include)
+lkv_op_kinds(${LKV_SHADER_GENERATED}/op_kinds.glsl glsl)
+list(APPEND LKV_SHADER_INCLUDES ${LKV_SHADER_GENERATED}/op_kinds.glsl)
 
 # fault: "" for the real kernels, or "pipeline=DEFINE" to build one pipeline
 # with a deliberate fault (the conformance suite's self-test).
@@ -33,7 +39,7 @@ function(lkv_spirv_sources out_c tag fault)
     set(inc ${dir}/${pipe}.inc)
     add_custom_command(OUTPUT ${inc}
       COMMAND ${LKV_GLSLC} --target-env=vulkan1.1 -O -mfmt=c ${defs}
-              -I ${PROJECT_SOURCE_DIR}/backends/vulkan/shaders -o ${inc}
+              -I ${PROJECT_SOURCE_DIR}/backends/vulkan/shaders -I ${LKV_SHADER_GENERATED} -o ${inc}
               ${PROJECT_SOURCE_DIR}/backends/vulkan/shaders/${shader}.comp
       DEPENDS ${PROJECT_SOURCE_DIR}/backends/vulkan/shaders/${shader}.comp ${LKV_SHADER_INCLUDES}
       COMMENT "glslc ${shader}.comp -> ${pipe} (${tag})" VERBATIM)
