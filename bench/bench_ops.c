@@ -123,7 +123,7 @@ static lkv_status issue_observe(void *ctx)
     op_rig *g = ctx;
     lkv_observe_args a = {
         .cache = &g->cache, .n_rows = g->rows, .rows = g->row_ids, .row_n = g->row_n,
-        .probs = g->probs, .kind = LKV_OBSERVE_LAZY, .t = LKV_BENCH_STEP, .alpha = 1e-4f,
+        .probs = g->probs, .kind = LKV_OBSERVE_RECURRENCE, .t = LKV_BENCH_STEP, .alpha = 1e-4f,
     };
     return g->rt->ops->observe(g->rt->dev, &a);
 }
@@ -133,7 +133,7 @@ static lkv_status issue_score(void *ctx)
     op_rig *g = ctx;
     lkv_score_args a = {
         .cache = &g->cache, .n_rows = g->rows, .rows = g->row_ids, .row_n = g->row_n,
-        .rows_per_group = g->rows, .kind = LKV_SCORE_LAZY, .t = LKV_BENCH_STEP,
+        .rows_per_group = g->rows, .kind = LKV_SCORE_RECURRENCE, .t = LKV_BENCH_STEP,
         .protect_tail = g->window < g->length ? g->window : g->length, .scores = g->scores,
     };
     return g->rt->ops->score(g->rt->dev, &a);

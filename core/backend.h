@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "lazykv.h"
+#include "op_kinds.h"
 
 typedef struct lkv_device lkv_device; /* defined by each backend */
 typedef struct lkv_buffer lkv_buffer; /* defined by each backend */
@@ -63,12 +64,6 @@ typedef struct lkv_attend_args {
     lkv_buffer *probs;       /* [rows][capacity] f32, or NULL */
 } lkv_attend_args;
 
-typedef enum lkv_observe_kind {
-    LKV_OBSERVE_LAZY = 0,   /* p >= alpha (in f32): mri = max(mri, t - last); last = t */
-    LKV_OBSERVE_ACCUMULATE, /* state_f += p */
-    LKV_OBSERVE_ASSIGN      /* state_f = p */
-} lkv_observe_kind;
-
 /* observe: update per-slot policy state of each listed row from probs. */
 typedef struct lkv_observe_args {
     const lkv_cache_buffers *cache;
@@ -80,16 +75,6 @@ typedef struct lkv_observe_args {
     int32_t t;
     float alpha;
 } lkv_observe_args;
-
-typedef enum lkv_score_kind {
-    LKV_SCORE_LAZY = 0, /* h1 + h2 of the MRI (spec/policies.md, section 1) */
-    LKV_SCORE_STATE,    /* state_f as is (h2o accumulation, nacl proxy score) */
-    LKV_SCORE_GROUP_MEAN, /* mean of state_f over the rows of a group (tova) */
-    LKV_SCORE_RECENCY,  /* the slot index: newer ranks higher (streaming) */
-    LKV_SCORE_POOL_AVG, /* state_f averaged over `pool_kernel` neighbours, zero padded */
-    LKV_SCORE_POOL_MAX, /* state_f max over `pool_kernel` neighbours */
-    LKV_SCORE_NOISY     /* state_f + Gumbel noise from (seed, row, position) */
-} lkv_score_kind;
 
 /* score: eviction priority of every valid slot; higher is kept first.
  * Slots [0, protect_head) and [n - protect_tail, n) score +infinity, as do the

@@ -37,7 +37,7 @@ static int evict_to_budget(const lkv_policy_params *p, int32_t n, lkv_evict_plan
 {
     if (n <= p->budget)
         return 0;
-    *plan = (lkv_evict_plan){.keep = p->budget, .score = LKV_SCORE_LAZY,
+    *plan = (lkv_evict_plan){.keep = p->budget, .score = LKV_SCORE_RECURRENCE,
                              .protect_tail = p->window};
     return 1;
 }
@@ -55,7 +55,7 @@ const lkv_policy_rules lkv_policy_lazy = {
     .defaults = defaults,
     .check = check,
     .observes = 1,
-    .observe_kind = LKV_OBSERVE_LAZY,
+    .observe_kind = LKV_OBSERVE_RECURRENCE,
     .decode_plan = decode_plan,
     .early_plan = evict_to_budget,
 };

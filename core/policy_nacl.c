@@ -100,9 +100,9 @@ static int prefill_plan(const lkv_policy_params *p, int32_t n, lkv_evict_plan *p
     /* With nothing kept by rank (no sinks, recent or proxy share) the whole
      * choice is the random stage. */
     *plan = (lkv_evict_plan){.keep = stage1 + s.by_chance,
-                             .score = stage1 > 0 ? LKV_SCORE_STATE : LKV_SCORE_NOISY,
+                             .score = stage1 > 0 ? LKV_SCORE_STATE : LKV_SCORE_GUMBEL_NOISE,
                              .protect_head = s.sinks, .protect_tail = s.recent,
-                             .stage1_keep = stage1, .stage2 = LKV_SCORE_NOISY};
+                             .stage1_keep = stage1, .stage2 = LKV_SCORE_GUMBEL_NOISE};
     return plan->keep < n;
 }
 

@@ -7,10 +7,12 @@ The stack, bottom to top (README "Layout" draws it):
              of ours
   base/      status text, dtype and fp16/bf16, philox, strbuf, json, clock
   core/      cache, policies, scheduler, budgets, and the backend interface
-  backends/  one folder per backend, plus two host toolkits shared by
-             several backends (gpu/ for CUDA and HIP, bind/ for Vulkan and
-             OpenCL); a backend may include a toolkit, never another backend,
-             and a toolkit never includes a backend
+  backends/  one folder per backend, plus host toolkits shared by several
+             backends (gpu/ for CUDA and HIP, bind/ for Vulkan and OpenCL,
+             plan/ for the launch plans of both families); a backend may
+             include a toolkit, never another backend, and a toolkit never
+             includes a backend; the family toolkits gpu/ and bind/ may
+             include the shared toolkit plan/, which includes no backend
   runtime/   the registry, open and `auto`, the device list
   apps       model/ and report/ (the tools' JSON writer, progress line and
              tables) < eval/ < tools/, with bench/ and conformance/ beside
@@ -46,7 +48,9 @@ LAYERS = {
     "tests": 8,
     "fuzz": 8,
 }
-TOOLKITS = {"gpu", "bind"}
+TOOLKITS = {"gpu", "bind", "plan"}
+# Toolkits below the family toolkits: what both gpu/ and bind/ plan alike.
+SHARED_TOOLKITS = {"plan"}
 # Upward edges that are meant, each with its reason.
 ALLOWED = {
     ("backends/gpu/kernels/lkv_gpu.h", "tests/gpu_emu/gpu_emu.h"):
@@ -97,6 +101,8 @@ def check_edge(src, dst):
         if bs == bd or bd is None:
             return None
         if bd in TOOLKITS and bs not in TOOLKITS:
+            return None
+        if bd in SHARED_TOOLKITS and bs not in SHARED_TOOLKITS:
             return None
         if bd in TOOLKITS and bs in TOOLKITS:
             return f"toolkit backends/{bs} includes toolkit backends/{bd}"

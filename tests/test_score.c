@@ -59,7 +59,7 @@ static void run_lazy_score(score_rig *r, float *out)
         row_n[i] = COLS;
     }
     lkv_score_args a = {.cache = &r->cache, .n_rows = ROWS, .rows = rows, .row_n = row_n,
-                        .rows_per_group = 1, .kind = LKV_SCORE_LAZY, .t = T,
+                        .rows_per_group = 1, .kind = LKV_SCORE_RECURRENCE, .t = T,
                         .scores = r->scores};
     TU_OK(r->be->score(r->dev, &a));
     TU_OK(r->be->read(r->dev, r->scores, 0, out, sizeof(float) * ROWS * COLS));

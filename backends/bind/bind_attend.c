@@ -9,11 +9,10 @@
 #include "dtype.h"
 #include "error.h"
 #include "bind_internal.h"
+#include "plan/attend_plan.h"
 
-/* A split covers at least this many slots, and a cache is cut into at most
- * LKV_BIND_MAX_SPLITS, so the combine pass stays short. */
-#define LKV_BIND_SPLIT_MIN 256
-#define LKV_BIND_MAX_SPLITS 1024
+/* query heads one attend_split workgroup serves (QBLOCK of the shaders) */
+#define LKV_BIND_ATT_QBLOCK 8
 
 /* attend's pipelines per K/V storage type, indexed by lkv_dtype: the vector
  * variants load 16 bytes at a time where rows and the window allow. */
@@ -52,15 +51,18 @@ static lkv_status plan_group(lkv_device *d, const lkv_attend_args *a, int32_t n,
     p->cap = (uint32_t)c->capacity;
     p->elem = (uint32_t)lkv_dtype_size(c->dtype);
     p->pipes = &pipes_of_dtype[c->dtype]; /* check_args checked the dtype */
-    /* Splits: enough workgroups to fill the device, at most LKV_BIND_MAX_SPLITS. */
-    uint32_t blocks = (uint32_t)a->cache_heads * ((p->per + 7) / 8);
-    uint32_t want = lkv_bind_lim(d)->max_groups / (blocks ? blocks : 1);
-    want = want < 1 ? 1 : want > LKV_BIND_MAX_SPLITS ? LKV_BIND_MAX_SPLITS : want;
-    uint32_t len = (p->n + want - 1) / want;
-    len = len < LKV_BIND_SPLIT_MIN ? LKV_BIND_SPLIT_MIN : len;
-    p->split_len = (len + lkv_bind_lim(d)->wg - 1) / lkv_bind_lim(d)->wg * lkv_bind_lim(d)->wg;
-    p->n_splits = (p->n + p->split_len - 1) / p->split_len;
-    p->qblocks = (p->per + 7) / 8;
+    /* Splits (backends/plan/attend_plan.h): a whole count per group. */
+    lkv_attend_split_in in = {
+        .slots = p->n,
+        .longest = n,
+        .units = lkv_attend_units(a->cache_heads, a->q_heads, LKV_BIND_ATT_QBLOCK),
+        .budget = lkv_bind_lim(d)->max_groups,
+        .align = lkv_bind_lim(d)->wg,
+        .rounding = LKV_ATTEND_WHOLE,
+    };
+    p->split_len = (uint32_t)lkv_attend_split_len(&in);
+    p->n_splits = (uint32_t)lkv_attend_splits(p->n, p->split_len);
+    p->qblocks = (p->per + LKV_BIND_ATT_QBLOCK - 1) / LKV_BIND_ATT_QBLOCK;
     p->dblocks = (p->dim + lkv_bind_lim(d)->wg - 1) / lkv_bind_lim(d)->wg;
     uint64_t kv_row = (uint64_t)p->cap * p->dim * p->elem;
     uint64_t logit_row = (uint64_t)p->per * (p->n ? p->n : 1) * 4;

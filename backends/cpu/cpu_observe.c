@@ -6,7 +6,7 @@ static void observe_row(const lkv_observe_args *a, int32_t row, int32_t n)
 {
     const lkv_cache_buffers *c = a->cache;
     const float *p = lkv_cpu_row_f32(a->probs, c->capacity, row);
-    if (a->kind == LKV_OBSERVE_LAZY) {
+    if (a->kind == LKV_OBSERVE_RECURRENCE) {
         int32_t *last = lkv_cpu_row_i32(c->state_a, c->capacity, row);
         int32_t *mri = lkv_cpu_row_i32(c->state_b, c->capacity, row);
         for (int32_t i = 0; i < n; i++) {

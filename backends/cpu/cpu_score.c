@@ -52,13 +52,13 @@ static void score_row(const lkv_score_args *a, int32_t r)
             continue;
         }
         switch (a->kind) {
-        case LKV_SCORE_LAZY: s[i] = (float)lazy_score(mri[i], a->t - last[i]); break;
+        case LKV_SCORE_RECURRENCE: s[i] = (float)lazy_score(mri[i], a->t - last[i]); break;
         case LKV_SCORE_STATE: s[i] = f[i]; break;
         case LKV_SCORE_GROUP_MEAN: s[i] = (float)group_mean(a, r, i); break;
         case LKV_SCORE_RECENCY: s[i] = (float)i; break;
         case LKV_SCORE_POOL_AVG: s[i] = pooled(f, lo, hi, i, a->pool_kernel, 1); break;
         case LKV_SCORE_POOL_MAX: s[i] = pooled(f, lo, hi, i, a->pool_kernel, 0); break;
-        case LKV_SCORE_NOISY: s[i] = (float)(f[i] + lkv_gumbel(a->seed, row, pos[i])); break;
+        case LKV_SCORE_GUMBEL_NOISE: s[i] = (float)(f[i] + lkv_gumbel(a->seed, row, pos[i])); break;
         }
     }
     if (a->prior_kept) {

@@ -76,18 +76,20 @@ if(LKV_HAVE_CUDA)
   # Every kernel source and header, so editing any of them rebuilds the fatbin.
   file(GLOB LKV_CUDA_KERNEL_DEPS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/backends/gpu/kernels/*.cu
        ${PROJECT_SOURCE_DIR}/backends/gpu/kernels/*.h)
+  list(APPEND LKV_CUDA_KERNEL_DEPS ${PROJECT_SOURCE_DIR}/core/op_kinds.h)
   set(lkv_cuda_dir ${CMAKE_CURRENT_BINARY_DIR}/cuda)
   file(MAKE_DIRECTORY ${lkv_cuda_dir})
   set(LKV_CUDA_FATBIN ${lkv_cuda_dir}/lazykv.fatbin)
-  # Only backends/gpu/kernels/ is on the include path: a kernel that reached for a core/
-  # header would build here but not under hiprtc, whose source inliner
-  # (backends/hip/backend.cmake) resolves kernel files only.
+  # Only backends/gpu/kernels/ and core/ (for op_kinds.h) are on the include
+  # path, the two folders hiprtc's source inliner (backends/hip/backend.cmake)
+  # resolves: a kernel that reached for another header would build here but
+  # not under hiprtc.
   # --threads 0 compiles the targets in parallel, one per core: the fatbin is
   # the longest step of the build (about 15 s of CPU for the default six).
   add_custom_command(
     OUTPUT ${LKV_CUDA_FATBIN}
     COMMAND ${LKV_NVCC} --fatbin --threads 0 -O3 -std=c++17 ${lkv_nvcc_werror} ${lkv_nvcc_extra}
-            -I${PROJECT_SOURCE_DIR}/backends/gpu/kernels ${lkv_gencode}
+            -I${PROJECT_SOURCE_DIR}/backends/gpu/kernels -I${PROJECT_SOURCE_DIR}/core ${lkv_gencode}
             -o ${LKV_CUDA_FATBIN} ${PROJECT_SOURCE_DIR}/backends/gpu/kernels/lazykv.cu
     DEPENDS ${LKV_CUDA_KERNEL_DEPS}
     COMMENT "nvcc ${LKV_CUDA_TOOLKIT}: backends/gpu/kernels/lazykv.cu -> lazykv.fatbin (${LAZYKV_CUDA_TARGETS})"

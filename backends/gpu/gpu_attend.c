@@ -35,9 +35,12 @@
 #include "error.h"
 #include "gpu_internal.h"
 #include "lkv_kernel_abi.h"
+#include "plan/attend_plan.h"
 
-#define ATTEND_SPLIT_MIN 256   /* a shorter split costs more to merge than it saves */
-#define ATTEND_BLOCKS_PER_SM 8 /* split blocks wanted per multiprocessor */
+/* batch_groups_max and the combine's shared scales count on this */
+_Static_assert(LKV_ATTEND_MAX_SPLITS <= LKV_ATT_MAX_SPLITS,
+               "the plan's splits per group stay within the kernels' limit");
+
 #define ATTEND_BATCH_BYTES ((int64_t)64 << 20) /* scratch of one batch */
 #define ATTEND_BATCH_ENV "LAZYKV_GPU_ATTEND_BATCH_BYTES"
 
@@ -158,10 +161,10 @@ static lkv_status check_buffers(const lkv_device *d, const lkv_attend_args *a)
 }
 
 /* The most scratch a group can take in a batch: its logits, partials of at
- * most one split per ATTEND_SPLIT_MIN slots, its log-sum-exps. */
+ * most one split per LKV_ATTEND_SPLIT_MIN slots, its log-sum-exps. */
 static int64_t group_bytes(const lkv_attend_args *a, int32_t n)
 {
-    uint64_t splits = lkv_gpu_div_up((uint64_t)n, ATTEND_SPLIT_MIN);
+    uint64_t splits = lkv_attend_splits((uint64_t)n, LKV_ATTEND_SPLIT_MIN);
     uint64_t per_head = (uint64_t)n + splits * ((uint64_t)a->cache->head_dim + 2) + 1;
     uint64_t bytes = mul_sat(per_head, (uint64_t)a->q_heads * 4);
     return bytes > INT64_MAX ? INT64_MAX : (int64_t)bytes;
@@ -181,22 +184,19 @@ static int32_t batch_groups_max(const lkv_device *d, const lkv_attend_args *a)
     return most < 1 ? 1 : (int32_t)most;
 }
 
-/* Splits: enough blocks of the batch to fill the device (ATTEND_BLOCKS_PER_SM
- * per multiprocessor), none shorter than ATTEND_SPLIT_MIN slots, at most
- * LKV_ATT_MAX_SPLITS per group and none longer than the longest group;
- * lengths in whole blocks of slots. */
+/* Splits (backends/plan/attend_plan.h): the batch's slots spread over the
+ * device's blocks, in whole split blocks of slots. */
 static int32_t split_len_of(const lkv_device *d, const lkv_attend_args *a, const attend_batch *b)
 {
-    attend_shape s = shape_of(a);
-    uint64_t units = (uint64_t)a->cache_heads * (uint64_t)s.qblocks;
-    uint64_t target = (uint64_t)(d->lim.multiprocessors > 0 ? d->lim.multiprocessors : 1) *
-                      ATTEND_BLOCKS_PER_SM;
-    uint64_t len = lkv_gpu_div_up(mul_sat((uint64_t)b->slots, units), target);
-    uint64_t least = lkv_gpu_div_up((uint64_t)b->max_n, LKV_ATT_MAX_SPLITS);
-    len = len < ATTEND_SPLIT_MIN ? ATTEND_SPLIT_MIN : len;
-    len = len < least ? least : len;
-    len = len > (uint64_t)b->max_n ? (uint64_t)b->max_n : len;
-    len = lkv_gpu_div_up(len > 0 ? len : 1, LKV_ATT_BLOCK) * LKV_ATT_BLOCK;
+    lkv_attend_split_in in = {
+        .slots = (uint64_t)b->slots,
+        .longest = b->max_n,
+        .units = lkv_attend_units(a->cache_heads, a->q_heads, LKV_ATT_QBLOCK),
+        .budget = lkv_attend_budget_of_sms(d->lim.multiprocessors),
+        .align = LKV_ATT_BLOCK,
+        .rounding = LKV_ATTEND_SPREAD,
+    };
+    uint64_t len = lkv_attend_split_len(&in);
     return len > INT32_MAX ? INT32_MAX : (int32_t)len;
 }
 
@@ -218,7 +218,7 @@ static attend_batch batch_at(const lkv_device *d, const lkv_attend_args *a, int3
     }
     b.split_len = split_len_of(d, a, &b);
     for (int32_t g = first; g < first + b.count; g++)
-        b.splits += (int64_t)lkv_gpu_div_up((uint64_t)a->group_n[g], (uint64_t)b.split_len);
+        b.splits += (int64_t)lkv_attend_splits((uint64_t)a->group_n[g], (uint64_t)b.split_len);
     return b;
 }
 
@@ -272,7 +272,7 @@ static void add_batch(const lkv_attend_args *a, attend_plan *p, const attend_bat
     for (int32_t i = 0; i < b->count; i++) {
         int32_t n = a->group_n[b->first + i];
         so[i + 1] = so[i] + n;
-        sp[i + 1] = sp[i] + (int32_t)lkv_gpu_div_up((uint64_t)n, (uint64_t)b->split_len);
+        sp[i + 1] = sp[i] + (int32_t)lkv_attend_splits((uint64_t)n, (uint64_t)b->split_len);
     }
     uint64_t heads4 = (uint64_t)a->q_heads * 4;
     keep_max(&p->logits_bytes, mul_sat((uint64_t)b->slots, heads4));

@@ -8,7 +8,7 @@
 lkv_status lkv_gpu_observe(lkv_device *d, const lkv_observe_args *a)
 {
     const lkv_cache_buffers *c = a->cache;
-    if (a->kind != LKV_OBSERVE_LAZY && a->kind != LKV_OBSERVE_ACCUMULATE &&
+    if (a->kind != LKV_OBSERVE_RECURRENCE && a->kind != LKV_OBSERVE_ACCUMULATE &&
         a->kind != LKV_OBSERVE_ASSIGN)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s observe: unknown kind %d", d->drv->name,
                         (int)a->kind);
@@ -27,7 +27,7 @@ lkv_status lkv_gpu_observe(lkv_device *d, const lkv_observe_args *a)
     float alpha = a->alpha;
     uint32_t gx = lkv_gpu_stride_blocks(lkv_gpu_longest(a->row_n, n_rows), LKV_OBSERVE_BLOCK);
     uint32_t gy = lkv_gpu_rows_y(d, n_rows);
-    if (a->kind == LKV_OBSERVE_LAZY) {
+    if (a->kind == LKV_OBSERVE_RECURRENCE) {
         void *args[] = {&list[0], &list[1], &probs, &last, &mri, &cap, &n_rows, &t, &alpha};
         return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_observe_lazy, gx, gy, 1, LKV_OBSERVE_BLOCK,
                                      args);

@@ -5,18 +5,9 @@
 #include "gpu_internal.h"
 #include "lkv_kernel_abi.h"
 
-/* The kernel takes the kind as a number (backends/gpu/kernels/score.cu). */
-_Static_assert(LKV_SCORE_LAZY == LKV_SCORE_K_LAZY && LKV_SCORE_STATE == LKV_SCORE_K_STATE &&
-                   LKV_SCORE_GROUP_MEAN == LKV_SCORE_K_GROUP_MEAN &&
-                   LKV_SCORE_RECENCY == LKV_SCORE_K_RECENCY &&
-                   LKV_SCORE_POOL_AVG == LKV_SCORE_K_POOL_AVG &&
-                   LKV_SCORE_POOL_MAX == LKV_SCORE_K_POOL_MAX &&
-                   LKV_SCORE_NOISY == LKV_SCORE_K_NOISY,
-               "lkv_score_kind and the kernel's LKV_SCORE_K_* codes differ");
-
 static lkv_status check(const lkv_device *d, const lkv_score_args *a)
 {
-    if (a->kind < LKV_SCORE_LAZY || a->kind > LKV_SCORE_NOISY)
+    if (a->kind < LKV_SCORE_RECURRENCE || a->kind > LKV_SCORE_GUMBEL_NOISE)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s score: unknown kind %d", d->drv->name,
                         (int)a->kind);
     if (a->kind == LKV_SCORE_GROUP_MEAN &&

@@ -8,11 +8,14 @@
 # LAZYKV_SOURCES, the embedded C to LAZYKV_BLOB_SOURCES; LKV_HIPCC,
 # LKV_HIP_BUNDLE_FILE and LKV_HIP_SOURCE_FILE for the tests.
 #
-# Run as a script (cmake -DKERNEL_DIR=.. -DOUT=.. -P hip_kernels.cmake) it
-# writes the self-contained source: backends/gpu/kernels/lkv_gpu.h, then backends/gpu/kernels/lazykv.cu
-# with every local #include "..." replaced by the file (each file once, in
-# order), with #line directives so hiprtc's messages name the real files.
-# An #include "..." of a file not in backends/gpu/kernels/ is kept as written.
+# Run as a script (cmake -DKERNEL_DIR=.. -DCORE_DIR=.. -DOUT=.. -P
+# hip_kernels.cmake) it writes the self-contained source:
+# backends/gpu/kernels/lkv_gpu.h, then backends/gpu/kernels/lazykv.cu with
+# every local #include "..." replaced by the file (each file once, in order),
+# with #line directives so hiprtc's messages name the real files. A file is
+# looked for in backends/gpu/kernels/, then in core/ (op_kinds.h, which the
+# kernels share with the host); an #include "..." of a file in neither is
+# kept as written.
 # hiprtc defines __HIPCC_RTC__, so lkv_gpu.h skips <hip/hip_runtime.h>.
 
 if(CMAKE_SCRIPT_MODE_FILE)
@@ -24,8 +27,20 @@ if(CMAKE_SCRIPT_MODE_FILE)
     set(${out_var} ${n} PARENT_SCOPE)
   endfunction()
 
+  # The folder that holds kernel file `name`, or "" where none does.
+  function(lkv_kernel_dir name out_var)
+    set(${out_var} "" PARENT_SCOPE)
+    foreach(dir "${KERNEL_DIR}" "${CORE_DIR}")
+      if(EXISTS "${dir}/${name}")
+        set(${out_var} "${dir}" PARENT_SCOPE)
+        return()
+      endif()
+    endforeach()
+  endfunction()
+
   function(lkv_inline name out_var)
-    set(path "${KERNEL_DIR}/${name}")
+    lkv_kernel_dir("${name}" dir)
+    set(path "${dir}/${name}")
     set_property(GLOBAL APPEND PROPERTY LKV_INLINED "${name}")
     file(READ "${path}" rest)
     set(result "#line 1 \"${name}\"\n")
@@ -49,7 +64,8 @@ if(CMAKE_SCRIPT_MODE_FILE)
       math(EXPR include_line "${line} + ${n}")
       string(APPEND result "${before}")
       get_property(done GLOBAL PROPERTY LKV_INLINED)
-      if(NOT EXISTS "${KERNEL_DIR}/${inc}")
+      lkv_kernel_dir("${inc}" inc_dir)
+      if(NOT inc_dir)
         # not a kernel file (lkv_gpu.h's emulator header, in a branch hiprtc
         # never takes): kept as written
         string(APPEND result "${m_line}")
@@ -136,6 +152,7 @@ endif()
 if(LKV_HAVE_HIP)
   set(kernel_dir ${PROJECT_SOURCE_DIR}/backends/gpu/kernels)
   file(GLOB LKV_HIP_KERNEL_DEPS CONFIGURE_DEPENDS ${kernel_dir}/*.cu ${kernel_dir}/*.h)
+  list(APPEND LKV_HIP_KERNEL_DEPS ${PROJECT_SOURCE_DIR}/core/op_kinds.h)
   set(LKV_HIP_BUNDLE_FILE ${CMAKE_BINARY_DIR}/lkv_hip.co)
   set(LKV_HIP_SOURCE_FILE ${CMAKE_BINARY_DIR}/lkv_hip_source.hip)
   # The kernels are held to the host code's warnings (and -Werror with
@@ -149,14 +166,15 @@ if(LKV_HAVE_HIP)
   add_custom_command(
     OUTPUT ${LKV_HIP_BUNDLE_FILE}
     COMMAND ${LKV_HIPCC} --genco -O3 ${lkv_hipcc_warn} ${lkv_hip_arch_flags} -x hip
-            ${kernel_dir}/lazykv.cu
+            -I${PROJECT_SOURCE_DIR}/core ${kernel_dir}/lazykv.cu
             -o ${LKV_HIP_BUNDLE_FILE}
     DEPENDS ${LKV_HIP_KERNEL_DEPS}
     COMMENT "Compiling backends/gpu/kernels/lazykv.cu with hipcc for ${LAZYKV_HIP_TARGETS}"
     VERBATIM)
   add_custom_command(
     OUTPUT ${LKV_HIP_SOURCE_FILE}
-    COMMAND ${CMAKE_COMMAND} -DKERNEL_DIR=${kernel_dir} -DOUT=${LKV_HIP_SOURCE_FILE}
+    COMMAND ${CMAKE_COMMAND} -DKERNEL_DIR=${kernel_dir} -DCORE_DIR=${PROJECT_SOURCE_DIR}/core
+            -DOUT=${LKV_HIP_SOURCE_FILE}
             -P ${CMAKE_CURRENT_LIST_FILE}
     DEPENDS ${LKV_HIP_KERNEL_DEPS} ${CMAKE_CURRENT_LIST_FILE}
     COMMENT "Writing the kernels as one source for hiprtc"

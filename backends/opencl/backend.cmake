@@ -1,7 +1,8 @@
 # The OpenCL backend (cmake/backends.cmake says what a backend.cmake does):
 # it needs nothing to build. libOpenCL is dlopen'ed, and the kernels,
 # embedded as text and built at run time by the driver:
-# backends/opencl/kernels/lkv_cl.h (prepended to each) and one backends/opencl/kernels/<source>.cl
+# backends/opencl/kernels/lkv_cl.h after the kinds of core/op_kinds.h
+# (prepended to each) and one backends/opencl/kernels/<source>.cl
 # per kernel source of backends/bind/bind_pipes.h. Writes the generated C
 # files into LAZYKV_OPENCL_SOURCES: each text as a NUL-terminated array, and
 # a table that finds a source by name (lkv_cl_kernel_source).
@@ -13,11 +14,14 @@ if(NOT LAZYKV_OPENCL)
 endif()
 
 include(${PROJECT_SOURCE_DIR}/backends/bind/bind_pipes.cmake)
+include(${PROJECT_SOURCE_DIR}/cmake/op_kinds.cmake)
 
 set(lkv_cl_dir ${CMAKE_BINARY_DIR}/opencl_kernels)
 file(MAKE_DIRECTORY ${lkv_cl_dir})
 set(LAZYKV_OPENCL_SOURCES "")
-lkv_embed(${lkv_cl_dir}/lkv_cl_header.c lkv_cl_text_header ${PROJECT_SOURCE_DIR}/backends/opencl/kernels/lkv_cl.h TEXT)
+# The header text: the kinds' numbers (core/op_kinds.h), then lkv_cl.h.
+lkv_op_kinds(${lkv_cl_dir}/lkv_cl_header.h opencl ${PROJECT_SOURCE_DIR}/backends/opencl/kernels/lkv_cl.h)
+lkv_embed(${lkv_cl_dir}/lkv_cl_header.c lkv_cl_text_header ${lkv_cl_dir}/lkv_cl_header.h TEXT)
 list(APPEND LAZYKV_OPENCL_SOURCES ${lkv_cl_dir}/lkv_cl_header.c)
 set(lkv_decls "")
 set(lkv_rows "")

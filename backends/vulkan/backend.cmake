@@ -26,8 +26,13 @@ if(NOT LKV_HAVE_VULKAN)
 endif()
 
 include(${PROJECT_SOURCE_DIR}/backends/bind/bind_pipes.cmake)
+include(${PROJECT_SOURCE_DIR}/cmake/op_kinds.cmake)
 
 file(GLOB LKV_SHADER_INCLUDES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/backends/vulkan/shaders/*.glsl)
+# op_kinds.glsl, the kinds' numbers (core/op_kinds.h), on the include path of every shader
+set(LKV_SHADER_GENERATED ${CMAKE_CURRENT_BINARY_DIR}/shader_include)
+lkv_op_kinds(${LKV_SHADER_GENERATED}/op_kinds.glsl glsl)
+list(APPEND LKV_SHADER_INCLUDES ${LKV_SHADER_GENERATED}/op_kinds.glsl)
 
 function(lkv_spirv_sources out_c)
   set(dir ${CMAKE_CURRENT_BINARY_DIR}/spirv)
@@ -50,7 +55,7 @@ function(lkv_spirv_sources out_c)
     set(inc ${dir}/${pipe}.inc)
     add_custom_command(OUTPUT ${inc}
       COMMAND ${LKV_GLSLC} --target-env=vulkan1.1 -O -mfmt=c ${defs}
-              -I ${PROJECT_SOURCE_DIR}/backends/vulkan/shaders -o ${inc}
+              -I ${PROJECT_SOURCE_DIR}/backends/vulkan/shaders -I ${LKV_SHADER_GENERATED} -o ${inc}
               ${PROJECT_SOURCE_DIR}/backends/vulkan/shaders/${shader}.comp
       DEPENDS ${PROJECT_SOURCE_DIR}/backends/vulkan/shaders/${shader}.comp ${LKV_SHADER_INCLUDES}
       COMMENT "glslc ${shader}.comp -> ${pipe}" VERBATIM)

@@ -2,9 +2,10 @@
  * that launches them (backends/gpu/) must agree on, in one place: launch
  * blocks, tile sizes the kernels' shared and register arrays are sized by,
  * the limits the host checks so those arrays suffice, and codes passed as
- * kernel parameters. Plain C and C++ with no includes, so nvcc, hipcc,
- * hiprtc (the source backends/hip/backend.cmake writes inlines it), g++
- * (tests/gpu_emu/) and the C host all read the same file. Where a relation
+ * kernel parameters. Plain C and C++ whose one include, core/op_kinds.h, is
+ * plain C and C++ with none, so nvcc, hipcc, hiprtc (the source
+ * backends/hip/backend.cmake writes inlines both), g++ (tests/gpu_emu/) and the
+ * C host all read the same files. Where a relation
  * rather than an equality must hold, a static assertion at the end says
  * which. */
 #ifndef LKV_KERNEL_ABI_H
@@ -39,15 +40,9 @@
 #define LKV_COMPACT_PER_THREAD 4
 #define LKV_COMPACT_MAX_SLICE 1024 /* units */
 
-/* score kinds as the kernel takes them: lkv_score_kind's values
- * (core/backend.h; gpu_score.c asserts they match) */
-#define LKV_SCORE_K_LAZY 0
-#define LKV_SCORE_K_STATE 1
-#define LKV_SCORE_K_GROUP_MEAN 2
-#define LKV_SCORE_K_RECENCY 3
-#define LKV_SCORE_K_POOL_AVG 4
-#define LKV_SCORE_K_POOL_MAX 5
-#define LKV_SCORE_K_NOISY 6
+/* observe and score kinds as the kernels take them (an int): lkv_observe_kind
+ * and lkv_score_kind themselves, so host and kernels read one list */
+#include "op_kinds.h"
 
 #ifdef __cplusplus
 #define LKV_ABI_ASSERT(cond, why) static_assert(cond, why)

@@ -1,7 +1,7 @@
 // score: the eviction priority of every valid slot of each listed row,
 // higher kept first (backends/cpu/cpu_score.c, formula by formula):
 //   lkv_score_slots  slots [0, protect_head) and [n - protect_tail, n) score
-//                    +inf; the others by `kind` (lkv_score_kind): lazy h1 + h2
+//                    +inf; the others by `kind` (lkv_score_kind): recurrence h1 + h2
 //                    of the MRI, state_f, the group mean of state_f, the slot
 //                    index, state_f pooled (average, zero padded, or max) over
 //                    the unprotected range, state_f + Gumbel noise.
@@ -21,7 +21,7 @@
 // slots of the longest row (lkv_score_slots) or over prior_k
 // (lkv_score_prior), both grid-stride; y = listed rows, grid-stride over
 // n_rows.
-#include "lkv_gpu.h" // the kind codes LKV_SCORE_K_* are in lkv_kernel_abi.h
+#include "lkv_gpu.h" // the kinds (lkv_score_kind) through lkv_kernel_abi.h
 
 // spec/policies.md section 1; an overflowing exp makes its term 0, never NaN.
 LKV_DEV double lkv_lazy_score(int mri, int delta)
@@ -109,16 +109,16 @@ LKV_KERNEL(lkv_score_slots)(const int *rows, const int *row_n, const int *pos, c
             float s;
             if (i < lo || i >= hi)
                 s = INFINITY;
-            else if (kind == LKV_SCORE_K_LAZY)
+            else if (kind == LKV_SCORE_RECURRENCE)
                 s = (float)lkv_lazy_score(mri[x], t - last[x]);
-            else if (kind == LKV_SCORE_K_STATE)
+            else if (kind == LKV_SCORE_STATE)
                 s = state[x];
-            else if (kind == LKV_SCORE_K_GROUP_MEAN)
+            else if (kind == LKV_SCORE_GROUP_MEAN)
                 s = lkv_group_mean(rows, state, cap, r, i, rows_per_group);
-            else if (kind == LKV_SCORE_K_RECENCY)
+            else if (kind == LKV_SCORE_RECENCY)
                 s = (float)i;
-            else if (kind == LKV_SCORE_K_POOL_AVG || kind == LKV_SCORE_K_POOL_MAX)
-                s = lkv_pooled(state + base, lo, hi, i, pool_kernel, kind == LKV_SCORE_K_POOL_AVG);
+            else if (kind == LKV_SCORE_POOL_AVG || kind == LKV_SCORE_POOL_MAX)
+                s = lkv_pooled(state + base, lo, hi, i, pool_kernel, kind == LKV_SCORE_POOL_AVG);
             else
                 s = (float)((double)state[x] + lkv_gumbel_noise(seed, row, pos[x]));
             scores[x] = s;

@@ -2,19 +2,20 @@
 // policy state update from this step's probability: integer updates and one
 // f32 add or assignment, as on the CPU, so the results are bit-identical to
 // the oracle. Launch: x = slot blocks, y = listed rows. list: (row, n) pairs.
+// The kinds' names come from core/op_kinds.h, written above lkv_cl.h.
 
 static void observe_slot(__global const float *probs, __global int *last, __global int *mri,
                          __global float *state, uint x, uint kind, int t, float alpha)
 {
     float p = probs[x];
-    if (kind == 0u) {
+    if (kind == LKV_OBSERVE_RECURRENCE) {
         if (p >= alpha) {
             int gap = t - last[x];
             if (gap > mri[x])
                 mri[x] = gap;
             last[x] = t;
         }
-    } else if (kind == 1u) {
+    } else if (kind == LKV_OBSERVE_ACCUMULATE) {
         state[x] = state[x] + p;
     } else {
         state[x] = p;
@@ -24,7 +25,7 @@ static void observe_slot(__global const float *probs, __global int *last, __glob
 LKV_KERNEL lkv_observe(LKV_BIND(uint, list), LKV_BIND(float, probs), LKV_BIND(int, last),
                    LKV_BIND(int, mri), LKV_BIND(float, state),
                    uint cap, uint meta_skew, uint row_base,
-                   uint kind, // 0 lazy, 1 accumulate, 2 assign (lkv_observe_kind)
+                   uint kind, // lkv_observe_kind
                    int t, float alpha)
 {
     LKV_OPEN(uint, list);

@@ -3,6 +3,7 @@
 // Follows backends/cpu/cpu_score.c formula by formula and in the same order.
 // A previous select's kept slots are raised to +inf by score_prior.cl
 // afterwards. Launch: x = slot blocks, y = listed rows. list: (row, n) pairs.
+// The kinds' names come from core/op_kinds.h, written above lkv_cl.h.
 //
 // REAL is double in score_f64 (LKV_F64) and float in score_f32. Where the
 // shader brings its own double exp and log (real_math.glsl: GLSL has none),
@@ -105,17 +106,18 @@ LKV_KERNEL lkv_score(LKV_BIND(uint, list), LKV_BIND(int, pos), LKV_BIND(int, las
         float s;
         if (ii < lo || ii >= hi)
             s = as_float(0x7f800000u);
-        else if (kind == 0u)
+        else if (kind == LKV_SCORE_RECURRENCE)
             s = (float)lazy_score(mri[x], t - last[x]);
-        else if (kind == 1u)
+        else if (kind == LKV_SCORE_STATE)
             s = state[x];
-        else if (kind == 2u)
+        else if (kind == LKV_SCORE_GROUP_MEAN)
             s = group_mean(list, state, r, i, rows_per_group, cap, meta_skew, row_base);
-        else if (kind == 3u)
+        else if (kind == LKV_SCORE_RECENCY)
             s = (float)i;
-        else if (kind == 4u || kind == 5u)
-            s = pooled(state, row, lo, hi, ii, kind == 4u, pool_kernel, cap, meta_skew, row_base);
-        else
+        else if (kind == LKV_SCORE_POOL_AVG || kind == LKV_SCORE_POOL_MAX)
+            s = pooled(state, row, lo, hi, ii, kind == LKV_SCORE_POOL_AVG, pool_kernel, cap,
+                       meta_skew, row_base);
+        else // LKV_SCORE_GUMBEL_NOISE
             s = (float)((REAL)state[x] + gumbel(row, pos[x], seed_lo, seed_hi));
         scores[x] = s;
     }

@@ -5,6 +5,7 @@
 // the CPU, so the results are bit-identical to the oracle.
 // Launch: x = slot blocks, y = listed rows. list: (row, n) pairs.
 #include "meta_rows.glsl"
+#include "op_kinds.glsl" // generated from core/op_kinds.h
 
 layout(local_size_x_id = 0) in;
 
@@ -12,7 +13,7 @@ layout(push_constant) uniform Params {
     uint cap;
     uint meta_skew;
     uint row_base;
-    uint kind; // 0 lazy, 1 accumulate, 2 assign (lkv_observe_kind)
+    uint kind; // lkv_observe_kind
     int t;
     float alpha;
 } pc;
@@ -27,14 +28,14 @@ void slot(uint r, uint row, uint n, uint i)
 {
     uint x = META_INDEX(row, i);
     float p = probs[x];
-    if (pc.kind == 0u) {
+    if (pc.kind == LKV_OBSERVE_RECURRENCE) {
         if (p >= pc.alpha) {
             int gap = pc.t - last[x];
             if (gap > mri[x])
                 mri[x] = gap;
             last[x] = pc.t;
         }
-    } else if (pc.kind == 1u) {
+    } else if (pc.kind == LKV_OBSERVE_ACCUMULATE) {
         state[x] = state[x] + p;
     } else {
         state[x] = p;

@@ -9,6 +9,7 @@
 // list: (row, n) pairs.
 #include "meta_rows.glsl"
 #include "real_math.glsl"
+#include "op_kinds.glsl" // generated from core/op_kinds.h
 
 layout(local_size_x_id = 0) in;
 
@@ -96,17 +97,17 @@ void slot(uint r, uint row, uint n, uint i)
     float s;
     if (ii < lo || ii >= hi) {
         s = uintBitsToFloat(0x7f800000u);
-    } else if (pc.kind == 0u) {
+    } else if (pc.kind == LKV_SCORE_RECURRENCE) {
         s = float(lazy_score(mri[x], pc.t - last[x]));
-    } else if (pc.kind == 1u) {
+    } else if (pc.kind == LKV_SCORE_STATE) {
         s = state[x];
-    } else if (pc.kind == 2u) {
+    } else if (pc.kind == LKV_SCORE_GROUP_MEAN) {
         s = group_mean(r, i);
-    } else if (pc.kind == 3u) {
+    } else if (pc.kind == LKV_SCORE_RECENCY) {
         s = float(i);
-    } else if (pc.kind == 4u || pc.kind == 5u) {
-        s = pooled(row, lo, hi, ii, pc.kind == 4u);
-    } else {
+    } else if (pc.kind == LKV_SCORE_POOL_AVG || pc.kind == LKV_SCORE_POOL_MAX) {
+        s = pooled(row, lo, hi, ii, pc.kind == LKV_SCORE_POOL_AVG);
+    } else { // LKV_SCORE_GUMBEL_NOISE
         s = float(REAL(state[x]) + gumbel(row, pos[x]));
     }
     scores[x] = s;
