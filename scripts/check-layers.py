@@ -7,10 +7,12 @@ The stack, bottom to top (README "Layout" draws it):
              of ours
   base/      status text, dtype and fp16/bf16, philox, strbuf, json, clock
   core/      cache, policies, scheduler, budgets, and the backend interface
-  backends/  one folder per backend, plus two host toolkits shared by
+  backends/  one folder per backend, plus the host toolkits shared by
              several backends (gpu/ for CUDA and HIP, bind/ for Vulkan and
-             OpenCL); a backend may include a toolkit, never another backend,
-             and a toolkit never includes a backend
+             OpenCL, host/ for all four GPU backends); a backend may include
+             a toolkit, never another backend, and a toolkit never includes a
+             backend; gpu/ and bind/ may include host/, which includes no
+             other toolkit
   runtime/   the registry, open and `auto`, the device list
   apps       model/ < eval/ < tools/, with bench/ and conformance/ beside
              eval/ (below tools/)
@@ -44,7 +46,10 @@ LAYERS = {
     "tests": 8,
     "fuzz": 8,
 }
-TOOLKITS = {"gpu", "bind"}
+TOOLKITS = {"gpu", "bind", "host"}
+# Toolkits built on another toolkit: gpu/ and bind/ take their locked
+# entries from host/; host/ stands on core alone.
+TOOLKIT_BASES = {"gpu": {"host"}, "bind": {"host"}}
 # Upward edges that are meant, each with its reason.
 ALLOWED = {
     ("backends/gpu/kernels/lkv_gpu.h", "tests/gpu_emu/gpu_emu.h"):
@@ -97,6 +102,8 @@ def check_edge(src, dst):
         if bd in TOOLKITS and bs not in TOOLKITS:
             return None
         if bd in TOOLKITS and bs in TOOLKITS:
+            if bd in TOOLKIT_BASES.get(bs, ()):
+                return None
             return f"toolkit backends/{bs} includes toolkit backends/{bd}"
         return f"backends/{bs} includes another backend's file"
     if pd[0] == "include":
