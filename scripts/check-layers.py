@@ -7,12 +7,13 @@ The stack, bottom to top (README "Layout" draws it):
              of ours
   base/      status text, dtype and fp16/bf16, philox, strbuf, json, clock
   core/      cache, policies, scheduler, budgets, and the backend interface
-  backends/  one folder per backend, plus host toolkits shared by several
-             backends (gpu/ for CUDA and HIP, bind/ for Vulkan and OpenCL,
-             plan/ for the launch plans of both families); a backend may
-             include a toolkit, never another backend, and a toolkit never
-             includes a backend; the family toolkits gpu/ and bind/ may
-             include the shared toolkit plan/, which includes no backend
+  backends/  one folder per backend, plus the host toolkits shared by
+             several backends (gpu/ for CUDA and HIP, bind/ for Vulkan and
+             OpenCL, host/ for all four GPU backends, plan/ for the launch
+             plans of both families); a backend may include a toolkit, never
+             another backend, and a toolkit never includes a backend; gpu/
+             and bind/ may include host/ and plan/, which include no other
+             toolkit
   runtime/   the registry, open and `auto`, the device list
   apps       model/ and report/ (the tools' JSON writer, progress line and
              tables) < eval/ < tools/, with bench/ and conformance/ beside
@@ -48,9 +49,11 @@ LAYERS = {
     "tests": 8,
     "fuzz": 8,
 }
-TOOLKITS = {"gpu", "bind", "plan"}
-# Toolkits below the family toolkits: what both gpu/ and bind/ plan alike.
-SHARED_TOOLKITS = {"plan"}
+TOOLKITS = {"gpu", "bind", "host", "plan"}
+# Toolkits built on another toolkit: gpu/ and bind/ take their locked
+# entries from host/ and their launch plans from plan/; host/ and plan/
+# stand on core alone.
+TOOLKIT_BASES = {"gpu": {"host", "plan"}, "bind": {"host", "plan"}}
 # Upward edges that are meant, each with its reason.
 ALLOWED = {
     ("backends/gpu/kernels/lkv_gpu.h", "tests/gpu_emu/gpu_emu.h"):
@@ -102,9 +105,9 @@ def check_edge(src, dst):
             return None
         if bd in TOOLKITS and bs not in TOOLKITS:
             return None
-        if bd in SHARED_TOOLKITS and bs not in SHARED_TOOLKITS:
-            return None
         if bd in TOOLKITS and bs in TOOLKITS:
+            if bd in TOOLKIT_BASES.get(bs, ()):
+                return None
             return f"toolkit backends/{bs} includes toolkit backends/{bd}"
         return f"backends/{bs} includes another backend's file"
     if pd[0] == "include":

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "device_list.h"
-#include "gpu/gpu_host_util.h"
+#include "host/host_text.h"
 #include "test_util.h"
 
 static lkv_device_report rep(const char *backend, int device, const char *pci, const char *uuid)
@@ -85,17 +85,17 @@ Test(device_list, a_long_link_list_is_cut_not_overrun)
 Test(device_list, pci_text_has_one_form)
 {
     char buf[16];
-    lkv_gpu_pci_text("00000000:65:00.0", buf, sizeof buf);
+    lkv_host_pci_text("00000000:65:00.0", buf, sizeof buf);
     cr_expect_str_eq(buf, "0000:65:00.0", "CUDA's 8-digit domain");
-    lkv_gpu_pci_text("0001:C1:1F.7", buf, sizeof buf);
+    lkv_host_pci_text("0001:C1:1F.7", buf, sizeof buf);
     cr_expect_str_eq(buf, "0001:c1:1f.7");
     const char *bad[] = {"", "65:00.0", "0000:65:00.8", "0000:100:00.0", "0000:65:20.0",
                          "0000:65:00.0x", "garbage"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        lkv_gpu_pci_text(bad[i], buf, sizeof buf);
+        lkv_host_pci_text(bad[i], buf, sizeof buf);
         cr_expect_str_eq(buf, "", "'%s' is not a PCI address", bad[i]);
     }
-    lkv_gpu_pci_text(NULL, buf, sizeof buf);
+    lkv_host_pci_text(NULL, buf, sizeof buf);
     cr_expect_str_eq(buf, "");
 }
 

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "host/host_locked.h"
 
 typedef enum lkv_bind_pipe {
 #define LKV_BIND_PIPE(name, source, defines, bindings, push) LKV_BIND_PIPE_##name,
@@ -64,7 +65,7 @@ typedef struct lkv_bind_limits {
  * status and a message naming the driver call. */
 typedef struct lkv_bind_driver {
     const char *name; /* "vulkan", "opencl": prefixes messages */
-    /* The ops table's buffer entries (bind_backend.c takes the lock). */
+    /* The ops table's buffer entries (host/host_locked.c takes the lock). */
     lkv_status (*alloc)(lkv_device *d, size_t bytes, lkv_buffer **out_buf);
     void (*free)(lkv_device *d, lkv_buffer *b);
     lkv_status (*write)(lkv_device *d, lkv_buffer *dst, size_t off, const void *src, size_t n);
@@ -92,8 +93,7 @@ typedef struct lkv_bind_driver {
 } lkv_bind_driver;
 
 typedef struct lkv_bind_device {
-    pthread_mutex_t lock; /* held by every entry of the ops table (bind_backend.c) */
-    int locked;           /* lock initialised */
+    lkv_host_lock lock; /* first: held by every locked entry (host/host_locked.h) */
     const lkv_bind_driver *drv;
     lkv_bind_limits lim;
     lkv_buffer *logits, *partials, *lse; /* attend scratch, grown on demand */
@@ -192,29 +192,9 @@ lkv_status lkv_bind_score(lkv_device *d, const lkv_score_args *a);
 lkv_status lkv_bind_select(lkv_device *d, const lkv_select_args *a);
 lkv_status lkv_bind_compact(lkv_device *d, const lkv_compact_args *a);
 
-/* bind_backend.c: the ops table's entries with the device lock taken. The
- * backends fill in name, probe, open and close. */
-#define LKV_BIND_OPS_COMMON                                                                   \
-    .alloc = lkv_bind_locked_alloc, .free = lkv_bind_locked_free,                              \
-    .write = lkv_bind_locked_write, .read = lkv_bind_locked_read,                              \
-    .copy = lkv_bind_locked_copy, .sync = lkv_bind_locked_sync,                                \
-    .attend = lkv_bind_locked_attend, .observe = lkv_bind_locked_observe,                      \
-    .score = lkv_bind_locked_score, .select = lkv_bind_locked_select,                          \
-    .compact = lkv_bind_locked_compact
-
-lkv_status lkv_bind_locked_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf);
-void lkv_bind_locked_free(lkv_device *d, lkv_buffer *b);
-lkv_status lkv_bind_locked_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *src,
-                                 size_t n);
-lkv_status lkv_bind_locked_read(lkv_device *d, const lkv_buffer *src, size_t off, void *dst,
-                                size_t n);
-lkv_status lkv_bind_locked_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off,
-                                const lkv_buffer *src, size_t src_off, size_t n);
-lkv_status lkv_bind_locked_sync(lkv_device *d);
-lkv_status lkv_bind_locked_attend(lkv_device *d, const lkv_attend_args *a);
-lkv_status lkv_bind_locked_observe(lkv_device *d, const lkv_observe_args *a);
-lkv_status lkv_bind_locked_score(lkv_device *d, const lkv_score_args *a);
-lkv_status lkv_bind_locked_select(lkv_device *d, const lkv_select_args *a);
-lkv_status lkv_bind_locked_compact(lkv_device *d, const lkv_compact_args *a);
+/* bind_backend.c: what the locked ops-table entries (host/host_locked.h)
+ * run: the driver's buffer entries and the plans above. The backends fill
+ * in name, probe, open and close, and LKV_HOST_LOCKED_OPS. */
+extern const lkv_host_inner lkv_bind_inner;
 
 #endif /* LKV_BIND_INTERNAL_H */

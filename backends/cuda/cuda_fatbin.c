@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "gpu/gpu_host_util.h"
+#include "host/host_text.h"
 
 #define HEADER_BYTES 16
 #define ENTRY_MIN_BYTES 64 /* nvcc's entries; extensions make them longer */
@@ -112,7 +112,7 @@ void lkv_fatbin_list(const lkv_fatbin_info *fb, char *buf, size_t len)
     for (int i = 0; i < fb->count; i++) {
         char name[48];
         lkv_fatbin_entry_name(&fb->entries[i], name, sizeof name);
-        lkv_gpu_append(buf, len, " ", name);
+        lkv_host_append(buf, len, " ", name);
     }
 }
 

@@ -10,13 +10,12 @@
 #include "cuda_api.h"
 #include "cuda_fatbin.h"
 #include "gpu/gpu_internal.h"
+#include "host/host_symbols.h"
 
 typedef struct lkv_cu_fns {
-#define LKV_CU_REQ(name, ...) CUresult (*name)(__VA_ARGS__);
-#define LKV_CU_OPT(name, ...) CUresult (*name)(__VA_ARGS__);
+#define LKV_SYM(group, need, ret, name, params) LKV_HOST_SLOT(ret, name, params)
 #include "cuda_symbols.h"
-#undef LKV_CU_REQ
-#undef LKV_CU_OPT
+#undef LKV_SYM
 } lkv_cu_fns;
 
 typedef struct lkv_cu_lib {
@@ -32,18 +31,18 @@ extern const size_t lkv_cuda_fatbin_size;
 extern const int lkv_cuda_fatbin_toolkit;
 
 /* cuda_loader.c: libcuda.so.1 (or $LAZYKV_CUDA_LIBRARY) found and resolved
- * by the shared loader (gpu/gpu_host_util.h), the entry points of
+ * by the shared loader (host/host_library.h), the entry points of
  * cuda_symbols.h, cuInit(0) and the driver version. On failure nothing stays
  * loaded and the status is UNAVAILABLE. */
 lkv_status lkv_cu_load(lkv_cu_lib *out_lib);
 void lkv_cu_unload(lkv_cu_lib *lib);
 
 /* "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)", or "error 7"
- * when the driver cannot name it (lkv_gpu_error_text). */
+ * when the driver cannot name it (lkv_host_error_text). */
 void lkv_cu_error_text(const lkv_cu_lib *lib, CUresult r, char *buf, size_t len);
 
 /* OK for CUDA_SUCCESS; else OUT_OF_MEMORY or DEVICE_ERROR with the message
- * every GPU backend gives a failed call (lkv_gpu_call_failed):
+ * every GPU backend gives a failed call (lkv_host_call_failed):
  * "cuda: <what>: CUDA_ERROR_NAME (text)". */
 lkv_status lkv_cu_check(const lkv_cu_lib *lib, CUresult r, const char *what);
 

@@ -2,14 +2,15 @@
  * machine without the NVIDIA driver still runs it, and this backend then
  * says in words why it is unavailable. LAZYKV_CUDA_LIBRARY names another
  * library (the tests' fake drivers). */
-#include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda_internal.h"
 #include "error.h"
-#include "gpu/gpu_host_util.h"
+#include "host/host_library.h"
+#include "host/host_symbols.h"
+#include "host/host_text.h"
 
 /* The driver's name and text for `r`, NULL where it has none. */
 static void error_words(const lkv_cu_lib *lib, CUresult r, const char **name, const char **text)
@@ -25,7 +26,7 @@ void lkv_cu_error_text(const lkv_cu_lib *lib, CUresult r, char *buf, size_t len)
 {
     const char *name, *text;
     error_words(lib, r, &name, &text);
-    lkv_gpu_error_text(r, name, text, buf, len);
+    lkv_host_error_text(r, name, text, buf, len);
 }
 
 lkv_status lkv_cu_check(const lkv_cu_lib *lib, CUresult r, const char *what)
@@ -34,9 +35,9 @@ lkv_status lkv_cu_check(const lkv_cu_lib *lib, CUresult r, const char *what)
         return LKV_OK;
     const char *name, *text;
     error_words(lib, r, &name, &text);
-    return lkv_gpu_call_failed(r == LKV_CUDA_ERROR_OUT_OF_MEMORY ? LKV_OUT_OF_MEMORY
-                                                                 : LKV_DEVICE_ERROR,
-                               "cuda", what, r, name, text);
+    return lkv_host_call_failed(r == LKV_CUDA_ERROR_OUT_OF_MEMORY ? LKV_OUT_OF_MEMORY
+                                                                  : LKV_DEVICE_ERROR,
+                                "cuda", what, r, name, text);
 }
 
 void lkv_cu_version_text(int version, char *buf, size_t len)
@@ -44,18 +45,16 @@ void lkv_cu_version_text(int version, char *buf, size_t len)
     snprintf(buf, len, "CUDA %d.%d", version / 1000, version % 1000 / 10);
 }
 
-static const lkv_gpu_dl_symbol cu_symbols[] = {
-#define LKV_CU_REQ(sym, ...) {#sym, offsetof(lkv_cu_fns, sym), 1},
-#define LKV_CU_OPT(sym, ...) {#sym, offsetof(lkv_cu_fns, sym), 0},
+static const lkv_host_symbol cu_symbols[] = {
+#define LKV_SYM(group, need, ret, name, params) LKV_HOST_SYMBOL(lkv_cu_fns, group, need, name)
 #include "cuda_symbols.h"
-#undef LKV_CU_REQ
-#undef LKV_CU_OPT
+#undef LKV_SYM
 };
 
 static lkv_status resolve(lkv_cu_lib *lib, const char *name)
 {
-    const char *missing = lkv_gpu_dl_resolve(lib->handle, cu_symbols,
-                                             sizeof cu_symbols / sizeof cu_symbols[0], &lib->fn);
+    const char *missing = lkv_host_resolve(cu_symbols, sizeof cu_symbols / sizeof cu_symbols[0],
+                                           "cuda", lkv_host_dlsym, lib->handle, &lib->fn);
     if (missing)
         return lkv_fail(LKV_UNAVAILABLE, "%s lacks %s: the NVIDIA driver is too old, or the "
                         "library is not the CUDA driver", name, missing);
@@ -81,18 +80,19 @@ static lkv_status init_driver(lkv_cu_lib *lib)
     return LKV_OK;
 }
 
-/* The driver stays mapped after our dlclose (lkv_gpu_dl_find opens with
- * RTLD_NODELETE): once cuInit has run, libcuda has threads and exit handlers
- * of its own, and the application may use it too, so unmapping it under
- * them would crash later. dlclose still balances every dlopen. */
+/* The driver stays mapped after we close it (lkv_host_library_find opens
+ * with RTLD_NODELETE): once cuInit has run, libcuda has threads and exit
+ * handlers of its own, and the application may use it too, so unmapping it
+ * under them would crash later. Closing still balances every open. */
 lkv_status lkv_cu_load(lkv_cu_lib *out_lib)
 {
     static const char *const names[] = {"libcuda.so.1"};
-    const lkv_gpu_dl_search search = {.env = "LAZYKV_CUDA_LIBRARY", .names = names, .count = 1};
+    const lkv_host_library_search search = {.env = "LAZYKV_CUDA_LIBRARY", .names = names,
+                                            .count = 1};
     lkv_cu_lib lib;
     memset(&lib, 0, sizeof lib);
     char name[512], tried[512] = "";
-    lib.handle = lkv_gpu_dl_find(&search, name, sizeof name, tried, sizeof tried);
+    lib.handle = lkv_host_library_find(&search, name, sizeof name, tried, sizeof tried);
     if (!lib.handle)
         return lkv_fail(LKV_UNAVAILABLE, "libcuda not found (tried %s): install the NVIDIA driver",
                         tried);
@@ -100,7 +100,7 @@ lkv_status lkv_cu_load(lkv_cu_lib *out_lib)
     if (st == LKV_OK)
         st = init_driver(&lib);
     if (st != LKV_OK) {
-        dlclose(lib.handle);
+        lkv_host_library_close(lib.handle);
         return st;
     }
     *out_lib = lib;
@@ -109,7 +109,6 @@ lkv_status lkv_cu_load(lkv_cu_lib *out_lib)
 
 void lkv_cu_unload(lkv_cu_lib *lib)
 {
-    if (lib->handle)
-        dlclose(lib->handle);
+    lkv_host_library_close(lib->handle);
     memset(lib, 0, sizeof *lib);
 }

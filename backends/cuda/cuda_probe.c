@@ -9,7 +9,8 @@
 
 #include "cuda_internal.h"
 #include "error.h"
-#include "gpu/gpu_host_util.h"
+#include "host/host_report.h"
+#include "host/host_text.h"
 
 lkv_status lkv_cu_embedded_fatbin(lkv_fatbin_info *out)
 {
@@ -158,7 +159,7 @@ static void uuid_text(const lkv_cu_lib *lib, CUdevice dev, char *buf, size_t len
     if (r != LKV_CUDA_SUCCESS)
         buf[0] = '\0';
     else
-        lkv_gpu_uuid_text((const unsigned char *)u.bytes, buf, len);
+        lkv_host_uuid_text((const unsigned char *)u.bytes, buf, len);
 }
 
 static void report_device(const lkv_cu_lib *lib, const lkv_fatbin_info *fb, int ordinal,
@@ -185,7 +186,7 @@ static void report_device(const lkv_cu_lib *lib, const lkv_fatbin_info *fb, int 
     uuid_text(lib, dev, rep->uuid, sizeof rep->uuid);
     char pci[32];
     if (lib->fn.cuDeviceGetPCIBusId && lib->fn.cuDeviceGetPCIBusId(pci, (int)sizeof pci, dev) == LKV_CUDA_SUCCESS)
-        lkv_gpu_pci_text(pci, rep->pci, sizeof rep->pci);
+        lkv_host_pci_text(pci, rep->pci, sizeof rep->pci);
     char how[96], why[200];
     rep->available = lkv_cu_can_run(fb, lkv_cuda_fatbin_toolkit, lib->driver_version, id.cc_major,
                                     id.cc_minor, how, sizeof how, why, sizeof why);
@@ -198,7 +199,7 @@ static void report_device(const lkv_cu_lib *lib, const lkv_fatbin_info *fb, int 
 
 static void unavailable(lkv_device_report *out, int cap, int *out_count, const char *why)
 {
-    lkv_gpu_report_unavailable(out, cap, out_count, "cuda", why);
+    lkv_host_report_unavailable(out, cap, out_count, "cuda", why);
 }
 
 lkv_status lkv_cu_probe(lkv_device_report *out, int cap, int *out_count)

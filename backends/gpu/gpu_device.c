@@ -29,7 +29,7 @@ lkv_status lkv_gpu_device_create(const lkv_gpu_driver *drv, void *api, const lkv
     lkv_device *d = st == LKV_OK ? calloc(1, sizeof *d) : NULL;
     if (st == LKV_OK && !d)
         st = lkv_fail(LKV_OUT_OF_MEMORY, "%s: no host memory for the device", drv->name);
-    if (st == LKV_OK && pthread_mutex_init(&d->lock, NULL) != 0) {
+    if (st == LKV_OK && !lkv_host_lock_init(&d->lock, &lkv_gpu_inner)) {
         free(d);
         st = lkv_fail(LKV_INTERNAL, "%s: could not create the device lock", drv->name);
     }
@@ -65,6 +65,6 @@ void lkv_gpu_close(lkv_device *d)
      * enter failed above */
     d->drv->close(d->api);
     free(d->lists_host);
-    pthread_mutex_destroy(&d->lock);
+    lkv_host_lock_destroy(&d->lock);
     free(d);
 }

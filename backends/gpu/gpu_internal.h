@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "host/host_locked.h"
 
 typedef uint64_t lkv_gpu_ptr; /* a device address (CUdeviceptr, hipDeviceptr_t) */
 
@@ -71,7 +72,7 @@ struct lkv_buffer {
 };
 
 struct lkv_device {
-    pthread_mutex_t lock; /* held by every entry of the ops table (gpu_backend.c) */
+    lkv_host_lock lock; /* first: held by every locked entry (host/host_locked.h) */
     const lkv_gpu_driver *drv;
     void *api;
     lkv_gpu_limits lim;
@@ -157,28 +158,10 @@ lkv_status lkv_gpu_score(lkv_device *d, const lkv_score_args *a);
 lkv_status lkv_gpu_select(lkv_device *d, const lkv_select_args *a);
 lkv_status lkv_gpu_compact(lkv_device *d, const lkv_compact_args *a);
 
-/* gpu_backend.c: one ops table per driver family, with the lock taken around
- * every entry. The backends fill in name, probe and open. */
-#define LKV_GPU_OPS_COMMON                                                                    \
-    .close = lkv_gpu_close, .alloc = lkv_gpu_locked_alloc, .free = lkv_gpu_locked_free,        \
-    .write = lkv_gpu_locked_write, .read = lkv_gpu_locked_read, .copy = lkv_gpu_locked_copy,   \
-    .sync = lkv_gpu_locked_sync, .attend = lkv_gpu_locked_attend,                              \
-    .observe = lkv_gpu_locked_observe, .score = lkv_gpu_locked_score,                          \
-    .select = lkv_gpu_locked_select, .compact = lkv_gpu_locked_compact
-
-lkv_status lkv_gpu_locked_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf);
-void lkv_gpu_locked_free(lkv_device *d, lkv_buffer *b);
-lkv_status lkv_gpu_locked_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *src,
-                                size_t n);
-lkv_status lkv_gpu_locked_read(lkv_device *d, const lkv_buffer *src, size_t off, void *dst,
-                               size_t n);
-lkv_status lkv_gpu_locked_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off,
-                               const lkv_buffer *src, size_t src_off, size_t n);
-lkv_status lkv_gpu_locked_sync(lkv_device *d);
-lkv_status lkv_gpu_locked_attend(lkv_device *d, const lkv_attend_args *a);
-lkv_status lkv_gpu_locked_observe(lkv_device *d, const lkv_observe_args *a);
-lkv_status lkv_gpu_locked_score(lkv_device *d, const lkv_score_args *a);
-lkv_status lkv_gpu_locked_select(lkv_device *d, const lkv_select_args *a);
-lkv_status lkv_gpu_locked_compact(lkv_device *d, const lkv_compact_args *a);
+/* gpu_backend.c: one ops table per driver family, the entries locked by
+ * backends/host/host_locked.c around the unlocked ones above, with the
+ * driver entered for each. The backends fill in name, probe and open. */
+extern const lkv_host_inner lkv_gpu_inner;
+#define LKV_GPU_OPS_COMMON .close = lkv_gpu_close, LKV_HOST_LOCKED_OPS
 
 #endif /* LKV_GPU_INTERNAL_H */

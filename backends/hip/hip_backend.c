@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "error.h"
-#include "gpu/gpu_host_util.h"
 #include "hip_internal.h"
+#include "host/host_report.h"
 
 static void report_device(const lkv_hip_lib *lib, int ordinal, lkv_device_report *rep)
 {
@@ -40,7 +40,7 @@ static lkv_status hip_probe(lkv_device_report *out, int cap, int *out_count)
     lkv_hip_lib lib;
     int n = 0;
     if (lkv_hip_load(&lib, &n) != LKV_OK) {
-        lkv_gpu_report_unavailable(out, cap, out_count, "hip", lkv_last_error());
+        lkv_host_report_unavailable(out, cap, out_count, "hip", lkv_last_error());
         return LKV_OK;
     }
     for (int i = 0; i < n && i < cap; i++)

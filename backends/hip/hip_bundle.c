@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "error.h"
-#include "gpu/gpu_host_util.h"
 #include "hip_bundle.h"
+#include "host/host_text.h"
 
 #define BUNDLE_MAGIC "__CLANG_OFFLOAD_BUNDLE__"
 #define BUNDLE_MAGIC_LEN 24
@@ -171,7 +171,7 @@ void lkv_hip_bundle_targets(const lkv_hip_code_list *b, char *out, size_t cap)
         return;
     out[0] = '\0';
     for (int i = 0; i < b->count; i++)
-        lkv_gpu_append(out, cap, " ", b->code[i].target);
+        lkv_host_append(out, cap, " ", b->code[i].target);
 }
 
 /* Whether `features` (":a+:b-", as after the processor) lists `f` of length n. */

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "error.h"
-#include "gpu/gpu_host_util.h"
 #include "hip_internal.h"
+#include "host/host_text.h"
 
 static int arch_name_ok(const char *a)
 {
@@ -136,10 +136,10 @@ static void identity(const lkv_hip_lib *lib, hipDevice_t dev, lkv_hip_device_inf
     hipUUID id;
     memset(&id, 0, sizeof id);
     if (lib->fn.hipDeviceGetUuid && lib->fn.hipDeviceGetUuid(&id, dev) == hipSuccess)
-        lkv_gpu_uuid_text((const unsigned char *)id.bytes, out->uuid, sizeof out->uuid);
+        lkv_host_uuid_text((const unsigned char *)id.bytes, out->uuid, sizeof out->uuid);
     char pci[32];
     if (lib->fn.hipDeviceGetPCIBusId && lib->fn.hipDeviceGetPCIBusId(pci, (int)sizeof pci, dev) == hipSuccess)
-        lkv_gpu_pci_text(pci, out->pci, sizeof out->pci);
+        lkv_host_pci_text(pci, out->pci, sizeof out->pci);
 }
 
 lkv_status lkv_hip_device_query(const lkv_hip_lib *lib, int ordinal, lkv_hip_device_info *out)

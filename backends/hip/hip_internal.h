@@ -17,6 +17,7 @@
 #include "gpu/gpu_internal.h"
 #include "hip_api.h"
 #include "hip_bundle.h"
+#include "host/host_symbols.h"
 #include "lkv_kernel_abi.h" /* LKV_BLOCK_MAX: the most threads a launch uses */
 
 /* Environment knobs (tests, unusual installs): the one library to load
@@ -25,17 +26,30 @@
 #define LKV_HIPRTC_LIBRARY_ENV "LAZYKV_HIPRTC_LIBRARY"
 
 
+/* The two groups of hip_symbols.h, each its own struct (hiprtc may be
+ * another library): a line lands only in its group's struct. */
+#define LKV_SYM(group, need, ret, name, params) LKV_HIP_IN_##group(LKV_HOST_SLOT(ret, name, params))
+#define LKV_HIP_IN_hip(slot) slot
+#define LKV_HIP_IN_hiprtc(slot)
 typedef struct lkv_hip_fns {
-#define LKV_HIP_REQ(ret, name, params) ret(*name) params;
-#define LKV_HIP_OPT(ret, name, params) ret(*name) params;
 #include "hip_symbols.h"
 } lkv_hip_fns;
+#undef LKV_HIP_IN_hip
+#undef LKV_HIP_IN_hiprtc
 
-typedef struct lkv_hip_rtc_fns {
-#define LKV_HIPRTC_REQ(ret, name, params) ret(*name) params;
-#define LKV_HIPRTC_OPT(ret, name, params) ret(*name) params;
+#define LKV_HIP_IN_hip(slot)
+#define LKV_HIP_IN_hiprtc(slot) slot
+typedef struct lkv_hiprtc_fns {
 #include "hip_symbols.h"
-} lkv_hip_rtc_fns;
+} lkv_hiprtc_fns;
+#undef LKV_HIP_IN_hip
+#undef LKV_HIP_IN_hiprtc
+#undef LKV_SYM
+
+/* hip_loader.c: every line of hip_symbols.h, both groups, for
+ * lkv_host_resolve (each group's offsets are into its own struct). */
+extern const lkv_host_symbol lkv_hip_symbols[];
+extern const size_t lkv_hip_symbol_count;
 
 typedef struct lkv_hip_lib {
     void *handle;
@@ -51,7 +65,7 @@ void lkv_hip_unload(lkv_hip_lib *lib);
 
 /* A failed HIP call as a status (OUT_OF_MEMORY, INCOMPATIBLE for an image
  * the device cannot run, else DEVICE_ERROR) with the message every GPU
- * backend gives a failed call (lkv_gpu_call_failed):
+ * backend gives a failed call (lkv_host_call_failed):
  * "hip: <what>: hipErrorName (text)". */
 lkv_status lkv_hip_check(const lkv_hip_lib *lib, hipError_t err, const char *what);
 
@@ -78,7 +92,7 @@ lkv_status lkv_hip_device_query(const lkv_hip_lib *lib, int ordinal, lkv_hip_dev
 typedef struct lkv_hip_rtc {
     void *handle;   /* a libhiprtc we opened, or NULL when libamdhip64 has hiprtc */
     char from[256]; /* where the functions came from, for messages */
-    lkv_hip_rtc_fns fn;
+    lkv_hiprtc_fns fn;
 } lkv_hip_rtc;
 
 /* hiprtc inside libamdhip64 (ROCm 5), else libhiprtc (ROCm 6 and 7).

@@ -1,31 +1,34 @@
 /* Loading the HIP runtime at run time: libamdhip64 of ROCm 7, 6 or 5, else
  * the unversioned development name (pip-installed ROCm wheels ship only the
- * versioned file), found by the shared loader (gpu/gpu_host_util.h); the
+ * versioned file), found by the shared loader (host/host_library.h); the
  * entry points of hip_symbols.h; hipInit; at least one device. */
-#include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "error.h"
-#include "gpu/gpu_host_util.h"
 #include "hip_internal.h"
+#include "host/host_library.h"
+#include "host/host_symbols.h"
+#include "host/host_text.h"
 
 /* Newest first: a machine with several ROCm installs gets the newest the
  * loader can see. */
 static const char *const lib_names[] = {"libamdhip64.so.7", "libamdhip64.so.6",
                                         "libamdhip64.so.5", "libamdhip64.so"};
 
-static const lkv_gpu_dl_symbol hip_symbols[] = {
-#define LKV_HIP_REQ(ret, name, params) {#name, offsetof(lkv_hip_fns, name), 1},
-#define LKV_HIP_OPT(ret, name, params) {#name, offsetof(lkv_hip_fns, name), 0},
+const lkv_host_symbol lkv_hip_symbols[] = {
+#define LKV_SYM(group, need, ret, name, params)                                              \
+    LKV_HOST_SYMBOL(lkv_##group##_fns, group, need, name)
 #include "hip_symbols.h"
+#undef LKV_SYM
 };
+const size_t lkv_hip_symbol_count = sizeof lkv_hip_symbols / sizeof lkv_hip_symbols[0];
 
 static lkv_status resolve(lkv_hip_lib *lib)
 {
-    const char *missing = lkv_gpu_dl_resolve(lib->handle, hip_symbols,
-                                             sizeof hip_symbols / sizeof hip_symbols[0], &lib->fn);
+    const char *missing = lkv_host_resolve(lkv_hip_symbols, lkv_hip_symbol_count, "hip",
+                                           lkv_host_dlsym, lib->handle, &lib->fn);
     if (missing)
         return lkv_fail(LKV_UNAVAILABLE, "%s lacks %s: not a HIP runtime lazykv can use (ROCm 5 "
                         "or newer is needed)", lib->path, missing);
@@ -50,7 +53,7 @@ lkv_status lkv_hip_check(const lkv_hip_lib *lib, hipError_t err, const char *wha
         st = LKV_OUT_OF_MEMORY;
     else if (err == hipErrorInvalidImage || err == hipErrorNoBinaryForGpu)
         st = LKV_INCOMPATIBLE;
-    return lkv_gpu_call_failed(st, "hip", what, err, error_name(lib, err), text);
+    return lkv_host_call_failed(st, "hip", what, err, error_name(lib, err), text);
 }
 
 /* hipInit, then the device count. A runtime with no GPU to drive (no amdgpu
@@ -65,7 +68,7 @@ static lkv_status init_runtime(lkv_hip_lib *lib, int *out_count)
         if (init == hipSuccess)
             return lkv_fail(LKV_UNAVAILABLE, "no HIP device: %s reports none", lib->path);
         char words[128];
-        lkv_gpu_error_text(init, error_name(lib, init), NULL, words, sizeof words);
+        lkv_host_error_text(init, error_name(lib, init), NULL, words, sizeof words);
         return lkv_fail(LKV_UNAVAILABLE, "no HIP device: %s reports none (hipInit: %s)",
                         lib->path, words);
     }
@@ -81,12 +84,13 @@ static lkv_status init_runtime(lkv_hip_lib *lib, int *out_count)
 lkv_status lkv_hip_load(lkv_hip_lib *out, int *out_count)
 {
     memset(out, 0, sizeof *out);
-    const lkv_gpu_dl_search search = {.env = LKV_HIP_LIBRARY_ENV,
-                                      .names = lib_names,
-                                      .count = sizeof lib_names / sizeof lib_names[0],
-                                      .dir_env = "ROCM_PATH"};
+    const lkv_host_library_search search = {.env = LKV_HIP_LIBRARY_ENV,
+                                            .names = lib_names,
+                                            .count = sizeof lib_names / sizeof lib_names[0],
+                                            .dir_env = "ROCM_PATH"};
     char tried[512] = "";
-    out->handle = lkv_gpu_dl_find(&search, out->path, sizeof out->path, tried, sizeof tried);
+    out->handle = lkv_host_library_find(&search, out->path, sizeof out->path, tried,
+                                        sizeof tried);
     if (!out->handle)
         return lkv_fail(LKV_UNAVAILABLE, "libamdhip64 not found (tried %s): install ROCm (the HIP "
                         "runtime)", tried);
@@ -100,8 +104,7 @@ lkv_status lkv_hip_load(lkv_hip_lib *out, int *out_count)
 
 void lkv_hip_unload(lkv_hip_lib *lib)
 {
-    if (lib->handle)
-        dlclose(lib->handle);
+    lkv_host_library_close(lib->handle);
     lib->handle = NULL;
     memset(&lib->fn, 0, sizeof lib->fn);
 }

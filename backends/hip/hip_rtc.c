@@ -3,31 +3,27 @@
  * backends/hip/backend.cmake) compiled for the device's exact gcnArchName.
  * ROCm 5 ships hiprtc inside libamdhip64; ROCm 6 moved it to libhiprtc,
  * whose soname follows the ROCm major version (libhiprtc.so.7 in ROCm 7). */
-#include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
-#include "gpu/gpu_host_util.h"
 #include "hip_internal.h"
+#include "host/host_library.h"
+#include "host/host_symbols.h"
+#include "host/host_text.h"
 
 static const char *const rtc_names[] = {"libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5",
                                         "libhiprtc.so"};
 
-static const lkv_gpu_dl_symbol rtc_symbols[] = {
-#define LKV_HIPRTC_REQ(ret, name, params) {#name, offsetof(lkv_hip_rtc_fns, name), 1},
-#define LKV_HIPRTC_OPT(ret, name, params) {#name, offsetof(lkv_hip_rtc_fns, name), 0},
-#include "hip_symbols.h"
-};
-
 /* Takes every entry point from `handle` into `fn`; 0 when one it needs is
- * missing. For the shared loader's search, `ctx` is the lkv_hip_rtc_fns. */
+ * missing. For the shared loader's search, `ctx` is the lkv_hiprtc_fns. */
 static int resolve(void *handle, void *ctx)
 {
-    lkv_hip_rtc_fns *fn = ctx;
-    if (!lkv_gpu_dl_resolve(handle, rtc_symbols, sizeof rtc_symbols / sizeof rtc_symbols[0], fn))
+    lkv_hiprtc_fns *fn = ctx;
+    if (!lkv_host_resolve(lkv_hip_symbols, lkv_hip_symbol_count, "hiprtc", lkv_host_dlsym, handle,
+                          fn))
         return 1;
     memset(fn, 0, sizeof *fn);
     return 0;
@@ -41,14 +37,15 @@ lkv_status lkv_hip_rtc_find(const lkv_hip_lib *lib, lkv_hip_rtc *out)
         return LKV_OK;
     }
     char tried[512] = "";
-    lkv_gpu_append(tried, sizeof tried, ", ", lib->path);
-    const lkv_gpu_dl_search search = {.env = LKV_HIPRTC_LIBRARY_ENV,
-                                      .names = rtc_names,
-                                      .count = sizeof rtc_names / sizeof rtc_names[0],
-                                      .dir_env = "ROCM_PATH",
-                                      .accept = resolve,
-                                      .ctx = &out->fn};
-    out->handle = lkv_gpu_dl_find(&search, out->from, sizeof out->from, tried, sizeof tried);
+    lkv_host_append(tried, sizeof tried, ", ", lib->path);
+    const lkv_host_library_search search = {.env = LKV_HIPRTC_LIBRARY_ENV,
+                                            .names = rtc_names,
+                                            .count = sizeof rtc_names / sizeof rtc_names[0],
+                                            .dir_env = "ROCM_PATH",
+                                            .accept = resolve,
+                                            .ctx = &out->fn};
+    out->handle = lkv_host_library_find(&search, out->from, sizeof out->from, tried,
+                                        sizeof tried);
     if (out->handle)
         return LKV_OK;
     memset(out, 0, sizeof *out);
@@ -57,8 +54,7 @@ lkv_status lkv_hip_rtc_find(const lkv_hip_lib *lib, lkv_hip_rtc *out)
 
 void lkv_hip_rtc_close(lkv_hip_rtc *rtc)
 {
-    if (rtc->handle)
-        dlclose(rtc->handle);
+    lkv_host_library_close(rtc->handle);
     memset(rtc, 0, sizeof *rtc);
 }
 
@@ -74,7 +70,7 @@ static lkv_status rtc_failed(const lkv_hip_rtc *rtc, lkv_status st, hiprtcResult
 {
     char backend[300];
     snprintf(backend, sizeof backend, "hiprtc (%s)", rtc->from);
-    return lkv_gpu_call_failed(st, backend, what, r, rtc_error_name(rtc, r), NULL);
+    return lkv_host_call_failed(st, backend, what, r, rtc_error_name(rtc, r), NULL);
 }
 
 /* The compile log, malloc'd (NULL when there is none). */
@@ -95,7 +91,7 @@ static lkv_status compile_failed(const lkv_hip_rtc *rtc, hiprtcProgram prog, hip
                                  const char *arch)
 {
     char *log = program_log(rtc, prog), words[128];
-    lkv_gpu_error_text(r, rtc_error_name(rtc, r), NULL, words, sizeof words);
+    lkv_host_error_text(r, rtc_error_name(rtc, r), NULL, words, sizeof words);
     lkv_status st = lkv_fail(LKV_INCOMPATIBLE, "hiprtc (%s) could not compile lazykv's kernels "
                              "for %s: %s: %s", rtc->from, arch, words,
                              log && *log ? log : "no compiler log");

@@ -1,73 +1,56 @@
-/* Every HIP module-API entry point lazykv calls, one line each:
- *   LKV_HIP_REQ / LKV_HIP_OPT       from libamdhip64 (required / may be absent)
- *   LKV_HIPRTC_REQ / LKV_HIPRTC_OPT from hiprtc (inside libamdhip64 on ROCm 5,
- *                                   libhiprtc on ROCm 6 and 7)
- * as (return type, name, parameter list). Signatures follow
- * hip/hip_runtime_api.h and hip/hiprtc.h; the types are in hip_api.h.
- *
- * The includer defines the macros it needs; the others expand to nothing,
- * and all four are undefined at the end, so the list can be expanded into a
- * struct of function pointers and again into the loop that resolves them. */
-#ifndef LKV_HIP_REQ
-#define LKV_HIP_REQ(ret, name, params)
-#endif
-#ifndef LKV_HIP_OPT
-#define LKV_HIP_OPT(ret, name, params)
-#endif
-#ifndef LKV_HIPRTC_REQ
-#define LKV_HIPRTC_REQ(ret, name, params)
-#endif
-#ifndef LKV_HIPRTC_OPT
-#define LKV_HIPRTC_OPT(ret, name, params)
-#endif
+/* Every HIP module-API entry point lazykv calls, one line each in the shape
+ * of backends/host/host_symbols.h: LKV_SYM(group, REQ or OPT, return type,
+ * name, (parameter list)), where the group is
+ *   hip     from libamdhip64
+ *   hiprtc  from hiprtc (inside libamdhip64 on ROCm 5, libhiprtc on ROCm 6
+ *           and 7)
+ * Signatures follow hip/hip_runtime_api.h and hip/hiprtc.h; the types are
+ * in hip_api.h. */
 
-LKV_HIP_REQ(hipError_t, hipInit, (unsigned int flags))
-LKV_HIP_REQ(hipError_t, hipGetDeviceCount, (int *count))
-LKV_HIP_REQ(hipError_t, hipDeviceGet, (hipDevice_t *device, int ordinal))
-LKV_HIP_REQ(hipError_t, hipDeviceGetName, (char *name, int len, hipDevice_t device))
-LKV_HIP_REQ(hipError_t, hipDeviceGetAttribute, (int *value, hipDeviceAttribute_t attr, int device))
-LKV_HIP_REQ(hipError_t, hipDeviceTotalMem, (size_t *bytes, hipDevice_t device))
-LKV_HIP_REQ(hipError_t, hipDriverGetVersion, (int *version))
-LKV_HIP_REQ(hipError_t, hipRuntimeGetVersion, (int *version))
-LKV_HIP_REQ(hipError_t, hipGetDevice, (int *device))
-LKV_HIP_REQ(hipError_t, hipSetDevice, (int device))
-LKV_HIP_REQ(hipError_t, hipMalloc, (void **ptr, size_t bytes))
-LKV_HIP_REQ(hipError_t, hipFree, (void *ptr))
-LKV_HIP_REQ(hipError_t, hipMemset, (void *dst, int value, size_t bytes))
-LKV_HIP_REQ(hipError_t, hipMemcpyHtoD, (hipDeviceptr_t dst, void *src, size_t bytes))
-LKV_HIP_REQ(hipError_t, hipMemcpyDtoH, (void *dst, hipDeviceptr_t src, size_t bytes))
-LKV_HIP_REQ(hipError_t, hipMemcpyDtoD, (hipDeviceptr_t dst, hipDeviceptr_t src, size_t bytes))
-LKV_HIP_REQ(hipError_t, hipModuleLoadData, (hipModule_t *module, const void *image))
-LKV_HIP_REQ(hipError_t, hipModuleUnload, (hipModule_t module))
-LKV_HIP_REQ(hipError_t, hipModuleGetFunction, (hipFunction_t *fn, hipModule_t module, const char *name))
-LKV_HIP_REQ(hipError_t, hipModuleLaunchKernel,
-            (hipFunction_t fn, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
-             unsigned int block_x, unsigned int block_y, unsigned int block_z,
-             unsigned int shared_bytes, hipStream_t stream, void **params, void **extra))
-LKV_HIP_REQ(hipError_t, hipDeviceSynchronize, (void))
+LKV_SYM(hip, REQ, hipError_t, hipInit, (unsigned int flags))
+LKV_SYM(hip, REQ, hipError_t, hipGetDeviceCount, (int *count))
+LKV_SYM(hip, REQ, hipError_t, hipDeviceGet, (hipDevice_t *device, int ordinal))
+LKV_SYM(hip, REQ, hipError_t, hipDeviceGetName, (char *name, int len, hipDevice_t device))
+LKV_SYM(hip, REQ, hipError_t, hipDeviceGetAttribute,
+        (int *value, hipDeviceAttribute_t attr, int device))
+LKV_SYM(hip, REQ, hipError_t, hipDeviceTotalMem, (size_t *bytes, hipDevice_t device))
+LKV_SYM(hip, REQ, hipError_t, hipDriverGetVersion, (int *version))
+LKV_SYM(hip, REQ, hipError_t, hipRuntimeGetVersion, (int *version))
+LKV_SYM(hip, REQ, hipError_t, hipGetDevice, (int *device))
+LKV_SYM(hip, REQ, hipError_t, hipSetDevice, (int device))
+LKV_SYM(hip, REQ, hipError_t, hipMalloc, (void **ptr, size_t bytes))
+LKV_SYM(hip, REQ, hipError_t, hipFree, (void *ptr))
+LKV_SYM(hip, REQ, hipError_t, hipMemset, (void *dst, int value, size_t bytes))
+LKV_SYM(hip, REQ, hipError_t, hipMemcpyHtoD, (hipDeviceptr_t dst, void *src, size_t bytes))
+LKV_SYM(hip, REQ, hipError_t, hipMemcpyDtoH, (void *dst, hipDeviceptr_t src, size_t bytes))
+LKV_SYM(hip, REQ, hipError_t, hipMemcpyDtoD, (hipDeviceptr_t dst, hipDeviceptr_t src, size_t bytes))
+LKV_SYM(hip, REQ, hipError_t, hipModuleLoadData, (hipModule_t *module, const void *image))
+LKV_SYM(hip, REQ, hipError_t, hipModuleUnload, (hipModule_t module))
+LKV_SYM(hip, REQ, hipError_t, hipModuleGetFunction,
+        (hipFunction_t *fn, hipModule_t module, const char *name))
+LKV_SYM(hip, REQ, hipError_t, hipModuleLaunchKernel,
+        (hipFunction_t fn, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
+         unsigned int block_x, unsigned int block_y, unsigned int block_z,
+         unsigned int shared_bytes, hipStream_t stream, void **params, void **extra))
+LKV_SYM(hip, REQ, hipError_t, hipDeviceSynchronize, (void))
 /* Device properties, for gcnArchName only: ROCm 6 has both (the plain name
  * keeps the ROCm 5 layout), ROCm 5 only the plain one; one must exist. The
  * argument is a hipDeviceProp_t of the matching layout (hip_api.h). */
-LKV_HIP_OPT(hipError_t, hipGetDevicePropertiesR0600, (void *props, int device))
-LKV_HIP_OPT(hipError_t, hipDeviceGetPCIBusId, (char *pci_bus_id, int len, int device))
-LKV_HIP_OPT(hipError_t, hipGetDeviceProperties, (void *props, int device))
-LKV_HIP_OPT(hipError_t, hipDeviceGetUuid, (hipUUID *uuid, hipDevice_t device)) /* ROCm 5.1+ */
-LKV_HIP_OPT(const char *, hipGetErrorName, (hipError_t error))
-LKV_HIP_OPT(const char *, hipGetErrorString, (hipError_t error))
+LKV_SYM(hip, OPT, hipError_t, hipGetDevicePropertiesR0600, (void *props, int device))
+LKV_SYM(hip, OPT, hipError_t, hipDeviceGetPCIBusId, (char *pci_bus_id, int len, int device))
+LKV_SYM(hip, OPT, hipError_t, hipGetDeviceProperties, (void *props, int device))
+LKV_SYM(hip, OPT, hipError_t, hipDeviceGetUuid, (hipUUID *uuid, hipDevice_t device)) /* ROCm 5.1+ */
+LKV_SYM(hip, OPT, const char *, hipGetErrorName, (hipError_t error))
+LKV_SYM(hip, OPT, const char *, hipGetErrorString, (hipError_t error))
 
-LKV_HIPRTC_REQ(hiprtcResult, hiprtcCreateProgram,
-               (hiprtcProgram *prog, const char *src, const char *name, int num_headers,
-                const char **headers, const char **include_names))
-LKV_HIPRTC_REQ(hiprtcResult, hiprtcCompileProgram,
-               (hiprtcProgram prog, int num_options, const char **options))
-LKV_HIPRTC_REQ(hiprtcResult, hiprtcGetProgramLogSize, (hiprtcProgram prog, size_t *size))
-LKV_HIPRTC_REQ(hiprtcResult, hiprtcGetProgramLog, (hiprtcProgram prog, char *log))
-LKV_HIPRTC_REQ(hiprtcResult, hiprtcGetCodeSize, (hiprtcProgram prog, size_t *size))
-LKV_HIPRTC_REQ(hiprtcResult, hiprtcGetCode, (hiprtcProgram prog, char *code))
-LKV_HIPRTC_REQ(hiprtcResult, hiprtcDestroyProgram, (hiprtcProgram *prog))
-LKV_HIPRTC_OPT(const char *, hiprtcGetErrorString, (hiprtcResult result))
-
-#undef LKV_HIP_REQ
-#undef LKV_HIP_OPT
-#undef LKV_HIPRTC_REQ
-#undef LKV_HIPRTC_OPT
+LKV_SYM(hiprtc, REQ, hiprtcResult, hiprtcCreateProgram,
+        (hiprtcProgram *prog, const char *src, const char *name, int num_headers,
+         const char **headers, const char **include_names))
+LKV_SYM(hiprtc, REQ, hiprtcResult, hiprtcCompileProgram,
+        (hiprtcProgram prog, int num_options, const char **options))
+LKV_SYM(hiprtc, REQ, hiprtcResult, hiprtcGetProgramLogSize, (hiprtcProgram prog, size_t *size))
+LKV_SYM(hiprtc, REQ, hiprtcResult, hiprtcGetProgramLog, (hiprtcProgram prog, char *log))
+LKV_SYM(hiprtc, REQ, hiprtcResult, hiprtcGetCodeSize, (hiprtcProgram prog, size_t *size))
+LKV_SYM(hiprtc, REQ, hiprtcResult, hiprtcGetCode, (hiprtcProgram prog, char *code))
+LKV_SYM(hiprtc, REQ, hiprtcResult, hiprtcDestroyProgram, (hiprtcProgram *prog))
+LKV_SYM(hiprtc, OPT, const char *, hiprtcGetErrorString, (hiprtcResult result))

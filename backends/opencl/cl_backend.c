@@ -45,6 +45,6 @@ const lkv_backend_ops lkv_backend_opencl = {
     .probe = lkv_cl_probe,
     .open = lkv_cl_open,
     .close = lkv_cl_close,
-    LKV_BIND_OPS_COMMON,
+    LKV_HOST_LOCKED_OPS,
     .deviations = cl_deviations,
 };

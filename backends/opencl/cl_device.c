@@ -69,8 +69,7 @@ void lkv_cl_close(lkv_device *d)
         d->lib.fn.clReleaseCommandQueue(d->queue);
     if (d->ctx)
         d->lib.fn.clReleaseContext(d->ctx);
-    if (d->bind.locked)
-        pthread_mutex_destroy(&d->bind.lock);
+    lkv_host_lock_destroy(&d->bind.lock);
     lkv_cl_unload(&d->lib);
     free(d);
 }
@@ -99,9 +98,8 @@ lkv_status lkv_cl_open(int device, lkv_device **out_dev)
         return lkv_fail(LKV_UNAVAILABLE, "opencl device %d: %s", device, why);
     }
     st = settings(d);
-    if (st == LKV_OK && pthread_mutex_init(&d->bind.lock, NULL) != 0)
+    if (st == LKV_OK && !lkv_host_lock_init(&d->bind.lock, &lkv_bind_inner))
         st = lkv_fail(LKV_INTERNAL, "opencl: cannot create the device lock");
-    d->bind.locked = st == LKV_OK;
     if (st == LKV_OK)
         st = create_queue(d);
     if (st != LKV_OK) {

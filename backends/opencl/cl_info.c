@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cl_internal.h"
-#include "gpu/gpu_host_util.h"
+#include "host/host_text.h"
 
 /* A string answer, cut to fit `buf`: OpenCL refuses to write a string
  * into a buffer too small for all of it, so a long one is read whole first. */
@@ -106,7 +106,7 @@ void lkv_cl_read_info(const lkv_cl_lib *lib, int i, lkv_cl_info *out)
     if (has_extension(e, "cl_khr_device_uuid")) {
         unsigned char u[16];
         if (lib->fn.clGetDeviceInfo(dev, LKV_CL_DEVICE_UUID_KHR, sizeof u, u, NULL) == LKV_CL_SUCCESS)
-            lkv_gpu_uuid_text(u, out->uuid, sizeof out->uuid);
+            lkv_host_uuid_text(u, out->uuid, sizeof out->uuid);
     }
     pci_address(lib, dev, e, out->pci, sizeof out->pci);
 }

@@ -12,11 +12,12 @@
 #include "backend.h"
 #include "bind/bind_internal.h"
 #include "cl_api.h"
+#include "host/host_symbols.h"
 
 typedef struct lkv_cl_fns {
-#define LKV_CL_FN(ret, name, ...) ret (*name)(__VA_ARGS__);
+#define LKV_SYM(group, need, ret, name, params) LKV_HOST_SLOT(ret, name, params)
 #include "cl_symbols.h"
-#undef LKV_CL_FN
+#undef LKV_SYM
 } lkv_cl_fns;
 
 #define LKV_CL_MAX_DEVICES 32

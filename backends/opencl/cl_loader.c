@@ -3,18 +3,19 @@
  * says in words why it is unavailable. LAZYKV_OPENCL_LIBRARY names another
  * library (a vendor's own libOpenCL, or a test's stand-in). Every device of
  * every platform is listed, in platform order. */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cl_internal.h"
 #include "error.h"
-#include "gpu/gpu_host_util.h"
+#include "host/host_library.h"
+#include "host/host_symbols.h"
+#include "host/host_text.h"
 
-static const lkv_gpu_dl_symbol cl_symbols[] = {
-#define LKV_CL_FN(ret, sym, ...) {#sym, offsetof(lkv_cl_fns, sym), 1},
+static const lkv_host_symbol cl_symbols[] = {
+#define LKV_SYM(group, need, ret, name, params) LKV_HOST_SYMBOL(lkv_cl_fns, group, need, name)
 #include "cl_symbols.h"
-#undef LKV_CL_FN
+#undef LKV_SYM
 };
 
 static const char *const cl_names[] = {"libOpenCL.so.1", "libOpenCL.so"};
@@ -60,8 +61,8 @@ lkv_status lkv_cl_check(cl_int err, const char *what)
     if (err == LKV_CL_SUCCESS)
         return LKV_OK;
     int memory = err == LKV_CL_MEM_OBJECT_ALLOCATION_FAILURE || err == LKV_CL_OUT_OF_HOST_MEMORY;
-    return lkv_gpu_call_failed(memory ? LKV_OUT_OF_MEMORY : LKV_DEVICE_ERROR, "opencl", what, err,
-                               lkv_cl_error_name(err), NULL);
+    return lkv_host_call_failed(memory ? LKV_OUT_OF_MEMORY : LKV_DEVICE_ERROR, "opencl", what,
+                                err, lkv_cl_error_name(err), NULL);
 }
 
 static lkv_status list_devices(lkv_cl_lib *lib)
@@ -100,14 +101,16 @@ lkv_status lkv_cl_load(lkv_cl_lib *out_lib)
     lkv_cl_lib *lib = out_lib;
     memset(lib, 0, sizeof *lib);
     char tried[512] = "";
-    lkv_gpu_dl_search search = {"LAZYKV_OPENCL_LIBRARY", cl_names,
-                                sizeof cl_names / sizeof cl_names[0], NULL, NULL, NULL};
-    lib->handle = lkv_gpu_dl_find(&search, lib->path, sizeof lib->path, tried, sizeof tried);
+    const lkv_host_library_search search = {.env = "LAZYKV_OPENCL_LIBRARY",
+                                            .names = cl_names,
+                                            .count = sizeof cl_names / sizeof cl_names[0]};
+    lib->handle = lkv_host_library_find(&search, lib->path, sizeof lib->path, tried,
+                                        sizeof tried);
     if (!lib->handle)
         return lkv_fail(LKV_UNAVAILABLE, "no OpenCL loader (tried %s): install ocl-icd-libopencl1 "
                         "and a driver", tried);
-    const char *missing = lkv_gpu_dl_resolve(lib->handle, cl_symbols,
-                                             sizeof cl_symbols / sizeof cl_symbols[0], &lib->fn);
+    const char *missing = lkv_host_resolve(cl_symbols, sizeof cl_symbols / sizeof cl_symbols[0],
+                                           "opencl", lkv_host_dlsym, lib->handle, &lib->fn);
     lkv_status st = LKV_OK;
     if (missing)
         st = lkv_fail(LKV_UNAVAILABLE, "%s lacks %s: it is not an OpenCL 1.2 loader", lib->path,
@@ -121,9 +124,6 @@ lkv_status lkv_cl_load(lkv_cl_lib *out_lib)
 
 void lkv_cl_unload(lkv_cl_lib *lib)
 {
-    /* The loader was opened RTLD_NODELETE (drivers keep threads of their
-     * own), so this only drops the reference. */
-    if (lib->handle)
-        dlclose(lib->handle);
+    lkv_host_library_close(lib->handle);
     lib->handle = NULL;
 }

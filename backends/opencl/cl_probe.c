@@ -8,7 +8,7 @@
 
 #include "cl_internal.h"
 #include "error.h"
-#include "gpu/gpu_host_util.h"
+#include "host/host_report.h"
 
 /* "OpenCL 3.0 PoCL HSTR: ..." is kept to "OpenCL 3.0". */
 static int version_words(const char *v)
@@ -47,7 +47,7 @@ lkv_status lkv_cl_probe(lkv_device_report *out, int cap, int *out_count)
 {
     lkv_cl_lib lib;
     if (lkv_cl_load(&lib) != LKV_OK) {
-        lkv_gpu_report_unavailable(out, cap, out_count, "opencl", lkv_last_error());
+        lkv_host_report_unavailable(out, cap, out_count, "opencl", lkv_last_error());
         return LKV_OK;
     }
     *out_count = lib.n_devs;

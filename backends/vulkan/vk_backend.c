@@ -43,6 +43,6 @@ const lkv_backend_ops lkv_backend_vulkan = {
     .probe = lkv_vk_probe,
     .open = lkv_vk_open,
     .close = lkv_vk_close,
-    LKV_BIND_OPS_COMMON,
+    LKV_HOST_LOCKED_OPS,
     .deviations = vk_deviations,
 };

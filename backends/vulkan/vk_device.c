@@ -96,8 +96,7 @@ void lkv_vk_close(lkv_device *d)
         d->vi.fn.vkDestroyDevice(d->dev, NULL);
     }
     lkv_bind_release(&d->bind);
-    if (d->bind.locked)
-        pthread_mutex_destroy(&d->bind.lock);
+    lkv_host_lock_destroy(&d->bind.lock);
     lkv_vk_instance_destroy(&d->vi);
     free(d);
 }
@@ -126,9 +125,8 @@ lkv_status lkv_vk_open(int device, lkv_device **out_dev)
         return lkv_fail(LKV_UNAVAILABLE, "vulkan device %d: %s", device, why);
     }
     st = lkv_vk_settings(d);
-    if (st == LKV_OK && pthread_mutex_init(&d->bind.lock, NULL) != 0)
+    if (st == LKV_OK && !lkv_host_lock_init(&d->bind.lock, &lkv_bind_inner))
         st = lkv_fail(LKV_INTERNAL, "vulkan: cannot create the device lock");
-    d->bind.locked = st == LKV_OK;
     if (st == LKV_OK)
         st = create_device(d);
     if (st == LKV_OK)

@@ -11,18 +11,12 @@
 
 #include "backend.h"
 #include "bind/bind_internal.h"
+#include "host/host_symbols.h"
 
 typedef struct lkv_vk_fns {
-    PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
-#define LKV_VK_GLOBAL(name) PFN_##name name;
-#define LKV_VK_INSTANCE(name) PFN_##name name;
-#define LKV_VK_INSTANCE_OPT(name) PFN_##name name;
-#define LKV_VK_DEVICE(name) PFN_##name name;
+#define LKV_SYM(group, need, ret, name, params) LKV_HOST_SLOT(ret, name, params)
 #include "vk_symbols.h"
-#undef LKV_VK_GLOBAL
-#undef LKV_VK_INSTANCE
-#undef LKV_VK_INSTANCE_OPT
-#undef LKV_VK_DEVICE
+#undef LKV_SYM
 } lkv_vk_fns;
 
 /* A loaded libvulkan and one instance on it. */
@@ -55,7 +49,7 @@ struct lkv_device {
     VkPhysicalDeviceProperties props;
     VkPhysicalDeviceMemoryProperties mem_props;
     VkDevice dev;
-    int fns_loaded;    /* every LKV_VK_DEVICE entry point resolved */
+    int fns_loaded;    /* every device-group entry point resolved */
     VkQueue queue;
     uint32_t family;
     VkDeviceSize max_alloc; /* largest single allocation */

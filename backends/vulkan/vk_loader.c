@@ -1,13 +1,15 @@
-/* Loading Vulkan at run time: dlopen of the loader library, the entry points
- * of vk_symbols.h, one instance (with the Khronos validation layer when
- * LAZYKV_VULKAN_VALIDATION=1), and what a device must offer. */
-#include <dlfcn.h>
+/* Loading Vulkan at run time: the loader library found by the shared search
+ * (host/host_library.h), the entry points of vk_symbols.h, one instance
+ * (with the Khronos validation layer when LAZYKV_VULKAN_VALIDATION=1), and
+ * what a device must offer. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
+#include "host/host_library.h"
+#include "host/host_symbols.h"
 #include "vk_internal.h"
 
 #define LKV_VK_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
@@ -72,68 +74,84 @@ static int has_instance_ext(lkv_vk_fns *fn, const char *name)
     return found;
 }
 
+/* Every line of vk_symbols.h; each group is resolved once what it is looked
+ * up with exists (the library, the instance, the device). */
+static const lkv_host_symbol vk_symbols[] = {
+#define LKV_SYM(group, need, ret, name, params) LKV_HOST_SYMBOL(lkv_vk_fns, group, need, name)
+#include "vk_symbols.h"
+#undef LKV_SYM
+};
+#define LKV_VK_SYMBOL_COUNT (sizeof vk_symbols / sizeof vk_symbols[0])
+
+/* Each line's signature is vulkan.h's own, so a typo cannot call a driver
+ * with the wrong arguments. */
+#define LKV_SYM(group, need, ret, name, params)                                              \
+    _Static_assert(_Generic((PFN_##name)0, ret(VKAPI_PTR *) params: 1, default: 0),           \
+                   #name ": vk_symbols.h and vulkan.h disagree");
+#include "vk_symbols.h"
+#undef LKV_SYM
+
+/* vkGetInstanceProcAddr on vi's instance: NULL before it is created gives
+ * the global entry points. */
+static lkv_host_fn instance_lookup(void *ctx, const char *name)
+{
+    const lkv_vk_instance *vi = ctx;
+    return (lkv_host_fn)vi->fn.vkGetInstanceProcAddr(vi->instance, name);
+}
+
+typedef struct vk_device_ref {
+    const lkv_vk_instance *vi;
+    VkDevice dev;
+} vk_device_ref;
+
+static lkv_host_fn device_lookup(void *ctx, const char *name)
+{
+    const vk_device_ref *ref = ctx;
+    return (lkv_host_fn)ref->vi->fn.vkGetDeviceProcAddr(ref->dev, name);
+}
+
+static const char *resolve(lkv_vk_instance *vi, const char *group, lkv_host_lookup lookup,
+                           void *ctx)
+{
+    return lkv_host_resolve(vk_symbols, LKV_VK_SYMBOL_COUNT, group, lookup, ctx, &vi->fn);
+}
+
+/* The loader library through the shared search, which (unlike the plain
+ * dlopen this backend used before) opens it RTLD_NODELETE, as the other GPU
+ * backends do, and names every path it tried in the message. */
 static lkv_status load_library(lkv_vk_instance *vi)
 {
-    const char *name = getenv("LAZYKV_VULKAN_LIBRARY");
-    if (!name || !*name)
-        name = "libvulkan.so.1";
-    vi->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    static const char *const names[] = {"libvulkan.so.1"};
+    const lkv_host_library_search search = {.env = "LAZYKV_VULKAN_LIBRARY", .names = names,
+                                            .count = 1};
+    char name[512], tried[512] = "";
+    vi->lib = lkv_host_library_find(&search, name, sizeof name, tried, sizeof tried);
     if (!vi->lib)
-        return lkv_fail(LKV_UNAVAILABLE, "no Vulkan loader: cannot load %s (install libvulkan1)",
-                        name);
-    /* dlsym returns an object pointer; POSIX guarantees it converts to a
-     * function pointer, which memcpy does without an aliasing cast. */
-    void *entry = dlsym(vi->lib, "vkGetInstanceProcAddr");
-    memcpy(&vi->fn.vkGetInstanceProcAddr, &entry, sizeof entry);
-    if (!vi->fn.vkGetInstanceProcAddr)
-        return lkv_fail(LKV_UNAVAILABLE, "%s has no vkGetInstanceProcAddr", name);
-#define LKV_VK_GLOBAL(sym)                                                                   \
-    vi->fn.sym = (PFN_##sym)vi->fn.vkGetInstanceProcAddr(NULL, #sym);                        \
-    if (!vi->fn.sym)                                                                         \
-        return lkv_fail(LKV_UNAVAILABLE, "the Vulkan loader %s lacks %s", name, #sym);
-#define LKV_VK_INSTANCE(sym)
-#define LKV_VK_INSTANCE_OPT(sym)
-#define LKV_VK_DEVICE(sym)
-#include "vk_symbols.h"
-#undef LKV_VK_GLOBAL
-#undef LKV_VK_INSTANCE
-#undef LKV_VK_INSTANCE_OPT
-#undef LKV_VK_DEVICE
+        return lkv_fail(LKV_UNAVAILABLE, "no Vulkan loader (tried %s): install libvulkan1",
+                        tried);
+    const char *missing = resolve(vi, "lib", lkv_host_dlsym, vi->lib);
+    if (missing)
+        return lkv_fail(LKV_UNAVAILABLE, "%s has no %s", name, missing);
+    missing = resolve(vi, "global", instance_lookup, vi);
+    if (missing)
+        return lkv_fail(LKV_UNAVAILABLE, "the Vulkan loader %s lacks %s", name, missing);
     return LKV_OK;
 }
 
 static lkv_status load_instance_fns(lkv_vk_instance *vi)
 {
-#define LKV_VK_GLOBAL(sym)
-#define LKV_VK_INSTANCE(sym)                                                                 \
-    vi->fn.sym = (PFN_##sym)vi->fn.vkGetInstanceProcAddr(vi->instance, #sym);                \
-    if (!vi->fn.sym)                                                                         \
-        return lkv_fail(LKV_UNAVAILABLE, "the Vulkan instance lacks %s", #sym);
-#define LKV_VK_INSTANCE_OPT(sym)                                                             \
-    vi->fn.sym = (PFN_##sym)vi->fn.vkGetInstanceProcAddr(vi->instance, #sym);
-#define LKV_VK_DEVICE(sym)
-#include "vk_symbols.h"
-#undef LKV_VK_GLOBAL
-#undef LKV_VK_INSTANCE
-#undef LKV_VK_INSTANCE_OPT
-#undef LKV_VK_DEVICE
+    const char *missing = resolve(vi, "instance", instance_lookup, vi);
+    if (missing)
+        return lkv_fail(LKV_UNAVAILABLE, "the Vulkan instance lacks %s", missing);
     return LKV_OK;
 }
 
 lkv_status lkv_vk_load_device_fns(lkv_vk_instance *vi, VkDevice dev)
 {
-#define LKV_VK_GLOBAL(sym)
-#define LKV_VK_INSTANCE(sym)
-#define LKV_VK_INSTANCE_OPT(sym)
-#define LKV_VK_DEVICE(sym)                                                                   \
-    vi->fn.sym = (PFN_##sym)vi->fn.vkGetDeviceProcAddr(dev, #sym);                           \
-    if (!vi->fn.sym)                                                                         \
-        return lkv_fail(LKV_UNAVAILABLE, "the Vulkan device lacks %s", #sym);
-#include "vk_symbols.h"
-#undef LKV_VK_GLOBAL
-#undef LKV_VK_INSTANCE
-#undef LKV_VK_INSTANCE_OPT
-#undef LKV_VK_DEVICE
+    vk_device_ref ref = {vi, dev};
+    const char *missing = resolve(vi, "device", device_lookup, &ref);
+    if (missing)
+        return lkv_fail(LKV_UNAVAILABLE, "the Vulkan device lacks %s", missing);
     return LKV_OK;
 }
 
@@ -159,8 +177,7 @@ lkv_status lkv_vk_instance_create(lkv_vk_instance *out_vi)
     memset(&vi, 0, sizeof vi);
     lkv_status st = load_library(&vi);
     if (st != LKV_OK) {
-        if (vi.lib)
-            dlclose(vi.lib);
+        lkv_host_library_close(vi.lib);
         return st;
     }
     const char *layers[1], *exts[1];
@@ -195,7 +212,7 @@ lkv_status lkv_vk_instance_create(lkv_vk_instance *out_vi)
     }
 #endif
     if (r != VK_SUCCESS) {
-        dlclose(vi.lib);
+        lkv_host_library_close(vi.lib);
         if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
             return lkv_fail(LKV_UNAVAILABLE, "no Vulkan driver (ICD) is installed "
                                              "(vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER)");
@@ -207,7 +224,7 @@ lkv_status lkv_vk_instance_create(lkv_vk_instance *out_vi)
             (PFN_vkDestroyInstance)vi.fn.vkGetInstanceProcAddr(vi.instance, "vkDestroyInstance");
         if (destroy)
             destroy(vi.instance, NULL);
-        dlclose(vi.lib);
+        lkv_host_library_close(vi.lib);
         return st;
     }
     if (n_exts)
@@ -222,8 +239,9 @@ void lkv_vk_instance_destroy(lkv_vk_instance *vi)
         vi->fn.vkDestroyDebugUtilsMessengerEXT(vi->instance, vi->messenger, NULL);
     if (vi->instance)
         vi->fn.vkDestroyInstance(vi->instance, NULL);
-    /* The library stays loaded: drivers register atexit handlers and
-     * thread-local state that must not outlive their code. */
+    /* The library stays loaded (and was opened RTLD_NODELETE besides):
+     * drivers register atexit handlers and thread-local state that must
+     * not outlive their code. */
     memset(vi, 0, sizeof *vi);
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "host/host_report.h"
 #include "vk_internal.h"
 
 static void device_identity(lkv_vk_instance *vi, VkPhysicalDevice phys, lkv_device_report *rep)
@@ -57,29 +58,19 @@ static void device_identity(lkv_vk_instance *vi, VkPhysicalDevice phys, lkv_devi
              f64 ? "f64" : "f32");
 }
 
-static void unavailable(lkv_device_report *out, int cap, int *out_count, const char *why)
-{
-    *out_count = 1;
-    if (cap < 1)
-        return;
-    memset(&out[0], 0, sizeof out[0]);
-    snprintf(out[0].backend, sizeof out[0].backend, "vulkan");
-    out[0].device = -1;
-    snprintf(out[0].reason, sizeof out[0].reason, "%s", why);
-}
-
 lkv_status lkv_vk_probe(lkv_device_report *out, int cap, int *out_count)
 {
     lkv_vk_instance vi;
     if (lkv_vk_instance_create(&vi) != LKV_OK) {
-        unavailable(out, cap, out_count, lkv_last_error());
+        lkv_host_report_unavailable(out, cap, out_count, "vulkan", lkv_last_error());
         return LKV_OK;
     }
     VkPhysicalDevice phys[LKV_VK_MAX_DEVICES];
     uint32_t n = LKV_VK_MAX_DEVICES;
     VkResult r = vi.fn.vkEnumeratePhysicalDevices(vi.instance, &n, phys);
     if ((r != VK_SUCCESS && r != VK_INCOMPLETE) || n == 0) {
-        unavailable(out, cap, out_count, "the Vulkan loader found no device (no driver installed?)");
+        lkv_host_report_unavailable(out, cap, out_count, "vulkan",
+                                    "the Vulkan loader found no device (no driver installed?)");
         lkv_vk_instance_destroy(&vi);
         return LKV_OK;
     }

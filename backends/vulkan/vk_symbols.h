@@ -1,62 +1,110 @@
-/* Every Vulkan entry point the backend uses, one per line; expanded into the
- * function table (vk_internal.h) and into the loops that resolve it
- * (vk_loader.c), so a new entry point is one new line here.
- *   LKV_VK_GLOBAL   resolved with vkGetInstanceProcAddr(NULL, ...)
- *   LKV_VK_INSTANCE resolved per instance; LKV_VK_INSTANCE_OPT may be absent
- *   LKV_VK_DEVICE   resolved per device with vkGetDeviceProcAddr
- * A missing required symbol makes the backend unavailable, with its name. */
-LKV_VK_GLOBAL(vkCreateInstance)
-LKV_VK_GLOBAL(vkEnumerateInstanceLayerProperties)
-LKV_VK_GLOBAL(vkEnumerateInstanceExtensionProperties)
+/* Every Vulkan entry point the backend uses, one line each in the shape of
+ * backends/host/host_symbols.h: LKV_SYM(group, REQ or OPT, return type,
+ * name, (parameter types)); expanded into the function table
+ * (vk_internal.h), into the table vk_loader.c resolves, and into a check of
+ * each line against vulkan.h's own PFN_ type (vk_loader.c). The group says
+ * where it is looked up:
+ *   lib       dlsym on the loader library
+ *   global    vkGetInstanceProcAddr(NULL, ...)
+ *   instance  vkGetInstanceProcAddr per instance
+ *   device    vkGetDeviceProcAddr per device
+ * A missing REQ symbol makes the backend unavailable, with its name; an OPT
+ * one is NULL. */
 
-LKV_VK_INSTANCE(vkDestroyInstance)
-LKV_VK_INSTANCE(vkEnumeratePhysicalDevices)
-LKV_VK_INSTANCE(vkGetPhysicalDeviceProperties)
-LKV_VK_INSTANCE(vkGetPhysicalDeviceProperties2)
-LKV_VK_INSTANCE(vkGetPhysicalDeviceFeatures)
-LKV_VK_INSTANCE(vkGetPhysicalDeviceMemoryProperties)
-LKV_VK_INSTANCE(vkGetPhysicalDeviceQueueFamilyProperties)
-LKV_VK_INSTANCE(vkEnumerateDeviceExtensionProperties)
-LKV_VK_INSTANCE(vkCreateDevice)
-LKV_VK_INSTANCE(vkGetDeviceProcAddr)
-LKV_VK_INSTANCE_OPT(vkCreateDebugUtilsMessengerEXT)
-LKV_VK_INSTANCE_OPT(vkDestroyDebugUtilsMessengerEXT)
+LKV_SYM(lib, REQ, PFN_vkVoidFunction, vkGetInstanceProcAddr, (VkInstance, const char *))
 
-LKV_VK_DEVICE(vkDestroyDevice)
-LKV_VK_DEVICE(vkGetDeviceQueue)
-LKV_VK_DEVICE(vkDeviceWaitIdle)
-LKV_VK_DEVICE(vkCreateBuffer)
-LKV_VK_DEVICE(vkDestroyBuffer)
-LKV_VK_DEVICE(vkGetBufferMemoryRequirements)
-LKV_VK_DEVICE(vkAllocateMemory)
-LKV_VK_DEVICE(vkFreeMemory)
-LKV_VK_DEVICE(vkBindBufferMemory)
-LKV_VK_DEVICE(vkMapMemory)
-LKV_VK_DEVICE(vkUnmapMemory)
-LKV_VK_DEVICE(vkCreateShaderModule)
-LKV_VK_DEVICE(vkDestroyShaderModule)
-LKV_VK_DEVICE(vkCreateDescriptorSetLayout)
-LKV_VK_DEVICE(vkDestroyDescriptorSetLayout)
-LKV_VK_DEVICE(vkCreatePipelineLayout)
-LKV_VK_DEVICE(vkDestroyPipelineLayout)
-LKV_VK_DEVICE(vkCreateComputePipelines)
-LKV_VK_DEVICE(vkDestroyPipeline)
-LKV_VK_DEVICE(vkCreateCommandPool)
-LKV_VK_DEVICE(vkDestroyCommandPool)
-LKV_VK_DEVICE(vkAllocateCommandBuffers)
-LKV_VK_DEVICE(vkBeginCommandBuffer)
-LKV_VK_DEVICE(vkEndCommandBuffer)
-LKV_VK_DEVICE(vkResetCommandBuffer)
-LKV_VK_DEVICE(vkCmdBindPipeline)
-LKV_VK_DEVICE(vkCmdPushConstants)
-LKV_VK_DEVICE(vkCmdPushDescriptorSetKHR)
-LKV_VK_DEVICE(vkCmdDispatch)
-LKV_VK_DEVICE(vkCmdPipelineBarrier)
-LKV_VK_DEVICE(vkCmdCopyBuffer)
-LKV_VK_DEVICE(vkCmdFillBuffer)
-LKV_VK_DEVICE(vkCmdUpdateBuffer)
-LKV_VK_DEVICE(vkQueueSubmit)
-LKV_VK_DEVICE(vkCreateFence)
-LKV_VK_DEVICE(vkDestroyFence)
-LKV_VK_DEVICE(vkWaitForFences)
-LKV_VK_DEVICE(vkResetFences)
+LKV_SYM(global, REQ, VkResult, vkCreateInstance, (const VkInstanceCreateInfo *,
+        const VkAllocationCallbacks *, VkInstance *))
+LKV_SYM(global, REQ, VkResult, vkEnumerateInstanceLayerProperties, (uint32_t *,
+        VkLayerProperties *))
+LKV_SYM(global, REQ, VkResult, vkEnumerateInstanceExtensionProperties, (const char *, uint32_t *,
+        VkExtensionProperties *))
+
+LKV_SYM(instance, REQ, void, vkDestroyInstance, (VkInstance, const VkAllocationCallbacks *))
+LKV_SYM(instance, REQ, VkResult, vkEnumeratePhysicalDevices, (VkInstance, uint32_t *,
+        VkPhysicalDevice *))
+LKV_SYM(instance, REQ, void, vkGetPhysicalDeviceProperties, (VkPhysicalDevice,
+        VkPhysicalDeviceProperties *))
+LKV_SYM(instance, REQ, void, vkGetPhysicalDeviceProperties2, (VkPhysicalDevice,
+        VkPhysicalDeviceProperties2 *))
+LKV_SYM(instance, REQ, void, vkGetPhysicalDeviceFeatures, (VkPhysicalDevice,
+        VkPhysicalDeviceFeatures *))
+LKV_SYM(instance, REQ, void, vkGetPhysicalDeviceMemoryProperties, (VkPhysicalDevice,
+        VkPhysicalDeviceMemoryProperties *))
+LKV_SYM(instance, REQ, void, vkGetPhysicalDeviceQueueFamilyProperties, (VkPhysicalDevice,
+        uint32_t *, VkQueueFamilyProperties *))
+LKV_SYM(instance, REQ, VkResult, vkEnumerateDeviceExtensionProperties, (VkPhysicalDevice,
+        const char *, uint32_t *, VkExtensionProperties *))
+LKV_SYM(instance, REQ, VkResult, vkCreateDevice, (VkPhysicalDevice, const VkDeviceCreateInfo *,
+        const VkAllocationCallbacks *, VkDevice *))
+LKV_SYM(instance, REQ, PFN_vkVoidFunction, vkGetDeviceProcAddr, (VkDevice, const char *))
+LKV_SYM(instance, OPT, VkResult, vkCreateDebugUtilsMessengerEXT, (VkInstance,
+        const VkDebugUtilsMessengerCreateInfoEXT *, const VkAllocationCallbacks *,
+        VkDebugUtilsMessengerEXT *))
+LKV_SYM(instance, OPT, void, vkDestroyDebugUtilsMessengerEXT, (VkInstance, VkDebugUtilsMessengerEXT,
+        const VkAllocationCallbacks *))
+
+LKV_SYM(device, REQ, void, vkDestroyDevice, (VkDevice, const VkAllocationCallbacks *))
+LKV_SYM(device, REQ, void, vkGetDeviceQueue, (VkDevice, uint32_t, uint32_t, VkQueue *))
+LKV_SYM(device, REQ, VkResult, vkDeviceWaitIdle, (VkDevice))
+LKV_SYM(device, REQ, VkResult, vkCreateBuffer, (VkDevice, const VkBufferCreateInfo *,
+        const VkAllocationCallbacks *, VkBuffer *))
+LKV_SYM(device, REQ, void, vkDestroyBuffer, (VkDevice, VkBuffer, const VkAllocationCallbacks *))
+LKV_SYM(device, REQ, void, vkGetBufferMemoryRequirements, (VkDevice, VkBuffer,
+        VkMemoryRequirements *))
+LKV_SYM(device, REQ, VkResult, vkAllocateMemory, (VkDevice, const VkMemoryAllocateInfo *,
+        const VkAllocationCallbacks *, VkDeviceMemory *))
+LKV_SYM(device, REQ, void, vkFreeMemory, (VkDevice, VkDeviceMemory, const VkAllocationCallbacks *))
+LKV_SYM(device, REQ, VkResult, vkBindBufferMemory, (VkDevice, VkBuffer, VkDeviceMemory,
+        VkDeviceSize))
+LKV_SYM(device, REQ, VkResult, vkMapMemory, (VkDevice, VkDeviceMemory, VkDeviceSize, VkDeviceSize,
+        VkMemoryMapFlags, void **))
+LKV_SYM(device, REQ, void, vkUnmapMemory, (VkDevice, VkDeviceMemory))
+LKV_SYM(device, REQ, VkResult, vkCreateShaderModule, (VkDevice, const VkShaderModuleCreateInfo *,
+        const VkAllocationCallbacks *, VkShaderModule *))
+LKV_SYM(device, REQ, void, vkDestroyShaderModule, (VkDevice, VkShaderModule,
+        const VkAllocationCallbacks *))
+LKV_SYM(device, REQ, VkResult, vkCreateDescriptorSetLayout, (VkDevice,
+        const VkDescriptorSetLayoutCreateInfo *, const VkAllocationCallbacks *,
+        VkDescriptorSetLayout *))
+LKV_SYM(device, REQ, void, vkDestroyDescriptorSetLayout, (VkDevice, VkDescriptorSetLayout,
+        const VkAllocationCallbacks *))
+LKV_SYM(device, REQ, VkResult, vkCreatePipelineLayout, (VkDevice,
+        const VkPipelineLayoutCreateInfo *, const VkAllocationCallbacks *, VkPipelineLayout *))
+LKV_SYM(device, REQ, void, vkDestroyPipelineLayout, (VkDevice, VkPipelineLayout,
+        const VkAllocationCallbacks *))
+LKV_SYM(device, REQ, VkResult, vkCreateComputePipelines, (VkDevice, VkPipelineCache, uint32_t,
+        const VkComputePipelineCreateInfo *, const VkAllocationCallbacks *, VkPipeline *))
+LKV_SYM(device, REQ, void, vkDestroyPipeline, (VkDevice, VkPipeline, const VkAllocationCallbacks *))
+LKV_SYM(device, REQ, VkResult, vkCreateCommandPool, (VkDevice, const VkCommandPoolCreateInfo *,
+        const VkAllocationCallbacks *, VkCommandPool *))
+LKV_SYM(device, REQ, void, vkDestroyCommandPool, (VkDevice, VkCommandPool,
+        const VkAllocationCallbacks *))
+LKV_SYM(device, REQ, VkResult, vkAllocateCommandBuffers, (VkDevice,
+        const VkCommandBufferAllocateInfo *, VkCommandBuffer *))
+LKV_SYM(device, REQ, VkResult, vkBeginCommandBuffer, (VkCommandBuffer,
+        const VkCommandBufferBeginInfo *))
+LKV_SYM(device, REQ, VkResult, vkEndCommandBuffer, (VkCommandBuffer))
+LKV_SYM(device, REQ, VkResult, vkResetCommandBuffer, (VkCommandBuffer, VkCommandBufferResetFlags))
+LKV_SYM(device, REQ, void, vkCmdBindPipeline, (VkCommandBuffer, VkPipelineBindPoint, VkPipeline))
+LKV_SYM(device, REQ, void, vkCmdPushConstants, (VkCommandBuffer, VkPipelineLayout,
+        VkShaderStageFlags, uint32_t, uint32_t, const void *))
+LKV_SYM(device, REQ, void, vkCmdPushDescriptorSetKHR, (VkCommandBuffer, VkPipelineBindPoint,
+        VkPipelineLayout, uint32_t, uint32_t, const VkWriteDescriptorSet *))
+LKV_SYM(device, REQ, void, vkCmdDispatch, (VkCommandBuffer, uint32_t, uint32_t, uint32_t))
+LKV_SYM(device, REQ, void, vkCmdPipelineBarrier, (VkCommandBuffer, VkPipelineStageFlags,
+        VkPipelineStageFlags, VkDependencyFlags, uint32_t, const VkMemoryBarrier *, uint32_t,
+        const VkBufferMemoryBarrier *, uint32_t, const VkImageMemoryBarrier *))
+LKV_SYM(device, REQ, void, vkCmdCopyBuffer, (VkCommandBuffer, VkBuffer, VkBuffer, uint32_t,
+        const VkBufferCopy *))
+LKV_SYM(device, REQ, void, vkCmdFillBuffer, (VkCommandBuffer, VkBuffer, VkDeviceSize, VkDeviceSize,
+        uint32_t))
+LKV_SYM(device, REQ, void, vkCmdUpdateBuffer, (VkCommandBuffer, VkBuffer, VkDeviceSize,
+        VkDeviceSize, const void *))
+LKV_SYM(device, REQ, VkResult, vkQueueSubmit, (VkQueue, uint32_t, const VkSubmitInfo *, VkFence))
+LKV_SYM(device, REQ, VkResult, vkCreateFence, (VkDevice, const VkFenceCreateInfo *,
+        const VkAllocationCallbacks *, VkFence *))
+LKV_SYM(device, REQ, void, vkDestroyFence, (VkDevice, VkFence, const VkAllocationCallbacks *))
+LKV_SYM(device, REQ, VkResult, vkWaitForFences, (VkDevice, uint32_t, const VkFence *, VkBool32,
+        uint64_t))
+LKV_SYM(device, REQ, VkResult, vkResetFences, (VkDevice, uint32_t, const VkFence *))

@@ -43,10 +43,8 @@ SAME(sizeof(CUdeviceptr), sizeof(unsigned long long));
 SAME(sizeof(CUuuid), 16);
 
 /* Here the type names in cuda_symbols.h resolve to cuda.h's own types. */
-#define LKV_CU_REQ(name, ...)                                                                \
-    _Static_assert(__builtin_types_compatible_p(__typeof__(&name), CUresult(*)(__VA_ARGS__)), \
+#define LKV_SYM(group, need, ret, name, params)                                              \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&name), ret(*) params),            \
                    #name ": cuda_symbols.h and cuda.h disagree");
-#define LKV_CU_OPT LKV_CU_REQ
 #include "cuda_symbols.h"
-#undef LKV_CU_REQ
-#undef LKV_CU_OPT
+#undef LKV_SYM

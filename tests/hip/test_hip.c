@@ -7,7 +7,7 @@
  * ROCm 5 runtime, and a failure at each step leaving nothing allocated.
  * The current device is per thread: every entry selects the device and
  * puts the caller's back, from whichever thread calls it. The shared loader
- * (gpu/gpu_host_util.h) searches and reports what it tried. Where a real
+ * (host/host_library.h) searches and reports what it tried. Where a real
  * hiprtc is installed, the embedded kernel source must compile with it.
  *
  * Each Criterion test runs in its own process, so the environment set here
@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "gpu/gpu_host_util.h"
 #include "hip/amdgpu_elf.h"
 #include "hip/hip_internal.h"
+#include "host/host_library.h"
 #include "registry.h"
 #include "test_util.h"
 
@@ -851,7 +851,7 @@ Test(hip_fake, a_call_on_a_thread_without_the_device_fails)
     assert_nothing_left(&f);
 }
 
-/* ---- the shared loader (gpu/gpu_host_util.h) ---- */
+/* ---- the shared loader (host/host_library.h) ---- */
 
 typedef struct scratch_dir {
     char dir[64], lib[96], a[160], b[160];
@@ -884,20 +884,20 @@ static void remove_scratch(const scratch_dir *d)
 
 static const char *const test_names[] = {"liblkv_test_a.so", "liblkv_test_b.so"};
 
-static lkv_gpu_dl_search test_search(void)
+static lkv_host_library_search test_search(void)
 {
-    lkv_gpu_dl_search s = {.env = "LKV_TEST_OVERRIDE", .names = test_names, .count = 2,
-                           .dir_env = "LKV_TEST_DIR"};
+    lkv_host_library_search s = {.env = "LKV_TEST_OVERRIDE", .names = test_names, .count = 2,
+                                 .dir_env = "LKV_TEST_DIR"};
     return s;
 }
 
-Test(gpu_dl, names_are_tried_on_the_loader_path_then_in_the_folder)
+Test(host_library, names_are_tried_on_the_loader_path_then_in_the_folder)
 {
     scratch_dir d;
     make_scratch(&d);
-    lkv_gpu_dl_search s = test_search();
+    lkv_host_library_search s = test_search();
     char path[256], tried[512] = "", want[512];
-    void *h = lkv_gpu_dl_find(&s, path, sizeof path, tried, sizeof tried);
+    void *h = lkv_host_library_find(&s, path, sizeof path, tried, sizeof tried);
     cr_assert_not_null(h, "nothing found; tried %s", tried);
     cr_assert_str_eq(path, d.b);
     cr_assert_not_null(dlsym(h, "hipInit"), "not the stand-in");
@@ -914,7 +914,7 @@ static int refuse(void *handle, void *ctx)
     return 0;
 }
 
-Test(gpu_dl, a_refused_library_is_closed_and_the_search_goes_on)
+Test(host_library, a_refused_library_is_closed_and_the_search_goes_on)
 {
     scratch_dir d;
     make_scratch(&d);
@@ -923,11 +923,11 @@ Test(gpu_dl, a_refused_library_is_closed_and_the_search_goes_on)
     fputs("not an ELF file\n", junk);
     fclose(junk);
     int refused = 0;
-    lkv_gpu_dl_search s = test_search();
+    lkv_host_library_search s = test_search();
     s.accept = refuse;
     s.ctx = &refused;
     char path[256] = "untouched", tried[512] = "", want[512];
-    cr_assert_null(lkv_gpu_dl_find(&s, path, sizeof path, tried, sizeof tried));
+    cr_assert_null(lkv_host_library_find(&s, path, sizeof path, tried, sizeof tried));
     cr_assert_eq(refused, 1);
     cr_assert_str_eq(path, "untouched");
     /* the junk file says why it did not load; the refused one is named */
@@ -939,91 +939,23 @@ Test(gpu_dl, a_refused_library_is_closed_and_the_search_goes_on)
     remove_scratch(&d);
 }
 
-Test(gpu_dl, the_override_is_the_only_library_tried)
+Test(host_library, the_override_is_the_only_library_tried)
 {
     scratch_dir d;
     make_scratch(&d);
     setenv("LKV_TEST_OVERRIDE", "/nonexistent/liblkv.so", 1);
-    lkv_gpu_dl_search s = test_search();
+    lkv_host_library_search s = test_search();
     char path[256], tried[512] = "earlier";
-    cr_assert_null(lkv_gpu_dl_find(&s, path, sizeof path, tried, sizeof tried));
+    cr_assert_null(lkv_host_library_find(&s, path, sizeof path, tried, sizeof tried));
     const char *want = "earlier, /nonexistent/liblkv.so from LKV_TEST_OVERRIDE: ";
     cr_assert(strncmp(tried, want, strlen(want)) == 0, "tried: %s", tried);
     cr_assert(!strstr(tried, "liblkv_test_"), "the search ran too: %s", tried);
     setenv("LKV_TEST_OVERRIDE", d.b, 1);
-    void *h = lkv_gpu_dl_find(&s, path, sizeof path, tried, sizeof tried);
+    void *h = lkv_host_library_find(&s, path, sizeof path, tried, sizeof tried);
     cr_assert_not_null(h);
     cr_assert_str_eq(path, d.b);
     dlclose(h);
     remove_scratch(&d);
-}
-
-typedef struct two_fns {
-    int (*init)(unsigned int);
-    int (*absent)(void);
-} two_fns;
-
-Test(gpu_dl, resolve_names_the_first_missing_required_symbol)
-{
-    const char *real = getenv("LKV_FAKE_HIP6");
-    cr_assert(real && *real, "LKV_FAKE_HIP6 is not set (run through ctest)");
-    void *h = dlopen(real, RTLD_NOW | RTLD_LOCAL);
-    cr_assert_not_null(h, "%s", dlerror());
-    lkv_gpu_dl_symbol list[] = {{"hipInit", offsetof(two_fns, init), 1},
-                                {"lkv_no_such_entry", offsetof(two_fns, absent), 0}};
-    two_fns fns;
-    memset(&fns, 0x5a, sizeof fns);
-    cr_assert_null(lkv_gpu_dl_resolve(h, list, 2, &fns));
-    cr_assert_not_null(fns.init);
-    cr_assert_null(fns.absent, "a missing optional entry must be NULL");
-    cr_assert_eq(fns.init(0), 0, "hipInit of the stand-in");
-    list[1].required = 1;
-    cr_assert_str_eq(lkv_gpu_dl_resolve(h, list, 2, &fns), "lkv_no_such_entry");
-    dlclose(h);
-}
-
-/* ---- shared words ---- */
-
-Test(gpu_text, an_error_reads_name_then_text_with_the_number_standing_in)
-{
-    char buf[64];
-    lkv_gpu_error_text(2, "hipErrorOutOfMemory", "out of memory", buf, sizeof buf);
-    cr_assert_str_eq(buf, "hipErrorOutOfMemory (out of memory)");
-    lkv_gpu_error_text(2, "hipErrorOutOfMemory", NULL, buf, sizeof buf);
-    cr_assert_str_eq(buf, "hipErrorOutOfMemory");
-    lkv_gpu_error_text(999, NULL, "unknown", buf, sizeof buf);
-    cr_assert_str_eq(buf, "error 999 (unknown)");
-    lkv_gpu_error_text(-7, "", "", buf, sizeof buf);
-    cr_assert_str_eq(buf, "error -7");
-    cr_assert_eq(lkv_gpu_call_failed(LKV_DEVICE_ERROR, "cuda", "cuMemcpyDtoH", 999,
-                                     "CUDA_ERROR_UNKNOWN", "unknown error"), LKV_DEVICE_ERROR);
-    cr_assert_str_eq(lkv_last_error(), "cuda: cuMemcpyDtoH: CUDA_ERROR_UNKNOWN (unknown error)");
-}
-
-Test(gpu_text, uuids_are_grouped_hex_and_all_zero_is_none)
-{
-    unsigned char u[16];
-    for (int i = 0; i < 16; i++)
-        u[i] = (unsigned char)(0xf0 + i);
-    char buf[40];
-    lkv_gpu_uuid_text(u, buf, sizeof buf);
-    cr_assert_str_eq(buf, "f0f1f2f3-f4f5-f6f7-f8f9-fafbfcfdfeff");
-    memset(u, 0, sizeof u);
-    lkv_gpu_uuid_text(u, buf, sizeof buf);
-    cr_assert_str_eq(buf, "");
-}
-
-Test(gpu_text, append_separates_and_never_overruns)
-{
-    char buf[12] = "";
-    lkv_gpu_append(buf, sizeof buf, ", ", "abc");
-    cr_assert_str_eq(buf, "abc");
-    lkv_gpu_append(buf, sizeof buf, ", ", "def");
-    cr_assert_str_eq(buf, "abc, def");
-    lkv_gpu_append(buf, sizeof buf, ", ", "ghijkl");
-    cr_assert_str_eq(buf, "abc, def, g");
-    lkv_gpu_append(buf, sizeof buf, ", ", "more");
-    cr_assert_str_eq(buf, "abc, def, g");
 }
 
 /* ---- the embedded source and a real hiprtc, where one is installed ---- */

@@ -95,8 +95,8 @@ _Static_assert(__builtin_types_compatible_p(lkv_cl_build_notify, void (*)(cl_pro
 
 /* Every entry point: here the names in cl_symbols.h are CL/cl.h's own
  * declarations, so each line checks the return and parameter types. */
-#define LKV_CL_FN(ret, name, ...)                                                            \
-    _Static_assert(__builtin_types_compatible_p(__typeof__(&name), ret (*)(__VA_ARGS__)),    \
+#define LKV_SYM(group, need, ret, name, params)                                              \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&name), ret (*) params),           \
                    #name ": cl_symbols.h and CL/cl.h disagree");
 #include "cl_symbols.h"
-#undef LKV_CL_FN
+#undef LKV_SYM

@@ -70,6 +70,31 @@ Test(vulkan, missing_loader_library_is_unavailable_with_the_reason)
     lkv_runtime_close(rt);
 }
 
+/* The loader is found by the shared search (host/host_library.h): the
+ * message lists what was tried, the override with the dynamic loader's own
+ * reason. */
+Test(vulkan, a_missing_override_is_named_with_the_loader_s_reason)
+{
+    setenv("LAZYKV_VULKAN_LIBRARY", "/nonexistent/liblkv-vulkan.so", 1);
+    lkv_runtime *rt = NULL;
+    cr_assert_eq(lkv_runtime_open("vulkan", &rt), LKV_UNAVAILABLE);
+    const char *want = "no Vulkan loader (tried /nonexistent/liblkv-vulkan.so from "
+                       "LAZYKV_VULKAN_LIBRARY: ";
+    cr_assert(strstr(lkv_last_error(), want), "message: %s", lkv_last_error());
+    cr_assert(strstr(lkv_last_error(), "No such file"), "no reason: %s", lkv_last_error());
+    cr_assert(strstr(lkv_last_error(), "): install libvulkan1"), "message: %s",
+              lkv_last_error());
+}
+
+Test(vulkan, a_library_that_is_not_vulkan_lacks_vkGetInstanceProcAddr)
+{
+    setenv("LAZYKV_VULKAN_LIBRARY", "libm.so.6", 1);
+    lkv_runtime *rt = NULL;
+    cr_assert_eq(lkv_runtime_open("vulkan", &rt), LKV_UNAVAILABLE);
+    cr_assert(strstr(lkv_last_error(), "libm.so.6 has no vkGetInstanceProcAddr"), "message: %s",
+              lkv_last_error());
+}
+
 Test(vulkan, no_driver_is_unavailable_with_the_reason)
 {
     /* The loader finds no ICD at all. */

@@ -1,12 +1,13 @@
-/* The words the GPU backends share: a failed driver call's message in one
- * shape for CUDA and HIP, UUIDs, and appending to a fixed buffer. */
+/* The words the GPU backends share (host_text.h): a failed driver call's
+ * message in one shape for every backend, UUIDs, PCI addresses, and
+ * appending to a fixed buffer. */
 #include <stdio.h>
 #include <string.h>
 
 #include "error.h"
-#include "gpu_host_util.h"
+#include "host_text.h"
 
-void lkv_gpu_append(char *buf, size_t cap, const char *sep, const char *text)
+void lkv_host_append(char *buf, size_t cap, const char *sep, const char *text)
 {
     size_t used = cap ? strnlen(buf, cap) : 0;
     if (used + 1 >= cap)
@@ -14,7 +15,7 @@ void lkv_gpu_append(char *buf, size_t cap, const char *sep, const char *text)
     snprintf(buf + used, cap - used, "%s%s", used ? sep : "", text);
 }
 
-void lkv_gpu_error_text(int code, const char *name, const char *text, char *buf, size_t len)
+void lkv_host_error_text(int code, const char *name, const char *text, char *buf, size_t len)
 {
     char number[32];
     if (!name || !*name) {
@@ -27,15 +28,15 @@ void lkv_gpu_error_text(int code, const char *name, const char *text, char *buf,
         snprintf(buf, len, "%s", name);
 }
 
-lkv_status lkv_gpu_call_failed(lkv_status st, const char *backend, const char *what, int code,
-                               const char *name, const char *text)
+lkv_status lkv_host_call_failed(lkv_status st, const char *backend, const char *what, int code,
+                                const char *name, const char *text)
 {
     char words[256];
-    lkv_gpu_error_text(code, name, text, words, sizeof words);
+    lkv_host_error_text(code, name, text, words, sizeof words);
     return lkv_fail(st, "%s: %s: %s", backend, what, words);
 }
 
-void lkv_gpu_uuid_text(const unsigned char bytes[16], char *buf, size_t len)
+void lkv_host_uuid_text(const unsigned char bytes[16], char *buf, size_t len)
 {
     const unsigned char *b = bytes;
     int any = 0;
@@ -51,7 +52,7 @@ void lkv_gpu_uuid_text(const unsigned char bytes[16], char *buf, size_t len)
              b[13], b[14], b[15]);
 }
 
-void lkv_gpu_pci_text(const char *raw, char *buf, size_t len)
+void lkv_host_pci_text(const char *raw, char *buf, size_t len)
 {
     unsigned domain = 0, bus = 0, dev = 0, fn = 0;
     char end = 0;

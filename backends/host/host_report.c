@@ -2,10 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpu_host_util.h"
+#include "host_report.h"
 
-void lkv_gpu_report_unavailable(lkv_device_report *out, int cap, int *out_count,
-                                const char *backend, const char *why)
+void lkv_host_report_unavailable(lkv_device_report *out, int cap, int *out_count,
+                                 const char *backend, const char *why)
 {
     *out_count = 1;
     if (cap < 1)

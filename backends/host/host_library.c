@@ -1,31 +1,28 @@
-/* Finding a vendor library at run time and resolving its entry points:
- * lazykv links no GPU library, so a machine without a driver still runs it
- * and the backend then says in words what it looked for. */
+/* The search of host_library.h: the override, the loader's path, then an
+ * install folder, each refusal noted for the message. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_host_util.h"
+#include "host_library.h"
+#include "host_text.h"
 
 #ifdef RTLD_NODELETE
-#define LKV_GPU_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)
+#define LKV_HOST_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)
 #else
-#define LKV_GPU_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL)
+#define LKV_HOST_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL)
 #endif
-
-_Static_assert(sizeof(void (*)(void)) == sizeof(void *),
-               "a function pointer is stored from dlsym's object pointer");
 
 /* `name` opened and accepted, or NULL with `name` added to `tried`. The
  * loader's reason is kept for the override (the user named that file) and
  * for a file that exists but did not load (a broken install, the wrong
  * architecture); "no such file" for a searched name would only repeat it. */
-static void *try_open(const lkv_gpu_dl_search *s, const char *name, int overridden, char *tried,
-                      size_t tried_cap)
+static void *try_open(const lkv_host_library_search *s, const char *name, int overridden,
+                      char *tried, size_t tried_cap)
 {
-    void *h = dlopen(name, LKV_GPU_DLOPEN_FLAGS);
+    void *h = dlopen(name, LKV_HOST_DLOPEN_FLAGS);
     if (h && (!s->accept || s->accept(h, s->ctx)))
         return h;
     char entry[640];
@@ -42,7 +39,7 @@ static void *try_open(const lkv_gpu_dl_search *s, const char *name, int overridd
         else
             snprintf(entry, sizeof entry, "%s", name);
     }
-    lkv_gpu_append(tried, tried_cap, ", ", entry);
+    lkv_host_append(tried, tried_cap, ", ", entry);
     return NULL;
 }
 
@@ -53,8 +50,8 @@ static void *found(void *h, const char *name, char *out_path, size_t path_cap)
     return h;
 }
 
-void *lkv_gpu_dl_find(const lkv_gpu_dl_search *s, char *out_path, size_t path_cap, char *tried,
-                      size_t tried_cap)
+void *lkv_host_library_find(const lkv_host_library_search *s, char *out_path, size_t path_cap,
+                            char *tried, size_t tried_cap)
 {
     const char *env = s->env ? getenv(s->env) : NULL;
     if (env && *env)
@@ -75,17 +72,8 @@ void *lkv_gpu_dl_find(const lkv_gpu_dl_search *s, char *out_path, size_t path_ca
     return NULL;
 }
 
-const char *lkv_gpu_dl_resolve(void *handle, const lkv_gpu_dl_symbol *list, size_t count,
-                               void *table)
+void lkv_host_library_close(void *handle)
 {
-    const char *missing = NULL;
-    for (size_t i = 0; i < count; i++) {
-        /* dlsym gives an object pointer; POSIX guarantees it converts to a
-         * function pointer, which memcpy does without an aliasing cast. */
-        void *entry = dlsym(handle, list[i].name);
-        memcpy((char *)table + list[i].offset, &entry, sizeof entry);
-        if (!entry && list[i].required && !missing)
-            missing = list[i].name;
-    }
-    return missing;
+    if (handle)
+        dlclose(handle);
 }
