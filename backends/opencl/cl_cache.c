@@ -40,11 +40,11 @@ static uint64_t fnv(uint64_t h, const void *data, size_t n)
 
 #define LKV_FNV_SEED 0xcbf29ce484222325ull
 
-void lkv_cl_cache_key_make(const lkv_device *d, const char *const texts[3], const char *options,
+void lkv_cl_cache_key_make(const lkv_device *d, const char *const texts[LKV_CL_TEXTS], const char *options,
                            lkv_cl_cache_key *out_key)
 {
     uint64_t src = LKV_FNV_SEED;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < LKV_CL_TEXTS; i++)
         src = fnv(src, texts[i], strlen(texts[i]) + 1); /* the NUL keeps the seams apart */
     /* The platform version names PoCL's LLVM, which its driver version
      * does not. */

@@ -70,7 +70,7 @@ static unsigned char *binary_of(lkv_device *d, cl_program p, size_t *out_size)
 /* What building one pipeline's program takes. */
 typedef struct program_job {
     const lkv_bind_pipe_info *info;
-    const char *texts[3];
+    const char *texts[LKV_CL_TEXTS];
     char options[256], kernel[64];
     lkv_cl_cache_key key;
     int cache; /* the open cache folder (cl_cache.c), -1 without one */
@@ -106,8 +106,8 @@ static lkv_status from_source(lkv_device *d, const program_job *job, cl_program 
                               cl_kernel *out_k)
 {
     cl_int err = LKV_CL_SUCCESS;
-    const char *texts[3] = {job->texts[0], job->texts[1], job->texts[2]}; /* the API's type */
-    cl_program p = d->lib.fn.clCreateProgramWithSource(d->ctx, 3, texts, NULL, &err);
+    const char *texts[LKV_CL_TEXTS] = {job->texts[0], job->texts[1]}; /* the API's type */
+    cl_program p = d->lib.fn.clCreateProgramWithSource(d->ctx, LKV_CL_TEXTS, texts, NULL, &err);
     if (err != LKV_CL_SUCCESS)
         return lkv_cl_check(err, "clCreateProgramWithSource");
     err = d->lib.fn.clBuildProgram(p, 1, &d->dev, job->options, NULL, NULL);
@@ -157,10 +157,9 @@ lkv_status lkv_cl_pipe_ready(lkv_device *d, lkv_bind_pipe id)
         return LKV_OK;
     program_job job = {.info = &lkv_bind_pipes[id]};
     const lkv_bind_pipe_info *info = job.info;
-    job.texts[0] = lkv_cl_kernel_prelude();
-    job.texts[1] = lkv_cl_kernel_header();
-    job.texts[2] = lkv_cl_kernel_source(info->source);
-    if (!job.texts[2])
+    job.texts[0] = lkv_cl_kernel_header();
+    job.texts[1] = lkv_cl_kernel_source(info->source);
+    if (!job.texts[1])
         return lkv_fail(LKV_INTERNAL, "opencl: no embedded source %s.cl for pipeline %s",
                         info->source, info->name);
     options_of(d, info, job.options, sizeof job.options);
