@@ -197,4 +197,17 @@ lkv_status lkv_bind_compact(lkv_device *d, const lkv_compact_args *a);
  * in name, probe, open and close, and LKV_HOST_LOCKED_OPS. */
 extern const lkv_host_inner lkv_bind_inner;
 
+/* The known deviations of a binding backend's device without f64 in its
+ * kernels (the probe's "f32 scores"): the scores the oracle computes in f64
+ * are f32 there. `no_f64` names the missing capability, `exp_error` what the
+ * API allows its float exp; both are string literals. The list ends the
+ * ops table's `deviations` array (add the NULL entry after it). */
+#define LKV_BIND_F32_SCORE_DEVIATIONS(no_f64, exp_error)                                         \
+    {"f32 scores", "score(kind=lazy,*|replay(policy=lazy,*",                                    \
+     no_f64 ": lazy scores in f32, where " exp_error ", so near-equal scores of different "      \
+            "(mri, delta) can order differently from the f64 oracle"},                            \
+    {"f32 scores", "score(kind=noisy,*",                                                          \
+     no_f64 ": Gumbel noise -log(-log u) in f32 loses digits as u nears 1; the same Philox "     \
+            "bits, so the same sample up to ~1e-2"}
+
 #endif /* LKV_BIND_INTERNAL_H */

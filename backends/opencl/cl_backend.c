@@ -29,14 +29,9 @@ const lkv_bind_driver lkv_cl_bind_driver = {
  * (the probe's "f32 scores"), scores that the oracle computes in f64 are
  * computed in f32. */
 static const lkv_backend_deviation cl_deviations[] = {
-    {"f32 scores", "score(kind=lazy,*|replay(policy=lazy,*",
-     "no cl_khr_fp64 (or LAZYKV_OPENCL_F64=0): lazy scores in f32, where OpenCL's "
-     "float exp is good to 3 ulp, about 6e-6 relative for these arguments, so "
-     "near-equal scores of different (mri, delta) can order differently from the "
-     "f64 oracle"},
-    {"f32 scores", "score(kind=noisy,*",
-     "no cl_khr_fp64 (or LAZYKV_OPENCL_F64=0): Gumbel noise -log(-log u) in f32 "
-     "loses digits as u nears 1; the same Philox bits, so the same sample up to ~1e-2"},
+    LKV_BIND_F32_SCORE_DEVIATIONS("no cl_khr_fp64 (or LAZYKV_OPENCL_F64=0)",
+                                  "OpenCL's float exp is good to 3 ulp, about 6e-6 relative "
+                                  "for these arguments"),
     {NULL, NULL, NULL},
 };
 

@@ -28,13 +28,9 @@ const lkv_bind_driver lkv_vk_bind_driver = {
 /* Where a device lacks shaderFloat64 (the probe's "f32 scores"), scores
  * that the oracle computes in f64 are computed in f32. */
 static const lkv_backend_deviation vk_deviations[] = {
-    {"f32 scores", "score(kind=lazy,*|replay(policy=lazy,*",
-     "no shaderFloat64: lazy scores in f32, where exp of arguments up to ~100 is "
-     "good to ~1e-5 relative (Vulkan allows 3 + 2|x| ulp), so near-equal scores "
-     "of different (mri, delta) can order differently from the f64 oracle"},
-    {"f32 scores", "score(kind=noisy,*",
-     "no shaderFloat64: Gumbel noise -log(-log u) in f32 loses digits as u "
-     "nears 1; the same Philox bits, so the same sample up to ~1e-2"},
+    LKV_BIND_F32_SCORE_DEVIATIONS("no shaderFloat64",
+                                  "exp of arguments up to ~100 is good to ~1e-5 relative "
+                                  "(Vulkan allows 3 + 2|x| ulp)"),
     {NULL, NULL, NULL},
 };
 
