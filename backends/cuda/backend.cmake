@@ -13,6 +13,7 @@
 #   LAZYKV_CUDA_FLAGS    extra nvcc flags (e.g. -ccbin g++-12)
 # nvcc is looked for on PATH and in $CUDA_HOME/bin and $CUDA_PATH/bin.
 
+set(LAZYKV_CUDA AUTO CACHE STRING "Build the CUDA backend: ON, OFF or AUTO (when nvcc is found)")
 set(LKV_HAVE_CUDA OFF)
 set(LAZYKV_CUDA_TARGETS "sm_75;sm_80;sm_86;sm_89;sm_90;compute_90" CACHE STRING
     "GPU code in the embedded CUDA fatbin: sm_XX machine code, compute_XX PTX")

@@ -102,6 +102,7 @@ set(LKV_HAVE_HIP OFF)
 # pre-production gfx940/gfx941 in 2025): with those the configure check below
 # fails, and LAZYKV_HIP_TARGETS must be set, e.g. to
 # "gfx906;gfx908;gfx90a;gfx942;gfx1030".
+set(LAZYKV_HIP AUTO CACHE STRING "Build the HIP backend: ON, OFF or AUTO (when hipcc is found)")
 set(LAZYKV_HIP_TARGETS "gfx906;gfx908;gfx90a;gfx940;gfx1030" CACHE STRING
     "gfx targets of the embedded HIP code objects (other devices compile with hiprtc at open)")
 

@@ -71,6 +71,12 @@ case $deps in
   *liblazykv*) say "pc_static loads a shared liblazykv:"; echo "$deps"; exit 1 ;;
 esac
 
+# The plain configure the README's first command runs: every backend's
+# options at their defaults (the builds here name CUDA and HIP explicitly).
+say "configure with every option at its default"
+cmake -S "$src" -B "$work/defaults" >"$work/defaults.log" ||
+  { cat "$work/defaults.log"; exit 1; }
+
 say "add_subdirectory consumer (no Criterion, no tests, no tools)"
 cmake -S "$here/subdirectory" -B "$work/subdirectory" -DLAZYKV_SOURCE="$src" \
       -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON -DCMAKE_BUILD_TYPE=Release \
