@@ -40,16 +40,14 @@ install(FILES ${PROJECT_BINARY_DIR}/lazykvConfig.cmake ${PROJECT_BINARY_DIR}/laz
 # prefix both work; an absolute libdir is written as it is.
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
   set(LKV_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+  set(LKV_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
 else()
+  # lib/pkgconfig/ -> ../..; one more .. per folder of a deeper libdir
   set(LKV_PC_PREFIX "\${pcfiledir}/..")
   string(REPLACE "/" ";" lkv_parts "${CMAKE_INSTALL_LIBDIR}")
   foreach(part ${lkv_parts})
     string(APPEND LKV_PC_PREFIX "/..")
   endforeach()
-endif()
-if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
-  set(LKV_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
-else()
   set(LKV_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
 endif()
 if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")

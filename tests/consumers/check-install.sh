@@ -20,7 +20,7 @@ say() { echo "check-install: $*"; }
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
 ver=$(sed -n 's/^CMAKE_PROJECT_VERSION:[A-Z]*=//p' "$build/CMakeCache.txt")
-[ -n "$ver" ] || ver=$(sed -n 's/^lazykv_VERSION:[A-Z]*=//p' "$build/CMakeCache.txt")
+[ -n "$ver" ] || { say "no CMAKE_PROJECT_VERSION in $build/CMakeCache.txt"; exit 1; }
 so=$(cd "$prefix/$libdir" && ls liblazykv.so.*.* | sort | tail -1)
 soname=$(objdump -p "$prefix/$libdir/$so" | sed -n 's/^ *SONAME *//p')
 
