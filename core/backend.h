@@ -121,6 +121,36 @@ typedef struct lkv_compact_args {
     const lkv_buffer *kept;
 } lkv_compact_args;
 
+/* store: write tokens' f32 keys and values into cache slots, rounded to the
+ * storage type as lkv_dtype_store does (nearest, ties to even), with their
+ * positions and fresh policy state. Entry e (one sequence and layer) takes
+ * tokens src_token[e] .. src_token[e] + count[e] - 1 of k and v
+ * ([tokens][kv_heads][head_dim] f32) into slots slot0[e] .. slot0[e] +
+ * count[e] - 1 of rows row0[e] + h, for every cache head h < cache_heads,
+ * reading KV head h * kv_heads / cache_heads (grouped: h; expanded: the query
+ * head's KV head). Token j of the entry gets pos = position0[e] + j,
+ * state_a = last_init[e], state_b = 0 and state_f = 0.
+ *
+ * Inputs from device memory reach it unchecked, so store keeps the cache
+ * finite whatever it is given: a NaN or infinite element is stored as +0, and
+ * a finite one beyond the storage type's largest finite value as that value
+ * with its sign. (Host inputs are checked by core first and never hit the
+ * rule.) */
+typedef struct lkv_store_args {
+    const lkv_cache_buffers *cache;
+    int32_t n_entries;
+    const int32_t *row0;
+    const int32_t *slot0;
+    const int32_t *count;
+    const int32_t *src_token;
+    const int32_t *position0;
+    const int32_t *last_init;
+    int32_t cache_heads;
+    int32_t kv_heads;
+    const lkv_buffer *k; /* [tokens][kv_heads][head_dim] f32 */
+    const lkv_buffer *v;
+} lkv_store_args;
+
 /* A known deviation from the oracle that a backend owns and accepts: the
  * conformance cases it is expected to fail on devices with a trait, and
  * why in words. The conformance suite turns those FAILs into XFAILs (still
@@ -156,13 +186,34 @@ typedef struct lkv_backend_ops {
     /* Waits for all queued work. Ops may be asynchronous; read is not. */
     lkv_status (*sync)(lkv_device *dev);
 
-    /* The five ops. A NULL entry means the backend does not support the op;
+    /* Opens a device on handles the caller owns (lkv_external_device of
+     * lazykv.h): its context and queue/stream, on which every op, copy and
+     * read is then ordered. The device never destroys what it borrowed.
+     * NULL when the backend cannot. */
+    lkv_status (*open_external)(const lkv_external_device *ext, lkv_device **out_dev);
+    /* Borrows memory the caller owns as a buffer the ops accept: `handle` is
+     * the backend's native handle (cpu: a host address; cuda, hip: a device
+     * address; opencl: a cl_mem; vulkan: a VkBuffer), viewed from byte
+     * `offset` for `bytes`. free() releases the view, never the memory. A
+     * view may be made and freed every call, so it is cheap (no device
+     * allocation, no synchronization). NULL: no device memory accepted. */
+    lkv_status (*wrap)(lkv_device *dev, uint64_t handle, uint64_t offset, size_t bytes,
+                       lkv_buffer **out_buf);
+    /* What the device did since it was opened (lkv_counters of lazykv.h):
+     * launches, transfers and host waits, counted where they happen. NULL:
+     * the backend counts nothing (all zero). */
+    void (*counters)(const lkv_device *dev, lkv_counters *out);
+
+    /* The ops. A NULL entry means the backend does not support the op;
      * the core reports UNSUPPORTED instead of calling it. */
     lkv_status (*attend)(lkv_device *dev, const lkv_attend_args *args);
     lkv_status (*observe)(lkv_device *dev, const lkv_observe_args *args);
     lkv_status (*score)(lkv_device *dev, const lkv_score_args *args);
     lkv_status (*select)(lkv_device *dev, const lkv_select_args *args);
     lkv_status (*compact)(lkv_device *dev, const lkv_compact_args *args);
+    /* NULL: core writes K/V row by row through `write` instead (host inputs
+     * only; device inputs are then UNSUPPORTED). */
+    lkv_status (*store)(lkv_device *dev, const lkv_store_args *args);
 
     /* The backend's known deviations, ended by an entry whose `cases` is
      * NULL; NULL when it has none. */

@@ -49,7 +49,7 @@ extern "C" {
  * liblazykv.so.MAJOR.MINOR (liblazykv.so.0.2); from 1.0 on it is
  * liblazykv.so.MAJOR, and only a major version may break the ABI. */
 #define LKV_VERSION_MAJOR 0
-#define LKV_VERSION_MINOR 2
+#define LKV_VERSION_MINOR 3
 #define LKV_VERSION_PATCH 0
 
 /* LKV_API marks the library's entry points: the shared library is built
@@ -116,6 +116,59 @@ typedef struct lkv_runtime_info {
 
 /* Which backend and device the runtime actually uses. */
 LKV_API lkv_status lkv_runtime_get_info(const lkv_runtime *rt, lkv_runtime_info *out_info);
+
+/* The engine's own device objects, for lkv_runtime_open_external. lazykv
+ * borrows them (never destroys them) and orders all of its work on the given
+ * stream or queue, so an engine's work before a lazykv call is seen by it and
+ * its work after sees lazykv's results, without any host wait in between.
+ * Fields per backend (others must be zero / NULL):
+ *   cuda    device = ordinal; context = CUcontext (NULL: the device's primary
+ *           context); stream = CUstream (NULL: the legacy default stream)
+ *   hip     device = ordinal; stream = hipStream_t (NULL: the null stream)
+ *   opencl  context = cl_context; physical_device = cl_device_id;
+ *           stream = cl_command_queue (in-order) of that context and device
+ *   vulkan  instance = VkInstance; physical_device = VkPhysicalDevice;
+ *           logical_device = VkDevice (created with a compute queue and the
+ *           extensions lazykv's probe lists); stream = VkQueue of family
+ *           queue_family. Queue hand-off: see "Vulkan" in docs/embedding.md
+ * The engine must keep them alive until lkv_runtime_close. */
+typedef struct lkv_external_device {
+    const char *backend;    /* "cuda", "hip", "opencl" or "vulkan" */
+    int32_t device;         /* cuda, hip: device ordinal */
+    void *context;          /* cuda: CUcontext; opencl: cl_context */
+    void *stream;           /* cuda: CUstream; hip: hipStream_t;
+                               opencl: cl_command_queue; vulkan: VkQueue */
+    void *instance;         /* vulkan: VkInstance */
+    void *physical_device;  /* vulkan: VkPhysicalDevice; opencl: cl_device_id */
+    void *logical_device;   /* vulkan: VkDevice */
+    uint32_t queue_family;  /* vulkan: the family of `stream` */
+} lkv_external_device;
+
+/* Opens the runtime on objects the engine already holds instead of creating
+ * its own. UNSUPPORTED naming the backend when it cannot (cpu has nothing to
+ * borrow); INVALID_ARGUMENT naming a missing or foreign handle. */
+LKV_API lkv_status lkv_runtime_open_external(const lkv_external_device *ext,
+                                             lkv_runtime **out_rt);
+
+/* What the runtime's device did since it was opened, counted where it
+ * happens, so a test or a bench can predict GPU cost from any backend:
+ *   launches   kernel launches (cuda, hip), dispatches (vulkan, opencl),
+ *              op passes (cpu: one per kernel a GPU backend would launch)
+ *   h2d_*, d2h_*   host<->device transfers: count and bytes (cpu counts its
+ *              staging copies the same way)
+ *   syncs      times the host waited for the device's queued work: each
+ *              blocking read-back, fence wait or stream synchronization
+ * Take the difference of two readings to cost one call. */
+typedef struct lkv_counters {
+    int64_t launches;
+    int64_t h2d_copies;
+    int64_t h2d_bytes;
+    int64_t d2h_copies;
+    int64_t d2h_bytes;
+    int64_t syncs;
+} lkv_counters;
+
+LKV_API lkv_status lkv_runtime_get_counters(const lkv_runtime *rt, lkv_counters *out_counters);
 
 typedef struct lkv_device_report {
     char backend[16];     /* backend name */
@@ -277,14 +330,31 @@ LKV_API lkv_status lkv_cache_get_config(const lkv_cache *cache, lkv_cache_config
 /* Number of cache heads: kv_heads (grouped) or q_heads (expanded). */
 LKV_API int32_t lkv_cache_heads(const lkv_cache *cache);
 
-/* Where the arrays passed to prefill/decode live. Only host memory is
- * accepted today; device-resident inputs (a CUDA pointer from the engine's own
- * projection, say) will come in through this field without changing the call
- * signatures, and are rejected with UNSUPPORTED until then. */
+/* Where the arrays passed to prefill/decode live.
+ *   LKV_MEMORY_HOST    plain host pointers; checked (finite, in the storage
+ *                      type's range) before anything changes
+ *   LKV_MEMORY_DEVICE  the runtime device's own memory, given as
+ *                      lkv_device_array (the batch calls only); nothing is
+ *                      read back or checked on the host, see "Device inputs"
+ *                      below */
 typedef enum lkv_memory {
     LKV_MEMORY_HOST = 0,
     LKV_MEMORY_DEVICE
 } lkv_memory;
+
+/* An f32 array in device memory: the backend's native handle and a byte
+ * offset into it.
+ *   cuda  handle = CUdeviceptr          hip    handle = device pointer
+ *   opencl handle = cl_mem              vulkan handle = VkBuffer (storage
+ *                                              buffer usage)
+ *   cpu   handle = host address (the cpu backend's device memory is host
+ *         memory), offset added to it
+ * Offsets must be multiples of 4; OpenCL and Vulkan may need more (the
+ * device's base-address / storage-buffer-offset alignment) and say so. */
+typedef struct lkv_device_array {
+    uint64_t handle;
+    uint64_t offset;
+} lkv_device_array;
 
 /* Prompt of one layer of one sequence. Layouts are row-major f32:
  *   k, v : [n_tokens][kv_heads][head_dim]   keys post-RoPE
@@ -303,13 +373,29 @@ typedef struct lkv_prefill_io {
     const float *q;
     float *out;
     int32_t first_position; /* usually 0; must leave 2^24 positions of headroom */
-    lkv_memory memory;
+    lkv_memory memory;      /* LKV_MEMORY_HOST: the per-sequence calls take host arrays */
+    /* Chunked prefill: non-zero when more chunks of this prompt follow. The
+     * next prefill calls (layers 0..layers-1 again) continue the prompt: their
+     * tokens take the following positions (first_position is read from the
+     * first chunk only), their queries attend over the cached prefix and,
+     * causally, the chunk. The prefill-time eviction (snapkv, nacl) and the
+     * votes that need the prompt's end wait for the chunk with more_chunks = 0;
+     * queries of earlier chunks vote only under policies where every prompt
+     * query votes (h2o), so a policy voting with the prompt's last w queries
+     * (snapkv, nacl's proxies, tova's last query) reproduces a one-shot
+     * prefill exactly when the last chunk holds at least those w tokens, and
+     * otherwise votes with the last chunk's queries only. 0 (the default) is
+     * a one-shot prefill, as before. */
+    int32_t more_chunks;
 } lkv_prefill_io;
 
-/* Stores a prompt. Call once per layer, layers in order 0..layers-1, before
- * the sequence's first decode step (a sequence may also skip prefill). After
- * the last layer the prefill eviction of snapkv/nacl runs for all layers in
- * one batched pass.
+/* Stores a prompt (or one chunk of it, see more_chunks). Call once per layer,
+ * layers in order 0..layers-1, before the sequence's first decode step (a
+ * sequence may also skip prefill). After the last layer of the last chunk the
+ * prefill eviction of snapkv/nacl runs for all layers in one batched pass.
+ * The chunk's causal attention (out) runs as one batched attend over all its
+ * queries; voting queries attend one at a time (each needs its own
+ * probabilities), batched across the sequences of a prefill batch.
  *
  * Admission (docs/policies-admission.md): under every policy a prompt of up
  * to `capacity` tokens is taken, also one longer than the budget: the whole
@@ -358,9 +444,118 @@ typedef struct lkv_decode_io {
 LKV_API lkv_status lkv_cache_decode(lkv_cache *cache, int32_t sequence, int32_t layer,
                                     const lkv_decode_io *io);
 
+/* ------------------------------------------------------------------------ */
+/* Batches: one call per layer for many sequences                           */
+/* ------------------------------------------------------------------------ */
+
+/* One decode step of one layer for `n_sequences` sequences of the cache,
+ * listed in `sequences` (a host array of distinct indices, any order, any
+ * subset; the sequences may hold different lengths and be at different
+ * steps). Arrays are packed in list order, row-major f32:
+ *   q, out : [n_sequences][q_heads][head_dim]
+ *   k, v   : [n_sequences][kv_heads][head_dim]
+ * Host memory: q, k, v, out are host pointers (q_dev ... unused); they are
+ * checked first, staged in one transfer each, and `out` is read back in one.
+ * Device memory: q_dev, k_dev, v_dev, out_dev (see "Device inputs").
+ *
+ * Exactly lkv_cache_decode for each listed sequence, in effect and in every
+ * decision (the conformance suite replays both and compares), but run as one
+ * dispatch per op for the whole batch: one store of the new K/V, one attend,
+ * one observe, and after the last layer the evictions due at the step for
+ * every listed sequence and layer as one score / select / compact pass
+ * (early evictions likewise, at layer 0). Every listed sequence must expect
+ * this layer (the same rules as lkv_cache_decode). A check that fails for
+ * any listed sequence fails the call, naming the sequence, and changes
+ * nothing for any of them.
+ *
+ * Device inputs: with LKV_MEMORY_DEVICE the step makes no host
+ * synchronization, evicting or not: the eviction is scored, selected and
+ * applied on the device, and the host knows every new length from the
+ * policy's plan (lkv_runtime_get_counters shows 0 syncs). The inputs cannot
+ * be checked on the host, so the device defines what a bad value does: a NaN
+ * or infinite element of k or v is stored as 0, and a finite one beyond the
+ * storage type's range as its largest finite value of that sign, so the
+ * cache never holds a non-finite key or value; a non-finite element of q
+ * makes that sequence's output for the step NaN and its observation of the
+ * step NaN, which the policies read as "not important" (lazy) or rank below
+ * every other slot (accumulating policies), for that sequence only. Never a
+ * crash, never another sequence's state. */
+typedef struct lkv_decode_batch_io {
+    int32_t n_sequences;
+    const int32_t *sequences; /* [n_sequences] host array */
+    lkv_memory memory;
+    const float *q;           /* LKV_MEMORY_HOST */
+    const float *k;
+    const float *v;
+    float *out;
+    lkv_device_array q_dev;   /* LKV_MEMORY_DEVICE */
+    lkv_device_array k_dev;
+    lkv_device_array v_dev;
+    lkv_device_array out_dev;
+} lkv_decode_batch_io;
+
+LKV_API lkv_status lkv_cache_decode_batch(lkv_cache *cache, int32_t layer,
+                                          const lkv_decode_batch_io *io);
+
+/* One prefill chunk of one layer for several sequences: lkv_cache_prefill
+ * for each, batched. Sequence i brings n_tokens[i] tokens; arrays pack the
+ * sequences' tokens one after the other in list order:
+ *   k, v   : [sum n_tokens][kv_heads][head_dim]
+ *   q, out : [sum n_tokens][q_heads][head_dim]   (optional, as in prefill)
+ * first_position (NULL: 0 for all) and more_chunks (NULL: 0 for all) are per
+ * sequence, with lkv_prefill_io's meaning. K/V are stored in one dispatch and
+ * the causal attention of every chunk query of every sequence runs as one
+ * attend. Host or device memory as in lkv_cache_decode_batch; q must be on
+ * the host when the policy votes with prompt queries. */
+typedef struct lkv_prefill_batch_io {
+    int32_t n_sequences;
+    const int32_t *sequences;      /* [n_sequences] host array, distinct */
+    const int32_t *n_tokens;       /* [n_sequences] host array, each >= 1 */
+    const int32_t *first_position; /* [n_sequences] or NULL */
+    const int32_t *more_chunks;    /* [n_sequences] or NULL */
+    lkv_memory memory;
+    const float *q;                /* LKV_MEMORY_HOST; q and out may be NULL */
+    const float *k;
+    const float *v;
+    float *out;
+    lkv_device_array q_dev;        /* LKV_MEMORY_DEVICE; handle 0: not given */
+    lkv_device_array k_dev;
+    lkv_device_array v_dev;
+    lkv_device_array out_dev;
+} lkv_prefill_batch_io;
+
+LKV_API lkv_status lkv_cache_prefill_batch(lkv_cache *cache, int32_t layer,
+                                           const lkv_prefill_batch_io *io);
+
+/* ------------------------------------------------------------------------ */
+/* Sequence lifecycle                                                       */
+/* ------------------------------------------------------------------------ */
+
 /* Empties one sequence: no slots, step 0, ready for a new prefill. The cache's
  * counters (evictions, peaks) keep their history. */
 LKV_API lkv_status lkv_cache_reset_sequence(lkv_cache *cache, int32_t sequence);
+
+/* Makes sequence `dst` an exact copy of `src` (prefix sharing, parallel
+ * sampling, beam search): every layer's K/V, positions and policy state are
+ * copied on the device, and the step counter, next position and prefill
+ * progress with them, so both continue identically from here. Whatever dst
+ * held is dropped first. src must be between steps (no layer of a step or a
+ * prefill chunk pending); src == dst is INVALID_ARGUMENT. */
+LKV_API lkv_status lkv_cache_fork_sequence(lkv_cache *cache, int32_t src, int32_t dst);
+
+/* Drops the newest n tokens of a sequence (speculative-decoding rollback):
+ * their slots in every layer and head, so the next decoded token takes the
+ * position of the first dropped one. The tokens must be the last n slots of
+ * every row, which holds when they were all appended after the sequence's
+ * last eviction: otherwise INVALID_ARGUMENT says how many can be dropped.
+ * Policy state: the surviving slots keep what the dropped steps observed
+ * (their importance steps, MRI, accumulated attention are not rewound) and
+ * the step counter keeps counting (the policy's clock, so eviction cadence
+ * and MRI stay consistent). This is documented approximate rollback: decisions
+ * after it equal those of a run that decoded the dropped tokens' steps
+ * without storing the tokens, not of a run that never saw them. n = 0 is a
+ * no-op; n above the sequence's length is INVALID_ARGUMENT. */
+LKV_API lkv_status lkv_cache_truncate_sequence(lkv_cache *cache, int32_t sequence, int32_t n);
 
 typedef struct lkv_cache_stats {
     int64_t slots_in_use;    /* valid slots summed over sequences, layers, cache heads */
