@@ -153,7 +153,8 @@ LKV_API lkv_status lkv_runtime_open_external(const lkv_external_device *ext,
 /* What the runtime's device did since it was opened, counted where it
  * happens, so a test or a bench can predict GPU cost from any backend:
  *   launches   kernel launches (cuda, hip), dispatches (vulkan, opencl),
- *              op passes (cpu: one per kernel a GPU backend would launch)
+ *              op calls (cpu: one per op, what a GPU backend launches at
+ *              least once)
  *   h2d_*, d2h_*   host<->device transfers: count and bytes (cpu counts its
  *              staging copies the same way)
  *   syncs      times the host waited for the device's queued work: each

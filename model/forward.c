@@ -321,7 +321,7 @@ static lkv_status attend(lkv_forward *fw, const lkv_pass *p, int32_t layer)
         lkv_status st;
         if (p->prefill) {
             lkv_prefill_io io = {p->rows, fw->k, fw->v, fw->q, i == 0 ? fw->att : NULL,
-                                 ln->position, LKV_MEMORY_HOST};
+                                 ln->position, LKV_MEMORY_HOST, 0};
             st = lkv_cache_prefill(ln->cache, ln->sequence, layer, &io);
         } else {
             lkv_decode_io io = {fw->q + (size_t)i * (size_t)fw->qd,

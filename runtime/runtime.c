@@ -270,3 +270,52 @@ lkv_status lkv_list_devices(lkv_device_report *out_reports, int cap, int *out_co
     *out_count = total;
     return LKV_OK;
 }
+
+lkv_status lkv_runtime_open_external(const lkv_external_device *ext, lkv_runtime **out_rt)
+{
+    lkv_clear_error();
+    if (!ext || !out_rt || !ext->backend)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_runtime_open_external: %s is NULL",
+                        !ext ? "ext" : !out_rt ? "out_rt" : "ext->backend");
+    const lkv_backend_entry *e = find_backend(ext->backend, strlen(ext->backend));
+    if (!e) {
+        char names[256];
+        known_names(names, sizeof names);
+        return lkv_fail(LKV_INVALID_ARGUMENT, "unknown backend '%s': expected one of %s",
+                        ext->backend, names + strlen("auto, "));
+    }
+    if (!e->ops)
+        return lkv_fail(LKV_UNAVAILABLE, "backend '%s' is unavailable: %s", e->name, e->missing);
+    if (!e->ops->open_external)
+        return lkv_fail(LKV_UNSUPPORTED, "backend '%s' cannot be opened on external objects%s",
+                        e->name, strcmp(e->name, "cpu") == 0 ? " (it has none to borrow)" : "");
+    lkv_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory opening the runtime");
+    lkv_status st = e->ops->open_external(ext, &rt->dev);
+    if (st != LKV_OK) {
+        free(rt);
+        return st;
+    }
+    rt->ops = e->ops;
+    snprintf(rt->info.backend, sizeof rt->info.backend, "%s", e->name);
+    rt->info.device = ext->device;
+    snprintf(rt->info.device_name, sizeof rt->info.device_name, "%s (the engine's)", e->name);
+    snprintf(rt->info.selection, sizeof rt->info.selection,
+             "%s opened on the engine's own device objects", e->name);
+    *out_rt = rt;
+    return LKV_OK;
+}
+
+lkv_status lkv_runtime_get_counters(const lkv_runtime *rt, lkv_counters *out_counters)
+{
+    lkv_clear_error();
+    if (!rt || !out_counters)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_runtime_get_counters: %s is NULL",
+                        rt ? "out_counters" : "rt");
+    lkv_counters c = {0};
+    if (rt->ops->counters)
+        rt->ops->counters(rt->dev, &c);
+    *out_counters = c;
+    return LKV_OK;
+}

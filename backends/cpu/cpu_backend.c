@@ -117,7 +117,8 @@ static void cpu_free(lkv_device *dev, lkv_buffer *buf)
     (void)dev;
     if (!buf)
         return;
-    free(buf->data);
+    if (!buf->borrowed)
+        free(buf->data);
     free(buf);
 }
 
@@ -132,20 +133,27 @@ static lkv_status check_range(const lkv_buffer *b, size_t offset, size_t bytes, 
 static lkv_status cpu_write(lkv_device *dev, lkv_buffer *dst, size_t offset, const void *src,
                             size_t bytes)
 {
-    (void)dev;
     lkv_status st = check_range(dst, offset, bytes, "write");
     if (st == LKV_OK && bytes)
         memcpy(dst->data + offset, src, bytes);
+    if (st == LKV_OK) {
+        dev->counters.h2d_copies++;
+        dev->counters.h2d_bytes += (int64_t)bytes;
+    }
     return st;
 }
 
 static lkv_status cpu_read(lkv_device *dev, const lkv_buffer *src, size_t offset, void *dst,
                            size_t bytes)
 {
-    (void)dev;
     lkv_status st = check_range(src, offset, bytes, "read");
     if (st == LKV_OK && bytes)
         memcpy(dst, src->data + offset, bytes);
+    if (st == LKV_OK) { /* a read waits for the device on a GPU backend */
+        dev->counters.d2h_copies++;
+        dev->counters.d2h_bytes += (int64_t)bytes;
+        dev->counters.syncs++;
+    }
     return st;
 }
 
@@ -163,9 +171,46 @@ static lkv_status cpu_copy(lkv_device *dev, lkv_buffer *dst, size_t dst_offset,
 
 static lkv_status cpu_sync(lkv_device *dev)
 {
-    (void)dev;
-    return LKV_OK; /* every op completes before it returns */
+    dev->counters.syncs++; /* counted as a GPU backend's wait would be */
+    return LKV_OK;         /* every op completes before it returns */
 }
+
+/* The cpu's device memory is host memory: a handle is an address. */
+static lkv_status cpu_wrap(lkv_device *dev, uint64_t handle, uint64_t offset, size_t bytes,
+                           lkv_buffer **out_buf)
+{
+    (void)dev;
+    if (!handle || offset % 4 || handle > UINTPTR_MAX - offset)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "cpu device array: handle 0x%llx offset %llu is not a usable address "
+                        "(non-zero, offset a multiple of 4)",
+                        (unsigned long long)handle, (unsigned long long)offset);
+    lkv_buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory wrapping a device array");
+    b->size = bytes;
+    b->data = (unsigned char *)(uintptr_t)(handle + offset);
+    b->borrowed = 1;
+    *out_buf = b;
+    return LKV_OK;
+}
+
+static void cpu_counters(const lkv_device *dev, lkv_counters *out) { *out = dev->counters; }
+
+/* Every op is one pass, what a GPU backend would launch at least once. */
+#define LKV_CPU_COUNTED(op, args_type)                                                  \
+    static lkv_status cpu_##op(lkv_device *dev, const args_type *a)                   \
+    {                                                                                 \
+        dev->counters.launches++;                                                     \
+        return lkv_cpu_##op(dev, a);                                                  \
+    }
+LKV_CPU_COUNTED(attend, lkv_attend_args)
+LKV_CPU_COUNTED(observe, lkv_observe_args)
+LKV_CPU_COUNTED(score, lkv_score_args)
+LKV_CPU_COUNTED(select, lkv_select_args)
+LKV_CPU_COUNTED(compact, lkv_compact_args)
+LKV_CPU_COUNTED(store, lkv_store_args)
+#undef LKV_CPU_COUNTED
 
 const lkv_backend_ops lkv_backend_cpu = {
     .name = "cpu",
@@ -178,9 +223,12 @@ const lkv_backend_ops lkv_backend_cpu = {
     .read = cpu_read,
     .copy = cpu_copy,
     .sync = cpu_sync,
-    .attend = lkv_cpu_attend,
-    .observe = lkv_cpu_observe,
-    .score = lkv_cpu_score,
-    .select = lkv_cpu_select,
-    .compact = lkv_cpu_compact,
+    .wrap = cpu_wrap,
+    .counters = cpu_counters,
+    .attend = cpu_attend,
+    .observe = cpu_observe,
+    .score = cpu_score,
+    .select = cpu_select,
+    .compact = cpu_compact,
+    .store = cpu_store,
 };

@@ -9,11 +9,16 @@
 
 struct lkv_device {
     int threads;
+    /* What a GPU backend would have launched, copied and waited for: the
+     * cpu counts the same events so tests and the bench can read GPU cost
+     * off any machine. */
+    lkv_counters counters;
 };
 
 struct lkv_buffer {
     size_t size;
     unsigned char *data;
+    int borrowed; /* a view of caller memory (wrap): free() keeps the data */
 };
 
 /* Typed views of a row of a [rows][capacity] buffer. */
@@ -46,5 +51,6 @@ lkv_status lkv_cpu_observe(lkv_device *dev, const lkv_observe_args *args);
 lkv_status lkv_cpu_score(lkv_device *dev, const lkv_score_args *args);
 lkv_status lkv_cpu_select(lkv_device *dev, const lkv_select_args *args);
 lkv_status lkv_cpu_compact(lkv_device *dev, const lkv_compact_args *args);
+lkv_status lkv_cpu_store(lkv_device *dev, const lkv_store_args *args);
 
 #endif
