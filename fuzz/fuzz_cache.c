@@ -186,6 +186,64 @@ static void op_decode(fz_in *in, state *s, int whole)
     }
 }
 
+/* A batched decode of one layer over a fuzzed sequence list (duplicates,
+ * out-of-range members and device memory included): a refused call must
+ * leave every listed sequence as it was. */
+static void op_decode_batch(fz_in *in, state *s)
+{
+    int32_t n = fz_wild(in, 1, s->cfg.sequences);
+    int32_t layer = fz_wild(in, 0, s->cfg.layers - 1);
+    size_t m = n > 0 ? (size_t)n : 0;
+    int32_t *seqs = must((m + 1) * sizeof *seqs), *len0 = must((m + 1) * 4), *step0 = must((m + 1) * 4);
+    for (size_t i = 0; i < m; i++) {
+        seqs[i] = fz_wild(in, 0, s->cfg.sequences - 1);
+        if (seqs[i] < 0 || seqs[i] >= s->cfg.sequences ||
+            lkv_cache_sequence_info(s->c, seqs[i], &len0[i], &step0[i]) != LKV_OK)
+            len0[i] = -1;
+    }
+    size_t kv = m * (size_t)s->cfg.kv_heads * (size_t)s->cfg.head_dim;
+    size_t qo = m * (size_t)s->cfg.q_heads * (size_t)s->cfg.head_dim;
+    float *q = floats(in, qo), *k = floats(in, kv), *v = floats(in, kv), *out = must(qo * 4 + 4);
+    uint8_t flags = fz_u8(in);
+    lkv_decode_batch_io io = {.n_sequences = n, .sequences = flags & 1 ? NULL : seqs};
+    if (flags & 2) { /* the cpu's device memory is host memory */
+        io.memory = LKV_MEMORY_DEVICE;
+        io.q_dev.handle = (uint64_t)(uintptr_t)q, io.k_dev.handle = (uint64_t)(uintptr_t)k;
+        io.v_dev.handle = (uint64_t)(uintptr_t)v, io.out_dev.handle = (uint64_t)(uintptr_t)out;
+    } else {
+        io.q = q, io.k = k, io.v = v, io.out = out;
+    }
+    lkv_status st = lkv_cache_decode_batch(s->c, layer, &io);
+    for (size_t i = 0; i < m && st != LKV_OK && st != LKV_DEVICE_ERROR; i++) {
+        int32_t len1 = -1, step1 = -1;
+        if (len0[i] >= 0 && (lkv_cache_sequence_info(s->c, seqs[i], &len1, &step1) != LKV_OK ||
+                             len1 != len0[i] || step1 != step0[i])) {
+            fprintf(stderr, "fuzz_cache: a failed batch decode (%s: %s) changed sequence %d\n",
+                    lkv_status_name(st), lkv_last_error(), seqs[i]);
+            abort();
+        }
+    }
+    free(seqs), free(len0), free(step0), free(q), free(k), free(v), free(out);
+}
+
+/* A prefill chunk that says more follow, or a fork, or a truncate. */
+static void op_lifecycle(fz_in *in, state *s)
+{
+    int32_t a = fz_wild(in, 0, s->cfg.sequences - 1), b = fz_wild(in, 0, s->cfg.sequences - 1);
+    switch (fz_u8(in) % 3) {
+    case 0: (void)lkv_cache_fork_sequence(s->c, a, b); break;
+    case 1: (void)lkv_cache_truncate_sequence(s->c, a, fz_wild(in, 0, 8)); break;
+    default: {
+        int32_t n = fz_range(in, 1, 8);
+        size_t kv = (size_t)n * (size_t)s->cfg.kv_heads * (size_t)s->cfg.head_dim;
+        float *k = floats(in, kv);
+        lkv_prefill_io io = {.n_tokens = n, .k = k, .v = k, .more_chunks = 1};
+        (void)lkv_cache_prefill(s->c, a, fz_wild(in, 0, s->cfg.layers - 1), &io);
+        free(k);
+    }
+    }
+}
+
 static void op_read(fz_in *in, const state *s)
 {
     int32_t seq = fz_wild(in, 0, s->cfg.sequences - 1);
@@ -224,7 +282,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (s.heads != (got.gqa == LKV_GQA_EXPANDED ? got.q_heads : got.kv_heads))
         abort();
     for (int i = 0; i < MAX_OPS && in.n > 0; i++) {
-        switch (fz_u8(&in) % 8) {
+        switch (fz_u8(&in) % 10) {
         case 0: op_prefill(&in, &s); break;
         case 1: op_decode(&in, &s, 0); break;
         case 2:
@@ -236,6 +294,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (void)lkv_cache_sequence_info(s.c, fz_wild(&in, 0, s.cfg.sequences - 1), &len, &step);
             break;
         }
+        case 7: op_decode_batch(&in, &s); break;
+        case 8: op_lifecycle(&in, &s); break;
         default: check_stats(&s); break;
         }
         check_stats(&s);
