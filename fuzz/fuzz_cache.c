@@ -193,7 +193,8 @@ static void op_decode_batch(fz_in *in, state *s)
 {
     int32_t n = fz_wild(in, 1, s->cfg.sequences);
     int32_t layer = fz_wild(in, 0, s->cfg.layers - 1);
-    size_t m = n > 0 ? (size_t)n : 0;
+    /* an n out of range is refused before any array is read */
+    size_t m = n > 0 && n <= s->cfg.sequences ? (size_t)n : 0;
     int32_t *seqs = must((m + 1) * sizeof *seqs), *len0 = must((m + 1) * 4), *step0 = must((m + 1) * 4);
     for (size_t i = 0; i < m; i++) {
         seqs[i] = fz_wild(in, 0, s->cfg.sequences - 1);
