@@ -35,8 +35,31 @@ void lkv_gpu_free(lkv_device *d, lkv_buffer *b)
 {
     if (!b)
         return;
-    d->drv->mem_free(d->api, b->ptr);
+    if (!b->borrowed)
+        d->drv->mem_free(d->api, b->ptr);
     free(b);
+}
+
+/* A view costs one small host allocation: no driver call, no wait. The
+ * address is the caller's to vouch for; only its shape is checked. */
+lkv_status lkv_gpu_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
+                        lkv_buffer **out_buf)
+{
+    if (!handle || offset % 4 || handle % 4 || handle > UINT64_MAX - offset ||
+        bytes > UINT64_MAX - (handle + offset))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s device array: handle 0x%llx offset %llu (%zu "
+                        "bytes) is not a usable device address (non-zero, handle and offset "
+                        "multiples of 4)", d->drv->name, (unsigned long long)handle,
+                        (unsigned long long)offset, bytes);
+    lkv_buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory wrapping a device array",
+                        d->drv->name);
+    b->ptr = handle + offset;
+    b->size = bytes;
+    b->borrowed = 1;
+    *out_buf = b;
+    return LKV_OK;
 }
 
 static lkv_status check_range(const lkv_device *d, const lkv_buffer *b, size_t off, size_t n,
@@ -48,19 +71,50 @@ static lkv_status check_range(const lkv_device *d, const lkv_buffer *b, size_t o
     return LKV_OK;
 }
 
+/* Copies n host bytes to dst through the staging ring, in pieces of at
+ * most one region, each queued behind the work before it; the host waits
+ * only when the ring comes round to a piece still in flight. Counted as one
+ * copy of n bytes. */
+static lkv_status staged_htod(lkv_device *d, lkv_gpu_ptr dst, const void *src, size_t n)
+{
+    lkv_status st = LKV_OK;
+    for (size_t done = 0; st == LKV_OK && done < n;) {
+        size_t piece = n - done < LKV_GPU_STAGE_MAX ? n - done : LKV_GPU_STAGE_MAX;
+        lkv_gpu_stage *s = NULL;
+        st = lkv_gpu_stage_take(d, piece, &s);
+        if (st != LKV_OK)
+            break;
+        memcpy(s->host, (const unsigned char *)src + done, piece);
+        st = lkv_gpu_stage_copy(d, s, dst + done, piece);
+        done += piece;
+    }
+    if (st == LKV_OK && n) {
+        d->counters.h2d_copies++;
+        d->counters.h2d_bytes += (int64_t)n;
+    }
+    return st;
+}
+
 lkv_status lkv_gpu_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *src, size_t n)
 {
     lkv_status st = check_range(d, dst, off, n, "write");
     if (st == LKV_OK && n)
-        st = d->drv->htod(d->api, dst->ptr + off, src, n);
+        st = staged_htod(d, dst->ptr + off, src, n);
     return st;
 }
 
+/* A read waits for the stream: one sync, whatever it found queued. */
 lkv_status lkv_gpu_read(lkv_device *d, const lkv_buffer *src, size_t off, void *dst, size_t n)
 {
     lkv_status st = check_range(d, src, off, n, "read");
-    if (st == LKV_OK && n)
+    if (st == LKV_OK && n) {
+        d->counters.syncs++;
         st = d->drv->dtoh(d->api, dst, src->ptr + off, n);
+    }
+    if (st == LKV_OK && n) {
+        d->counters.d2h_copies++;
+        d->counters.d2h_bytes += (int64_t)n;
+    }
     return st;
 }
 
@@ -77,6 +131,7 @@ lkv_status lkv_gpu_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lk
 
 lkv_status lkv_gpu_sync(lkv_device *d)
 {
+    d->counters.syncs++;
     return d->drv->sync(d->api);
 }
 
@@ -96,7 +151,11 @@ lkv_status lkv_gpu_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes)
     if (st != LKV_OK)
         return lkv_fail_context(st, "%s scratch of %zu bytes", d->drv->name, bytes);
     /* Work already queued may still use the old scratch; freeing device
-     * memory waits for it (cuMemFree and hipFree are synchronous). */
+     * memory waits for it (cuMemFree and hipFree are synchronous), which is
+     * a host wait like any other. Only growth frees, so a steady state
+     * never comes here. */
+    if (*buf)
+        d->counters.syncs++;
     lkv_gpu_free(d, *buf);
     *buf = fresh;
     return LKV_OK;
@@ -135,9 +194,9 @@ lkv_status lkv_gpu_upload(lkv_device *d, int n, const int32_t *const *host, cons
         if (counts[i])
             memcpy(d->lists_host + offs[i], host[i], counts[i] * sizeof(int32_t));
     if (total) {
-        /* The copy waits on the default stream for the previous op's kernels,
-         * which may still read the lists it replaces. */
-        st = d->drv->htod(d->api, d->lists->ptr, d->lists_host, total);
+        /* Queued behind the previous op's kernels, which may still read the
+         * lists it replaces. */
+        st = staged_htod(d, d->lists->ptr, d->lists_host, total);
         if (st != LKV_OK)
             return lkv_fail_context(st, "uploading %zu bytes of row lists", total);
     }
@@ -162,6 +221,8 @@ lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32
                         (unsigned)d->lim.max_grid_z);
     lkv_gpu_launch l = {kernel, {gx, gy, gz}, block, args};
     lkv_status st = d->drv->launch(d->api, &l);
+    if (st == LKV_OK)
+        d->counters.launches++;
     if (st != LKV_OK)
         return lkv_fail_context(st, "launching %s (%u x %u x %u blocks of %u)",
                                 lkv_gpu_kernel_names[kernel], (unsigned)gx, (unsigned)gy,
