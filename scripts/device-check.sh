@@ -62,9 +62,14 @@ step "bench --backends $benches"
 bench_rc=$?
 cat "$out/bench.txt"
 
+step "engine example --backend cuda (batched calls against per-sequence calls)"
+"$build/examples/lazykv-engine-example" --backend cuda --steps 256 2>&1 | tee "$out/engine.txt"
+engine_rc=${PIPESTATUS[0]}
+
 step "summary"
 printf '%-34s %s\n' "conformance quick (exit status)" "$quick_rc" \
                     "conformance full (exit status)" "$full_rc" \
                     "opencl quick (exit status)" "$opencl_rc" \
-                    "bench (exit status)" "$bench_rc"
-[ "$quick_rc" = 0 ] && [ "$bench_rc" = 0 ] && { [ "$full_rc" = - ] || [ "$full_rc" = 0 ]; }
+                    "bench (exit status)" "$bench_rc" \
+                    "engine example (exit status)" "$engine_rc"
+[ "$quick_rc" = 0 ] && [ "$bench_rc" = 0 ] && [ "$engine_rc" = 0 ] && { [ "$full_rc" = - ] || [ "$full_rc" = 0 ]; }
