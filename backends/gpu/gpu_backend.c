@@ -63,11 +63,15 @@ lkv_status lkv_gpu_locked_store(lkv_device *d, const lkv_store_args *a)
     return st;
 }
 
-/* No driver call: the view is host memory only. */
+/* Locked for a driver that is told of borrowed memory; the view itself is
+ * host memory only, so the device need not be entered. */
 lkv_status lkv_gpu_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
                                lkv_buffer **out_buf)
 {
-    return lkv_gpu_wrap(d, handle, offset, bytes, out_buf);
+    pthread_mutex_lock(&lock_of(d)->mutex);
+    lkv_status st = lkv_gpu_wrap(d, handle, offset, bytes, out_buf);
+    pthread_mutex_unlock(&lock_of(d)->mutex);
+    return st;
 }
 
 /* Under the lock: the entries count while they run. */

@@ -53,6 +53,7 @@ void lkv_gpu_close(lkv_device *d)
     size_t count = sizeof scratch / sizeof scratch[0];
     if (d->drv->enter(d->api) == LKV_OK) {
         lkv_gpu_stage_release(d);
+        lkv_gpu_free_retired(d);
         for (size_t i = 0; i < count; i++)
             lkv_gpu_free(d, scratch[i]);
         d->drv->leave(d->api);
@@ -62,6 +63,8 @@ void lkv_gpu_close(lkv_device *d)
          * below, the handles go now. */
         for (size_t i = 0; i < count; i++)
             free(scratch[i]);
+        for (int i = 0; i < d->n_retired; i++)
+            free(d->retired[i]);
     }
     /* close releases the context, and every allocation with it, even where
      * enter failed above */

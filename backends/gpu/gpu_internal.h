@@ -73,6 +73,10 @@ typedef struct lkv_gpu_driver {
     lkv_status (*event_wait)(void *api, void *event);
     /* Waits for everything queued on the stream. */
     lkv_status (*sync)(void *api);
+    /* Told of memory the caller lends through wrap (on = 1) and of the view
+     * going away (on = 0), for a driver that checks addresses (gpu-emu);
+     * NULL for the others: a view needs no driver call. */
+    lkv_status (*borrow)(void *api, lkv_gpu_ptr ptr, size_t bytes, int on);
     /* Releases everything `api` holds; the device is gone after it. */
     void (*close)(void *api);
 } lkv_gpu_driver;
@@ -102,6 +106,8 @@ typedef struct lkv_gpu_stage {
 /* Regions in the ring: so many host-to-device copies may be in flight
  * before the oldest must have finished. */
 #define LKV_GPU_STAGES 16
+/* Outgrown scratch buffers kept until the next host wait. */
+#define LKV_GPU_RETIRED 16
 /* The most bytes one region takes: a larger write goes in pieces. */
 #define LKV_GPU_STAGE_MAX ((size_t)1 << 20)
 
@@ -117,6 +123,11 @@ struct lkv_device {
     /* The staging ring (gpu_stage.c); `next` is the region used next. */
     lkv_gpu_stage stages[LKV_GPU_STAGES];
     int next_stage;
+    /* Scratch outgrown while work may still read it: freeing device memory
+     * waits for the device, so it is freed at the next host wait instead
+     * (lkv_gpu_read, lkv_gpu_sync) or at close. */
+    lkv_buffer *retired[LKV_GPU_RETIRED];
+    int n_retired;
     /* What the device did, for the counters op: counted where it happens. */
     lkv_counters counters;
     /* Op scratch, grown on demand and kept (lkv_gpu_reserve). */
@@ -151,7 +162,11 @@ lkv_status lkv_gpu_stage_copy(lkv_device *d, lkv_gpu_stage *s, lkv_gpu_ptr dst, 
 /* Releases the ring (the device entered). */
 void lkv_gpu_stage_release(lkv_device *d);
 
-/* Grows *buf to at least `bytes` (contents not kept). */
+/* Frees the retired scratch (after a host wait, or at close). */
+void lkv_gpu_free_retired(lkv_device *d);
+
+/* Grows *buf to at least `bytes` (contents not kept); the old buffer is
+ * retired, not freed. */
 lkv_status lkv_gpu_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes);
 
 /* Uploads `n` host arrays of int32 in one copy (through the staging ring,

@@ -37,11 +37,14 @@ void lkv_gpu_free(lkv_device *d, lkv_buffer *b)
         return;
     if (!b->borrowed)
         d->drv->mem_free(d->api, b->ptr);
+    else if (d->drv->borrow)
+        (void)d->drv->borrow(d->api, b->ptr, b->size, 0); /* nothing to undo if it fails */
     free(b);
 }
 
-/* A view costs one small host allocation: no driver call, no wait. The
- * address is the caller's to vouch for; only its shape is checked. */
+/* A view costs one small host allocation: no wait, and no driver call but
+ * the optional `borrow` of a checking driver. The address is the caller's to
+ * vouch for; only its shape is checked. */
 lkv_status lkv_gpu_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
                         lkv_buffer **out_buf)
 {
@@ -58,6 +61,11 @@ lkv_status lkv_gpu_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t 
     b->ptr = handle + offset;
     b->size = bytes;
     b->borrowed = 1;
+    lkv_status st = d->drv->borrow ? d->drv->borrow(d->api, b->ptr, bytes, 1) : LKV_OK;
+    if (st != LKV_OK) {
+        free(b);
+        return st;
+    }
     *out_buf = b;
     return LKV_OK;
 }
@@ -103,6 +111,15 @@ lkv_status lkv_gpu_write(lkv_device *d, lkv_buffer *dst, size_t off, const void 
     return st;
 }
 
+/* Frees the retired scratch once the host has waited for the stream, so
+ * nothing queued can still read it. */
+void lkv_gpu_free_retired(lkv_device *d)
+{
+    for (int i = 0; i < d->n_retired; i++)
+        lkv_gpu_free(d, d->retired[i]);
+    d->n_retired = 0;
+}
+
 /* A read waits for the stream: one sync, whatever it found queued. */
 lkv_status lkv_gpu_read(lkv_device *d, const lkv_buffer *src, size_t off, void *dst, size_t n)
 {
@@ -110,6 +127,8 @@ lkv_status lkv_gpu_read(lkv_device *d, const lkv_buffer *src, size_t off, void *
     if (st == LKV_OK && n) {
         d->counters.syncs++;
         st = d->drv->dtoh(d->api, dst, src->ptr + off, n);
+        if (st == LKV_OK)
+            lkv_gpu_free_retired(d);
     }
     if (st == LKV_OK && n) {
         d->counters.d2h_copies++;
@@ -132,7 +151,10 @@ lkv_status lkv_gpu_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lk
 lkv_status lkv_gpu_sync(lkv_device *d)
 {
     d->counters.syncs++;
-    return d->drv->sync(d->api);
+    lkv_status st = d->drv->sync(d->api);
+    if (st == LKV_OK)
+        lkv_gpu_free_retired(d);
+    return st;
 }
 
 lkv_status lkv_gpu_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes)
@@ -150,13 +172,18 @@ lkv_status lkv_gpu_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes)
     }
     if (st != LKV_OK)
         return lkv_fail_context(st, "%s scratch of %zu bytes", d->drv->name, bytes);
-    /* Work already queued may still use the old scratch; freeing device
-     * memory waits for it (cuMemFree and hipFree are synchronous), which is
-     * a host wait like any other. Only growth frees, so a steady state
-     * never comes here. */
-    if (*buf)
+    /* Work already queued may still use the old scratch, and freeing device
+     * memory now would wait for it (cuMemFree and hipFree synchronize): it
+     * is retired until the host next waits anyway. Only when too many are
+     * retired does one go now, a host wait counted like any other. */
+    if (*buf && d->n_retired == LKV_GPU_RETIRED) {
         d->counters.syncs++;
-    lkv_gpu_free(d, *buf);
+        lkv_gpu_free(d, d->retired[0]);
+        memmove(d->retired, d->retired + 1, (LKV_GPU_RETIRED - 1) * sizeof d->retired[0]);
+        d->n_retired--;
+    }
+    if (*buf)
+        d->retired[d->n_retired++] = *buf;
     *buf = fresh;
     return LKV_OK;
 }

@@ -4,7 +4,8 @@
  * AddressSanitizer sees a kernel's out-of-bounds access; the driver itself
  * checks what a real driver would only corrupt silently: every copy lies in
  * one live allocation, device-to-device copies do not overlap, and every
- * pointer a kernel receives is null or inside a live allocation. New device
+ * pointer a kernel receives is null or inside a live allocation (or a live
+ * view of memory the caller lent through wrap). New device
  * memory holds 0xff bytes (NaN, -1), as cuMemAlloc's holds garbage.
  *
  * Every call completes before it returns, so an event has passed once
@@ -36,6 +37,13 @@ typedef struct emu_staged {
 
 #define EMU_MAX_STAGED 64
 
+/* Memory the caller lent through wrap (the engine's arrays): valid for
+ * copies and kernels while a view of it lives. Views may overlap. */
+typedef struct emu_lent {
+    uintptr_t base;
+    size_t size;
+} emu_lent;
+
 typedef struct emu_event {
     uint64_t seq; /* the record's number (api->seq); 0: never recorded */
 } emu_event;
@@ -52,6 +60,8 @@ typedef struct emu_api {
     void *stream;
     emu_alloc *allocs; /* live allocations, ascending by base */
     size_t n, cap;
+    emu_lent *lent; /* live views of lent memory, any order */
+    size_t n_lent, cap_lent;
     /* mem_free cannot fail, so a free of an unknown address is reported by
      * the next call that can */
     char bad_free[128];
@@ -73,17 +83,22 @@ static size_t first_above(const emu_api *a, uintptr_t addr)
     return lo;
 }
 
-/* The allocation holding [addr, addr + bytes), or NULL. An empty range may
- * sit at the end of an allocation. */
-static const emu_alloc *holder(const emu_api *a, uintptr_t addr, size_t bytes)
+static int inside(uintptr_t base, size_t size, uintptr_t addr, size_t bytes)
+{
+    return addr >= base && addr - base <= size && bytes <= size - (addr - base);
+}
+
+/* Whether [addr, addr + bytes) lies in one live allocation or one live
+ * view of lent memory. An empty range may sit at the end of either. */
+static int holder(const emu_api *a, uintptr_t addr, size_t bytes)
 {
     size_t i = first_above(a, addr);
-    if (i == 0)
-        return NULL;
-    const emu_alloc *al = &a->allocs[i - 1];
-    if (addr - al->base > al->size || bytes > al->size - (addr - al->base))
-        return NULL;
-    return al;
+    if (i > 0 && inside(a->allocs[i - 1].base, a->allocs[i - 1].size, addr, bytes))
+        return 1;
+    for (size_t l = 0; l < a->n_lent; l++)
+        if (inside(a->lent[l].base, a->lent[l].size, addr, bytes))
+            return 1;
+    return 0;
 }
 
 static lkv_status reported_free(emu_api *a)
@@ -330,6 +345,31 @@ static lkv_status emu_event_wait(void *api, void *event)
     return reported_free(api);
 }
 
+/* Lent memory is the caller's: it is only remembered, never touched. */
+static lkv_status emu_borrow(void *api, lkv_gpu_ptr ptr, size_t bytes, int on)
+{
+    emu_api *a = api;
+    if (!on) {
+        for (size_t l = 0; l < a->n_lent; l++)
+            if (a->lent[l].base == (uintptr_t)ptr && a->lent[l].size == bytes) {
+                a->lent[l] = a->lent[--a->n_lent];
+                return LKV_OK;
+            }
+        return lkv_fail(LKV_INTERNAL, "gpu-emu: a view of 0x%llx (%zu bytes) that was never lent",
+                        (unsigned long long)ptr, bytes);
+    }
+    if (a->n_lent == a->cap_lent) {
+        size_t cap = a->cap_lent ? a->cap_lent * 2 : 16;
+        emu_lent *grown = realloc(a->lent, cap * sizeof *grown);
+        if (!grown)
+            return lkv_fail(LKV_OUT_OF_MEMORY, "gpu-emu: no host memory to track %zu views", cap);
+        a->lent = grown;
+        a->cap_lent = cap;
+    }
+    a->lent[a->n_lent++] = (emu_lent){(uintptr_t)ptr, bytes};
+    return LKV_OK;
+}
+
 static void emu_close(void *api)
 {
     emu_api *a = api;
@@ -338,6 +378,7 @@ static void emu_close(void *api)
     for (size_t i = 0; i < a->n; i++)
         free((void *)a->allocs[i].base);
     free(a->allocs);
+    free(a->lent);
     free(a);
 }
 
@@ -360,6 +401,7 @@ const lkv_gpu_driver lkv_emu_driver = {
     .event_done = emu_event_done,
     .event_wait = emu_event_wait,
     .sync = emu_sync,
+    .borrow = emu_borrow,
     .close = emu_close,
 };
 
@@ -461,6 +503,9 @@ static lkv_status open_on(int device, void *stream, lkv_device **out_dev)
     if (st != LKV_OK)
         return st;
     ((emu_api *)api)->stream = stream;
+    /* LKV_EMU_LAG_EVENTS=1: events lag from the start (lkv_emu_lag_events) */
+    const char *lag = getenv("LKV_EMU_LAG_EVENTS");
+    ((emu_api *)api)->lag = lag && !strcmp(lag, "1");
     lkv_gpu_limits lim = {.warp = warp, .multiprocessors = mps, .max_grid_y = 65535,
                           .max_grid_z = 65535};
     return lkv_gpu_device_create(&lkv_emu_driver, api, &lim, out_dev);
