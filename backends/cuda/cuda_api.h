@@ -17,6 +17,7 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;    /* NULL: the legacy default stream */
+typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2: 64-bit on every platform */
 typedef int CUdevice_attribute;
 typedef int CUjit_option;
@@ -36,7 +37,14 @@ enum {
     LKV_CUDA_ERROR_INVALID_PTX = 218,
     LKV_CUDA_ERROR_JIT_COMPILER_NOT_FOUND = 221,
     LKV_CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
-    LKV_CUDA_ERROR_JIT_COMPILATION_DISABLED = 223
+    LKV_CUDA_ERROR_JIT_COMPILATION_DISABLED = 223,
+    LKV_CUDA_ERROR_NOT_READY = 600
+};
+
+/* CUevent_flags, CUstream_flags */
+enum {
+    LKV_CU_EVENT_DISABLE_TIMING = 2,
+    LKV_CU_STREAM_DEFAULT = 0
 };
 
 /* CUdevice_attribute values */

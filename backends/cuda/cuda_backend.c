@@ -7,5 +7,6 @@ const lkv_backend_ops lkv_backend_cuda = {
     .name = "cuda",
     .probe = lkv_cu_probe,
     .open = lkv_cu_open,
+    .open_external = lkv_cu_open_external,
     LKV_GPU_OPS_COMMON,
 };

@@ -106,18 +106,59 @@ static lkv_status get_functions(lkv_cu_api *a)
     return LKV_OK;
 }
 
-static lkv_status load_kernels(lkv_cu_api *a, const lkv_fatbin_info *fb)
+/* The context: the engine's (checked to be the device's), or the device's
+ * primary context, retained. */
+static lkv_status take_context(lkv_cu_api *a, CUcontext engine_ctx, int device)
 {
-    lkv_status st = lkv_cu_check(&a->lib, a->lib.fn.cuDevicePrimaryCtxRetain(&a->ctx, a->dev),
-                                 "cuDevicePrimaryCtxRetain");
-    if (st != LKV_OK) {
-        a->ctx = NULL;
+    if (!engine_ctx) {
+        lkv_status st = lkv_cu_check(&a->lib, a->lib.fn.cuDevicePrimaryCtxRetain(&a->ctx, a->dev),
+                                     "cuDevicePrimaryCtxRetain");
+        a->retained = st == LKV_OK;
+        if (st != LKV_OK)
+            a->ctx = NULL;
         return st;
     }
-    st = lkv_cu_check(&a->lib, a->lib.fn.cuCtxPushCurrent_v2(a->ctx), "cuCtxPushCurrent");
+    a->ctx = engine_ctx;
+    lkv_status st = lkv_cu_check(&a->lib, a->lib.fn.cuCtxPushCurrent_v2(a->ctx),
+                                 "cuCtxPushCurrent of the engine's context");
+    if (st != LKV_OK) {
+        a->ctx = NULL;
+        return lkv_fail_context(LKV_INVALID_ARGUMENT, "cuda external device: the context is not "
+                                "usable");
+    }
+    CUdevice owner = -1;
+    st = lkv_cu_check(&a->lib, a->lib.fn.cuCtxGetDevice(&owner), "cuCtxGetDevice");
+    CUcontext popped;
+    a->lib.fn.cuCtxPopCurrent_v2(&popped);
+    if (st == LKV_OK && owner != a->dev)
+        st = lkv_fail(LKV_INVALID_ARGUMENT, "cuda external device: the context belongs to "
+                      "device %d, not to device %d", (int)owner, device);
+    if (st != LKV_OK)
+        a->ctx = NULL;
+    return st;
+}
+
+/* In the context: the stream (created unless the engine gave one), the
+ * module and its kernels. */
+static lkv_status load_kernels(lkv_cu_api *a, const lkv_fatbin_info *fb, int own_stream,
+                               CUstream engine_stream)
+{
+    lkv_status st = lkv_cu_check(&a->lib, a->lib.fn.cuCtxPushCurrent_v2(a->ctx),
+                                 "cuCtxPushCurrent");
     if (st != LKV_OK)
         return st;
-    st = load_module(a, fb);
+    a->stream = engine_stream;
+    if (own_stream) {
+        /* a blocking stream: ordered with the legacy default stream, as the
+         * work of a CUDA program that knows nothing of lazykv's stream is */
+        st = lkv_cu_check(&a->lib, a->lib.fn.cuStreamCreate(&a->stream, LKV_CU_STREAM_DEFAULT),
+                          "cuStreamCreate");
+        a->own_stream = st == LKV_OK;
+        if (st != LKV_OK)
+            a->stream = NULL;
+    }
+    if (st == LKV_OK)
+        st = load_module(a, fb);
     if (st == LKV_OK)
         st = get_functions(a);
     CUcontext popped;
@@ -145,7 +186,10 @@ static lkv_status read_limits(lkv_cu_api *a, const lkv_cu_identity *id, lkv_gpu_
     return LKV_OK;
 }
 
-lkv_status lkv_cu_open(int device, lkv_device **out_dev)
+/* Everything open and open_external share: the driver, the device, its
+ * context and stream, the kernels, the limits. */
+static lkv_status open_on(int device, CUcontext engine_ctx, int own_stream, CUstream engine_stream,
+                          lkv_device **out_dev)
 {
     lkv_fatbin_info fb;
     lkv_status st = lkv_cu_embedded_fatbin(&fb);
@@ -163,7 +207,9 @@ lkv_status lkv_cu_open(int device, lkv_device **out_dev)
     lkv_gpu_limits lim;
     st = find_device(a, device, &fb, &id);
     if (st == LKV_OK) {
-        st = load_kernels(a, &fb);
+        st = take_context(a, engine_ctx, device);
+        if (st == LKV_OK)
+            st = load_kernels(a, &fb, own_stream, engine_stream);
         if (st == LKV_OK)
             st = read_limits(a, &id, &lim);
         if (st != LKV_OK)
@@ -176,4 +222,23 @@ lkv_status lkv_cu_open(int device, lkv_device **out_dev)
     }
     /* lkv_gpu_device_create closes the driver itself when it fails */
     return lkv_gpu_device_create(&lkv_cu_driver, a, &lim, out_dev);
+}
+
+lkv_status lkv_cu_open(int device, lkv_device **out_dev)
+{
+    return open_on(device, NULL, 1, NULL, out_dev);
+}
+
+/* Borrows the engine's context (NULL: the device's primary context) and
+ * stream (NULL: the legacy default stream); close gives back neither. */
+lkv_status lkv_cu_open_external(const lkv_external_device *ext, lkv_device **out_dev)
+{
+    if (!ext->backend || strcmp(ext->backend, "cuda") != 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "cuda: external device of backend '%s'",
+                        ext->backend ? ext->backend : "(null)");
+    if (ext->instance || ext->physical_device || ext->logical_device || ext->queue_family)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "cuda external device: instance, physical_device, "
+                        "logical_device and queue_family must be zero (they are Vulkan's and "
+                        "OpenCL's)");
+    return open_on(ext->device, (CUcontext)ext->context, 0, (CUstream)ext->stream, out_dev);
 }

@@ -1,7 +1,9 @@
 /* The CUDA driver table the shared GPU host code runs on: the device's
- * primary context made current around each entry, and every copy, memset
- * and launch on the legacy default stream (stream NULL), so each one is
- * ordered after everything issued before it. */
+ * context (its primary context, or the engine's) made current around each
+ * entry, and every copy, memset, launch and event on the device's one
+ * stream (created at open, or the engine's), so each is ordered after
+ * everything issued before it and only dtoh, sync and event_wait make the
+ * host wait. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -51,25 +53,49 @@ static lkv_status cu_mem_zero(void *api, lkv_gpu_ptr ptr, size_t bytes)
     lkv_cu_api *a = api;
     if (!bytes)
         return LKV_OK;
-    return lkv_cu_check(&a->lib, a->lib.fn.cuMemsetD8_v2(ptr, 0, bytes), "cuMemsetD8");
+    return lkv_cu_check(&a->lib, a->lib.fn.cuMemsetD8Async(ptr, 0, bytes, a->stream),
+                        "cuMemsetD8Async");
 }
 
-/* From pageable host memory cuMemcpyHtoD returns once the source has been
- * staged, so `src` may be reused at once, as the table promises. */
-static lkv_status cu_htod(void *api, lkv_gpu_ptr dst, const void *src, size_t bytes)
+static lkv_status cu_host_alloc(void *api, size_t bytes, void **out_host)
+{
+    lkv_cu_api *a = api;
+    char what[64];
+    snprintf(what, sizeof what, "cuMemHostAlloc of %zu bytes", bytes);
+    return lkv_cu_check(&a->lib, a->lib.fn.cuMemHostAlloc(out_host, bytes, 0), what);
+}
+
+static void cu_host_free(void *api, void *host)
+{
+    lkv_cu_api *a = api;
+    if (host)
+        (void)a->lib.fn.cuMemFreeHost(host);
+}
+
+/* From page-locked memory the copy is queued and the call returns. */
+static lkv_status cu_htod_async(void *api, lkv_gpu_ptr dst, const void *src, size_t bytes)
 {
     lkv_cu_api *a = api;
     if (!bytes)
         return LKV_OK;
-    return lkv_cu_check(&a->lib, a->lib.fn.cuMemcpyHtoD_v2(dst, src, bytes), "cuMemcpyHtoD");
+    return lkv_cu_check(&a->lib, a->lib.fn.cuMemcpyHtoDAsync_v2(dst, src, bytes, a->stream),
+                        "cuMemcpyHtoDAsync");
 }
 
+/* Into the caller's (pageable) memory: queued behind the stream's work,
+ * then the stream is waited for, so `dst` holds the data on return. */
 static lkv_status cu_dtoh(void *api, void *dst, lkv_gpu_ptr src, size_t bytes)
 {
     lkv_cu_api *a = api;
     if (!bytes)
         return LKV_OK;
-    return lkv_cu_check(&a->lib, a->lib.fn.cuMemcpyDtoH_v2(dst, src, bytes), "cuMemcpyDtoH");
+    lkv_status st = lkv_cu_check(&a->lib, a->lib.fn.cuMemcpyDtoHAsync_v2(dst, src, bytes,
+                                                                        a->stream),
+                                 "cuMemcpyDtoHAsync");
+    if (st == LKV_OK)
+        st = lkv_cu_check(&a->lib, a->lib.fn.cuStreamSynchronize(a->stream),
+                          "cuStreamSynchronize");
+    return st;
 }
 
 static lkv_status cu_dtod(void *api, lkv_gpu_ptr dst, lkv_gpu_ptr src, size_t bytes)
@@ -77,14 +103,16 @@ static lkv_status cu_dtod(void *api, lkv_gpu_ptr dst, lkv_gpu_ptr src, size_t by
     lkv_cu_api *a = api;
     if (!bytes)
         return LKV_OK;
-    return lkv_cu_check(&a->lib, a->lib.fn.cuMemcpyDtoD_v2(dst, src, bytes), "cuMemcpyDtoD");
+    return lkv_cu_check(&a->lib, a->lib.fn.cuMemcpyDtoDAsync_v2(dst, src, bytes, a->stream),
+                        "cuMemcpyDtoDAsync");
 }
 
 static lkv_status cu_launch(void *api, const lkv_gpu_launch *l)
 {
     lkv_cu_api *a = api;
     CUresult r = a->lib.fn.cuLaunchKernel(a->kernels[l->kernel], l->grid[0], l->grid[1],
-                                          l->grid[2], l->block, 1, 1, 0, NULL, l->args, NULL);
+                                          l->grid[2], l->block, 1, 1, 0, a->stream, l->args,
+                                          NULL);
     if (r == LKV_CUDA_SUCCESS)
         return LKV_OK;
     char what[96];
@@ -92,10 +120,50 @@ static lkv_status cu_launch(void *api, const lkv_gpu_launch *l)
     return lkv_cu_check(&a->lib, r, what);
 }
 
+static lkv_status cu_event_create(void *api, void **out_event)
+{
+    lkv_cu_api *a = api;
+    CUevent e = NULL;
+    lkv_status st = lkv_cu_check(&a->lib, a->lib.fn.cuEventCreate(&e, LKV_CU_EVENT_DISABLE_TIMING),
+                                 "cuEventCreate");
+    if (st == LKV_OK)
+        *out_event = e;
+    return st;
+}
+
+static void cu_event_destroy(void *api, void *event)
+{
+    lkv_cu_api *a = api;
+    if (event)
+        (void)a->lib.fn.cuEventDestroy_v2((CUevent)event);
+}
+
+static lkv_status cu_event_record(void *api, void *event)
+{
+    lkv_cu_api *a = api;
+    return lkv_cu_check(&a->lib, a->lib.fn.cuEventRecord((CUevent)event, a->stream),
+                        "cuEventRecord");
+}
+
+static lkv_status cu_event_done(void *api, void *event, int *out_done)
+{
+    lkv_cu_api *a = api;
+    CUresult r = a->lib.fn.cuEventQuery((CUevent)event);
+    *out_done = r == LKV_CUDA_SUCCESS;
+    return r == LKV_CUDA_ERROR_NOT_READY ? LKV_OK : lkv_cu_check(&a->lib, r, "cuEventQuery");
+}
+
+static lkv_status cu_event_wait(void *api, void *event)
+{
+    lkv_cu_api *a = api;
+    return lkv_cu_check(&a->lib, a->lib.fn.cuEventSynchronize((CUevent)event),
+                        "cuEventSynchronize");
+}
+
 static lkv_status cu_sync(void *api)
 {
     lkv_cu_api *a = api;
-    return lkv_cu_check(&a->lib, a->lib.fn.cuCtxSynchronize(), "cuCtxSynchronize");
+    return lkv_cu_check(&a->lib, a->lib.fn.cuStreamSynchronize(a->stream), "cuStreamSynchronize");
 }
 
 /* Undoes whatever open got done, in reverse, so open uses it on failure. */
@@ -104,12 +172,16 @@ static void cu_close(void *api)
     lkv_cu_api *a = api;
     if (!a)
         return;
-    if (a->module && a->lib.fn.cuCtxPushCurrent_v2(a->ctx) == LKV_CUDA_SUCCESS) {
-        a->lib.fn.cuModuleUnload(a->module);
+    if ((a->module || a->own_stream) && a->lib.fn.cuCtxPushCurrent_v2(a->ctx) == LKV_CUDA_SUCCESS) {
+        if (a->own_stream)
+            a->lib.fn.cuStreamDestroy_v2(a->stream);
+        if (a->module)
+            a->lib.fn.cuModuleUnload(a->module);
         CUcontext popped;
         a->lib.fn.cuCtxPopCurrent_v2(&popped);
     }
-    if (a->ctx)
+    /* a borrowed context (open_external) is the engine's: never released */
+    if (a->ctx && a->retained)
         a->lib.fn.cuDevicePrimaryCtxRelease_v2(a->dev);
     lkv_cu_unload(&a->lib);
     free(a);
@@ -122,10 +194,17 @@ const lkv_gpu_driver lkv_cu_driver = {
     .mem_alloc = cu_mem_alloc,
     .mem_free = cu_mem_free,
     .mem_zero = cu_mem_zero,
-    .htod = cu_htod,
+    .host_alloc = cu_host_alloc,
+    .host_free = cu_host_free,
+    .htod_async = cu_htod_async,
     .dtoh = cu_dtoh,
     .dtod = cu_dtod,
     .launch = cu_launch,
+    .event_create = cu_event_create,
+    .event_destroy = cu_event_destroy,
+    .event_record = cu_event_record,
+    .event_done = cu_event_done,
+    .event_wait = cu_event_wait,
     .sync = cu_sync,
     .close = cu_close,
 };

@@ -86,15 +86,21 @@ void lkv_cu_driver_advice(int toolkit, int needed, int driver_version, char *buf
 typedef struct lkv_cu_api {
     lkv_cu_lib lib;
     CUdevice dev;
-    CUcontext ctx;   /* the retained primary context, NULL until retained */
+    CUcontext ctx;   /* the retained primary context or the engine's; NULL until set */
+    int retained;    /* ctx is the primary context, retained by open: release it */
+    CUstream stream; /* every copy and launch goes here (NULL: legacy default stream) */
+    int own_stream;  /* created by open: destroyed by close; else the engine's */
     CUmodule module; /* NULL until loaded */
     CUfunction kernels[LKV_GPU_KERNEL_COUNT + 1];
 } lkv_cu_api;
 
 extern const lkv_gpu_driver lkv_cu_driver;
 
-/* cuda_device.c */
+/* cuda_device.c: open creates its own stream on the primary context;
+ * open_external borrows the engine's context (or retains the primary one)
+ * and stream (lkv_external_device of lazykv.h). */
 lkv_status lkv_cu_open(int device, lkv_device **out_dev);
+lkv_status lkv_cu_open_external(const lkv_external_device *ext, lkv_device **out_dev);
 
 /* The backend's ops table; the registry (cmake/backends.cmake) names it. */
 extern const lkv_backend_ops lkv_backend_cuda;

@@ -6,8 +6,10 @@
  *
  * Names are the symbols libcuda exports, which for several calls are the
  * `_v2` versions cuda.h maps the plain names to (64-bit sizes and device
- * pointers). The copy, memset and launch calls are the legacy-default-stream
- * ones (not `_ptds`/`_ptsz`), so all work is ordered on one stream. */
+ * pointers). Every copy, memset and launch names its stream: the one the
+ * device created, or the engine's (open_external), so all work is ordered
+ * on one stream; the plain (not `_ptsz`) exports take the stream as given,
+ * NULL being the legacy default stream. */
 
 LKV_SYM(cuda, REQ, CUresult, cuInit, (unsigned int))
 LKV_SYM(cuda, REQ, CUresult, cuDriverGetVersion, (int *))
@@ -20,17 +22,27 @@ LKV_SYM(cuda, REQ, CUresult, cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice))
 LKV_SYM(cuda, REQ, CUresult, cuDevicePrimaryCtxRelease_v2, (CUdevice))
 LKV_SYM(cuda, REQ, CUresult, cuCtxPushCurrent_v2, (CUcontext))
 LKV_SYM(cuda, REQ, CUresult, cuCtxPopCurrent_v2, (CUcontext *))
-LKV_SYM(cuda, REQ, CUresult, cuCtxSynchronize, (void))
+LKV_SYM(cuda, REQ, CUresult, cuCtxGetDevice, (CUdevice *))
+LKV_SYM(cuda, REQ, CUresult, cuStreamCreate, (CUstream *, unsigned int))
+LKV_SYM(cuda, REQ, CUresult, cuStreamDestroy_v2, (CUstream))
+LKV_SYM(cuda, REQ, CUresult, cuStreamSynchronize, (CUstream))
+LKV_SYM(cuda, REQ, CUresult, cuEventCreate, (CUevent *, unsigned int))
+LKV_SYM(cuda, REQ, CUresult, cuEventRecord, (CUevent, CUstream))
+LKV_SYM(cuda, REQ, CUresult, cuEventQuery, (CUevent))
+LKV_SYM(cuda, REQ, CUresult, cuEventSynchronize, (CUevent))
+LKV_SYM(cuda, REQ, CUresult, cuEventDestroy_v2, (CUevent))
 LKV_SYM(cuda, REQ, CUresult, cuModuleLoadDataEx, (CUmodule *, const void *, unsigned int,
         CUjit_option *, void **))
 LKV_SYM(cuda, REQ, CUresult, cuModuleUnload, (CUmodule))
 LKV_SYM(cuda, REQ, CUresult, cuModuleGetFunction, (CUfunction *, CUmodule, const char *))
 LKV_SYM(cuda, REQ, CUresult, cuMemAlloc_v2, (CUdeviceptr *, size_t))
 LKV_SYM(cuda, REQ, CUresult, cuMemFree_v2, (CUdeviceptr))
-LKV_SYM(cuda, REQ, CUresult, cuMemsetD8_v2, (CUdeviceptr, unsigned char, size_t))
-LKV_SYM(cuda, REQ, CUresult, cuMemcpyHtoD_v2, (CUdeviceptr, const void *, size_t))
-LKV_SYM(cuda, REQ, CUresult, cuMemcpyDtoH_v2, (void *, CUdeviceptr, size_t))
-LKV_SYM(cuda, REQ, CUresult, cuMemcpyDtoD_v2, (CUdeviceptr, CUdeviceptr, size_t))
+LKV_SYM(cuda, REQ, CUresult, cuMemHostAlloc, (void **, size_t, unsigned int))
+LKV_SYM(cuda, REQ, CUresult, cuMemFreeHost, (void *))
+LKV_SYM(cuda, REQ, CUresult, cuMemsetD8Async, (CUdeviceptr, unsigned char, size_t, CUstream))
+LKV_SYM(cuda, REQ, CUresult, cuMemcpyHtoDAsync_v2, (CUdeviceptr, const void *, size_t, CUstream))
+LKV_SYM(cuda, REQ, CUresult, cuMemcpyDtoHAsync_v2, (void *, CUdeviceptr, size_t, CUstream))
+LKV_SYM(cuda, REQ, CUresult, cuMemcpyDtoDAsync_v2, (CUdeviceptr, CUdeviceptr, size_t, CUstream))
 LKV_SYM(cuda, REQ, CUresult, cuLaunchKernel, (CUfunction, unsigned int, unsigned int, unsigned int,
         unsigned int, unsigned int, unsigned int, unsigned int, CUstream, void **, void **))
 /* UUIDs: _v2 (CUDA 11.4+) gives a MIG instance's own UUID; older drivers

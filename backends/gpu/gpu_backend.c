@@ -2,6 +2,7 @@
  * the CUDA and HIP backends: the shared host code's own entries, with the
  * driver entered (its context made current on the calling thread) for the
  * duration. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "gpu_internal.h"
@@ -36,7 +37,47 @@ static const lkv_backend_ops gpu_unlocked = {
     .score = lkv_gpu_score,
     .select = lkv_gpu_select,
     .compact = lkv_gpu_compact,
+    .store = lkv_gpu_store,
 };
 
 const lkv_host_inner lkv_gpu_inner = {
     .ops = &gpu_unlocked, .enter = gpu_enter, .leave = gpu_leave, .drop = gpu_drop};
+
+/* ---- store, wrap, counters: the entries backends/host/host_locked.c does
+ * not lock (yet), locked the same way ---- */
+
+static lkv_host_lock *lock_of(const lkv_device *d)
+{
+    return (lkv_host_lock *)(void *)(uintptr_t)d;
+}
+
+lkv_status lkv_gpu_locked_store(lkv_device *d, const lkv_store_args *a)
+{
+    pthread_mutex_lock(&lock_of(d)->mutex);
+    lkv_status st = d->drv->enter(d->api);
+    if (st == LKV_OK) {
+        st = lkv_gpu_store(d, a);
+        d->drv->leave(d->api);
+    }
+    pthread_mutex_unlock(&lock_of(d)->mutex);
+    return st;
+}
+
+/* Locked for a driver that is told of borrowed memory; the view itself is
+ * host memory only, so the device need not be entered. */
+lkv_status lkv_gpu_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
+                               lkv_buffer **out_buf)
+{
+    pthread_mutex_lock(&lock_of(d)->mutex);
+    lkv_status st = lkv_gpu_wrap(d, handle, offset, bytes, out_buf);
+    pthread_mutex_unlock(&lock_of(d)->mutex);
+    return st;
+}
+
+/* Under the lock: the entries count while they run. */
+void lkv_gpu_locked_counters(const lkv_device *d, lkv_counters *out)
+{
+    pthread_mutex_lock(&lock_of(d)->mutex);
+    *out = d->counters;
+    pthread_mutex_unlock(&lock_of(d)->mutex);
+}

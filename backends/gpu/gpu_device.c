@@ -52,14 +52,19 @@ void lkv_gpu_close(lkv_device *d)
     lkv_buffer *scratch[] = {d->lists, d->logits, d->partials, d->lse, d->compact_scratch};
     size_t count = sizeof scratch / sizeof scratch[0];
     if (d->drv->enter(d->api) == LKV_OK) {
+        lkv_gpu_stage_release(d);
+        lkv_gpu_free_retired(d);
         for (size_t i = 0; i < count; i++)
             lkv_gpu_free(d, scratch[i]);
         d->drv->leave(d->api);
     } else {
         /* Without the context current the driver cannot free; the device
-         * memory goes with the context below, the handles go now. */
+         * memory (and the staging memory and events) goes with the context
+         * below, the handles go now. */
         for (size_t i = 0; i < count; i++)
             free(scratch[i]);
+        for (int i = 0; i < d->n_retired; i++)
+            free(d->retired[i]);
     }
     /* close releases the context, and every allocation with it, even where
      * enter failed above */

@@ -4,8 +4,12 @@
  * kernels they launch are one source (the .cu files in backends/gpu/kernels/); a backend
  * folder only loads its driver and module and fills the table.
  *
- * Work is ordered on the driver's default stream, so a copy or launch sees
- * everything issued before it; read waits for it. */
+ * Work is ordered on the one stream the driver holds (one lazykv created, or
+ * the engine's, borrowed through open_external), so a copy or launch sees
+ * everything issued before it. Nothing but a read, a sync or a full staging
+ * ring makes the host wait for the device: host-to-device copies go from a
+ * ring of page-locked staging regions (lkv_gpu_stage), each reused only once
+ * the event recorded after its copy has passed. */
 #ifndef LKV_GPU_INTERNAL_H
 #define LKV_GPU_INTERNAL_H
 
@@ -48,13 +52,31 @@ typedef struct lkv_gpu_driver {
     void (*leave)(void *api);
     lkv_status (*mem_alloc)(void *api, size_t bytes, lkv_gpu_ptr *out_ptr);
     void (*mem_free)(void *api, lkv_gpu_ptr ptr);
+    /* Queued on the stream, like every call below but dtoh and sync. */
     lkv_status (*mem_zero)(void *api, lkv_gpu_ptr ptr, size_t bytes);
-    /* htod returns once `src` may be reused; dtoh once `dst` holds the data. */
-    lkv_status (*htod)(void *api, lkv_gpu_ptr dst, const void *src, size_t bytes);
+    /* Page-locked host memory for staging (cuMemHostAlloc, hipHostMalloc). */
+    lkv_status (*host_alloc)(void *api, size_t bytes, void **out_host);
+    void (*host_free)(void *api, void *host);
+    /* Queues a copy from page-locked `src` (host_alloc's), which must stay
+     * as it is until an event recorded after the copy has passed. */
+    lkv_status (*htod_async)(void *api, lkv_gpu_ptr dst, const void *src, size_t bytes);
+    /* Returns once `dst` holds the data: waits for the stream. */
     lkv_status (*dtoh)(void *api, void *dst, lkv_gpu_ptr src, size_t bytes);
     lkv_status (*dtod)(void *api, lkv_gpu_ptr dst, lkv_gpu_ptr src, size_t bytes);
     lkv_status (*launch)(void *api, const lkv_gpu_launch *launch);
+    /* Events on the stream: record marks everything queued so far; done
+     * asks without waiting (*out_done 1 once it passed); wait blocks. */
+    lkv_status (*event_create)(void *api, void **out_event);
+    void (*event_destroy)(void *api, void *event);
+    lkv_status (*event_record)(void *api, void *event);
+    lkv_status (*event_done)(void *api, void *event, int *out_done);
+    lkv_status (*event_wait)(void *api, void *event);
+    /* Waits for everything queued on the stream. */
     lkv_status (*sync)(void *api);
+    /* Told of memory the caller lends through wrap (on = 1) and of the view
+     * going away (on = 0), for a driver that checks addresses (gpu-emu);
+     * NULL for the others: a view needs no driver call. */
+    lkv_status (*borrow)(void *api, lkv_gpu_ptr ptr, size_t bytes, int on);
     /* Releases everything `api` holds; the device is gone after it. */
     void (*close)(void *api);
 } lkv_gpu_driver;
@@ -69,7 +91,25 @@ typedef struct lkv_gpu_limits {
 struct lkv_buffer {
     lkv_gpu_ptr ptr;
     size_t size;
+    int borrowed; /* wrap's view of memory the caller owns: never freed here */
 };
+
+/* One region of the staging ring: page-locked host memory a copy reads
+ * from, and the event recorded after that copy. */
+typedef struct lkv_gpu_stage {
+    unsigned char *host;
+    size_t cap;
+    void *event;  /* created on first use */
+    int pending;  /* a copy from `host` may still be running */
+} lkv_gpu_stage;
+
+/* Regions in the ring: so many host-to-device copies may be in flight
+ * before the oldest must have finished. */
+#define LKV_GPU_STAGES 16
+/* Outgrown scratch buffers kept until the next host wait. */
+#define LKV_GPU_RETIRED 16
+/* The most bytes one region takes: a larger write goes in pieces. */
+#define LKV_GPU_STAGE_MAX ((size_t)1 << 20)
 
 struct lkv_device {
     lkv_host_lock lock; /* first: held by every locked entry (host/host_locked.h) */
@@ -78,8 +118,18 @@ struct lkv_device {
     lkv_gpu_limits lim;
     /* Row lists of the current op, uploaded in one copy (lkv_gpu_upload). */
     lkv_buffer *lists;
-    unsigned char *lists_host;
+    unsigned char *lists_host; /* where they are packed first */
     size_t lists_host_cap;
+    /* The staging ring (gpu_stage.c); `next` is the region used next. */
+    lkv_gpu_stage stages[LKV_GPU_STAGES];
+    int next_stage;
+    /* Scratch outgrown while work may still read it: freeing device memory
+     * waits for the device, so it is freed at the next host wait instead
+     * (lkv_gpu_read, lkv_gpu_sync) or at close. */
+    lkv_buffer *retired[LKV_GPU_RETIRED];
+    int n_retired;
+    /* What the device did, for the counters op: counted where it happens. */
+    lkv_counters counters;
     /* Op scratch, grown on demand and kept (lkv_gpu_reserve). */
     lkv_buffer *logits, *partials, *lse, *compact_scratch;
     int64_t attend_batch_bytes; /* scratch budget of an attend batch (gpu_attend.c) */
@@ -100,12 +150,29 @@ lkv_status lkv_gpu_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lk
                         size_t src_off, size_t n);
 lkv_status lkv_gpu_sync(lkv_device *d);
 
-/* Grows *buf to at least `bytes` (contents not kept). */
+/* wrap: a view of caller-owned device memory at handle + offset. */
+lkv_status lkv_gpu_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
+                        lkv_buffer **out_buf);
+
+/* gpu_stage.c: a staging region of at least `bytes` (<= LKV_GPU_STAGE_MAX)
+ * the host may fill now, waiting (a counted sync) only when the copy that
+ * last read it has not finished; then the copy from it and its event. */
+lkv_status lkv_gpu_stage_take(lkv_device *d, size_t bytes, lkv_gpu_stage **out_stage);
+lkv_status lkv_gpu_stage_copy(lkv_device *d, lkv_gpu_stage *s, lkv_gpu_ptr dst, size_t bytes);
+/* Releases the ring (the device entered). */
+void lkv_gpu_stage_release(lkv_device *d);
+
+/* Frees the retired scratch (after a host wait, or at close). */
+void lkv_gpu_free_retired(lkv_device *d);
+
+/* Grows *buf to at least `bytes` (contents not kept); the old buffer is
+ * retired, not freed. */
 lkv_status lkv_gpu_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes);
 
-/* Uploads `n` host arrays of int32 in one copy and gives their device
- * addresses in out_ptrs. The space is reused by the next upload; stream
- * order makes that safe. Nothing is uploaded when it fails. */
+/* Uploads `n` host arrays of int32 in one copy (through the staging ring,
+ * so the host does not wait) and gives their device addresses in out_ptrs.
+ * The device space is reused by the next upload; stream order makes that
+ * safe. Nothing is uploaded when it fails. */
 lkv_status lkv_gpu_upload(lkv_device *d, int n, const int32_t *const *host, const size_t *counts,
                           lkv_gpu_ptr *out_ptrs);
 
@@ -148,7 +215,7 @@ static inline uint32_t lkv_gpu_rows_y(const lkv_device *d, int32_t n_rows)
     return (uint32_t)n_rows < d->lim.max_grid_y ? (uint32_t)n_rows : d->lim.max_grid_y;
 }
 
-/* The five ops (gpu_attend.c ... gpu_compact.c), called with the lock held. */
+/* The six ops (gpu_attend.c ... gpu_store.c), called with the lock held. */
 lkv_status lkv_gpu_attend(lkv_device *d, const lkv_attend_args *a);
 /* attend's scratch budget per batch, from the environment (gpu_attend.c
  * says which variable); read when a device is created. */
@@ -157,11 +224,20 @@ lkv_status lkv_gpu_observe(lkv_device *d, const lkv_observe_args *a);
 lkv_status lkv_gpu_score(lkv_device *d, const lkv_score_args *a);
 lkv_status lkv_gpu_select(lkv_device *d, const lkv_select_args *a);
 lkv_status lkv_gpu_compact(lkv_device *d, const lkv_compact_args *a);
+lkv_status lkv_gpu_store(lkv_device *d, const lkv_store_args *a);
 
 /* gpu_backend.c: one ops table per driver family, the entries locked by
  * backends/host/host_locked.c around the unlocked ones above, with the
  * driver entered for each. The backends fill in name, probe and open. */
 extern const lkv_host_inner lkv_gpu_inner;
-#define LKV_GPU_OPS_COMMON .close = lkv_gpu_close, LKV_HOST_LOCKED_OPS
+/* store, wrap and counters, which the shared locked entries lack, locked
+ * the same way here. */
+lkv_status lkv_gpu_locked_store(lkv_device *d, const lkv_store_args *a);
+lkv_status lkv_gpu_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
+                               lkv_buffer **out_buf);
+void lkv_gpu_locked_counters(const lkv_device *d, lkv_counters *out);
+#define LKV_GPU_OPS_COMMON                                                                    \
+    .close = lkv_gpu_close, LKV_HOST_LOCKED_OPS, .store = lkv_gpu_locked_store,               \
+    .wrap = lkv_gpu_locked_wrap, .counters = lkv_gpu_locked_counters
 
 #endif /* LKV_GPU_INTERNAL_H */

@@ -25,3 +25,8 @@ LKV_GPU_KERNEL(lkv_compact_b16)
 LKV_GPU_KERNEL(lkv_compact_b4)
 LKV_GPU_KERNEL(lkv_compact_b2)
 /* LKV_GPU_KERNELS_EVICT_END */
+
+/* store (backends/gpu/kernels/store.cu): one per storage type */
+LKV_GPU_KERNEL(lkv_store_f32)
+LKV_GPU_KERNEL(lkv_store_f16)
+LKV_GPU_KERNEL(lkv_store_bf16)

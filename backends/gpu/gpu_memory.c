@@ -35,8 +35,39 @@ void lkv_gpu_free(lkv_device *d, lkv_buffer *b)
 {
     if (!b)
         return;
-    d->drv->mem_free(d->api, b->ptr);
+    if (!b->borrowed)
+        d->drv->mem_free(d->api, b->ptr);
+    else if (d->drv->borrow)
+        (void)d->drv->borrow(d->api, b->ptr, b->size, 0); /* nothing to undo if it fails */
     free(b);
+}
+
+/* A view costs one small host allocation: no wait, and no driver call but
+ * the optional `borrow` of a checking driver. The address is the caller's to
+ * vouch for; only its shape is checked. */
+lkv_status lkv_gpu_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
+                        lkv_buffer **out_buf)
+{
+    if (!handle || offset % 4 || handle % 4 || handle > UINT64_MAX - offset ||
+        bytes > UINT64_MAX - (handle + offset))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s device array: handle 0x%llx offset %llu (%zu "
+                        "bytes) is not a usable device address (non-zero, handle and offset "
+                        "multiples of 4)", d->drv->name, (unsigned long long)handle,
+                        (unsigned long long)offset, bytes);
+    lkv_buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory wrapping a device array",
+                        d->drv->name);
+    b->ptr = handle + offset;
+    b->size = bytes;
+    b->borrowed = 1;
+    lkv_status st = d->drv->borrow ? d->drv->borrow(d->api, b->ptr, bytes, 1) : LKV_OK;
+    if (st != LKV_OK) {
+        free(b);
+        return st;
+    }
+    *out_buf = b;
+    return LKV_OK;
 }
 
 static lkv_status check_range(const lkv_device *d, const lkv_buffer *b, size_t off, size_t n,
@@ -48,19 +79,61 @@ static lkv_status check_range(const lkv_device *d, const lkv_buffer *b, size_t o
     return LKV_OK;
 }
 
+/* Copies n host bytes to dst through the staging ring, in pieces of at
+ * most one region, each queued behind the work before it; the host waits
+ * only when the ring comes round to a piece still in flight. Counted as one
+ * copy of n bytes. */
+static lkv_status staged_htod(lkv_device *d, lkv_gpu_ptr dst, const void *src, size_t n)
+{
+    lkv_status st = LKV_OK;
+    for (size_t done = 0; st == LKV_OK && done < n;) {
+        size_t piece = n - done < LKV_GPU_STAGE_MAX ? n - done : LKV_GPU_STAGE_MAX;
+        lkv_gpu_stage *s = NULL;
+        st = lkv_gpu_stage_take(d, piece, &s);
+        if (st != LKV_OK)
+            break;
+        memcpy(s->host, (const unsigned char *)src + done, piece);
+        st = lkv_gpu_stage_copy(d, s, dst + done, piece);
+        done += piece;
+    }
+    if (st == LKV_OK && n) {
+        d->counters.h2d_copies++;
+        d->counters.h2d_bytes += (int64_t)n;
+    }
+    return st;
+}
+
 lkv_status lkv_gpu_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *src, size_t n)
 {
     lkv_status st = check_range(d, dst, off, n, "write");
     if (st == LKV_OK && n)
-        st = d->drv->htod(d->api, dst->ptr + off, src, n);
+        st = staged_htod(d, dst->ptr + off, src, n);
     return st;
 }
 
+/* Frees the retired scratch once the host has waited for the stream, so
+ * nothing queued can still read it. */
+void lkv_gpu_free_retired(lkv_device *d)
+{
+    for (int i = 0; i < d->n_retired; i++)
+        lkv_gpu_free(d, d->retired[i]);
+    d->n_retired = 0;
+}
+
+/* A read waits for the stream: one sync, whatever it found queued. */
 lkv_status lkv_gpu_read(lkv_device *d, const lkv_buffer *src, size_t off, void *dst, size_t n)
 {
     lkv_status st = check_range(d, src, off, n, "read");
-    if (st == LKV_OK && n)
+    if (st == LKV_OK && n) {
+        d->counters.syncs++;
         st = d->drv->dtoh(d->api, dst, src->ptr + off, n);
+        if (st == LKV_OK)
+            lkv_gpu_free_retired(d);
+    }
+    if (st == LKV_OK && n) {
+        d->counters.d2h_copies++;
+        d->counters.d2h_bytes += (int64_t)n;
+    }
     return st;
 }
 
@@ -77,7 +150,11 @@ lkv_status lkv_gpu_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lk
 
 lkv_status lkv_gpu_sync(lkv_device *d)
 {
-    return d->drv->sync(d->api);
+    d->counters.syncs++;
+    lkv_status st = d->drv->sync(d->api);
+    if (st == LKV_OK)
+        lkv_gpu_free_retired(d);
+    return st;
 }
 
 lkv_status lkv_gpu_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes)
@@ -95,9 +172,18 @@ lkv_status lkv_gpu_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes)
     }
     if (st != LKV_OK)
         return lkv_fail_context(st, "%s scratch of %zu bytes", d->drv->name, bytes);
-    /* Work already queued may still use the old scratch; freeing device
-     * memory waits for it (cuMemFree and hipFree are synchronous). */
-    lkv_gpu_free(d, *buf);
+    /* Work already queued may still use the old scratch, and freeing device
+     * memory now would wait for it (cuMemFree and hipFree synchronize): it
+     * is retired until the host next waits anyway. Only when too many are
+     * retired does one go now, a host wait counted like any other. */
+    if (*buf && d->n_retired == LKV_GPU_RETIRED) {
+        d->counters.syncs++;
+        lkv_gpu_free(d, d->retired[0]);
+        memmove(d->retired, d->retired + 1, (LKV_GPU_RETIRED - 1) * sizeof d->retired[0]);
+        d->n_retired--;
+    }
+    if (*buf)
+        d->retired[d->n_retired++] = *buf;
     *buf = fresh;
     return LKV_OK;
 }
@@ -135,9 +221,9 @@ lkv_status lkv_gpu_upload(lkv_device *d, int n, const int32_t *const *host, cons
         if (counts[i])
             memcpy(d->lists_host + offs[i], host[i], counts[i] * sizeof(int32_t));
     if (total) {
-        /* The copy waits on the default stream for the previous op's kernels,
-         * which may still read the lists it replaces. */
-        st = d->drv->htod(d->api, d->lists->ptr, d->lists_host, total);
+        /* Queued behind the previous op's kernels, which may still read the
+         * lists it replaces. */
+        st = staged_htod(d, d->lists->ptr, d->lists_host, total);
         if (st != LKV_OK)
             return lkv_fail_context(st, "uploading %zu bytes of row lists", total);
     }
@@ -162,6 +248,8 @@ lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32
                         (unsigned)d->lim.max_grid_z);
     lkv_gpu_launch l = {kernel, {gx, gy, gz}, block, args};
     lkv_status st = d->drv->launch(d->api, &l);
+    if (st == LKV_OK)
+        d->counters.launches++;
     if (st != LKV_OK)
         return lkv_fail_context(st, "launching %s (%u x %u x %u blocks of %u)",
                                 lkv_gpu_kernel_names[kernel], (unsigned)gx, (unsigned)gy,

@@ -20,6 +20,10 @@ typedef void *hipDeviceptr_t;
 typedef struct lkv_ihipModule *hipModule_t;   /* struct ihipModule_t * */
 typedef struct lkv_ihipFunction *hipFunction_t; /* struct ihipModuleSymbol_t * */
 typedef struct lkv_ihipStream *hipStream_t;   /* NULL: the null (default) stream */
+typedef struct lkv_ihipEvent *hipEvent_t;     /* struct ihipEvent_t * */
+
+/* hipEventCreateWithFlags: no timing, which events used only to order need */
+#define LKV_HIP_EVENT_DISABLE_TIMING 0x2 /* hipEventDisableTiming */
 
 typedef struct hipUUID {
     char bytes[16];
@@ -30,7 +34,8 @@ enum {
     hipErrorOutOfMemory = 2,
     hipErrorNoDevice = 100,
     hipErrorInvalidImage = 200,
-    hipErrorNoBinaryForGpu = 209
+    hipErrorNoBinaryForGpu = 209,
+    hipErrorNotReady = 600
 };
 
 /* hipDeviceAttribute_t: ordinals 0..87 of the CUDA-compatible block, the same

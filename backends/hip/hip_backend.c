@@ -50,7 +50,9 @@ static lkv_status hip_probe(lkv_device_report *out, int cap, int *out_count)
     return LKV_OK;
 }
 
-static lkv_status hip_open(int device, lkv_device **out_dev)
+/* open and open_external: the runtime, the device, its module and stream
+ * (the engine's when `borrowed`, else created), the shared host code. */
+static lkv_status open_on(int device, int borrowed, void *stream, lkv_device **out_dev)
 {
     lkv_hip_api *a = calloc(1, sizeof *a);
     if (!a)
@@ -63,6 +65,8 @@ static lkv_status hip_open(int device, lkv_device **out_dev)
     }
     a->ordinal = device;
     a->saved_device = -1;
+    a->borrowed_stream = borrowed;
+    a->stream = (hipStream_t)stream;
     lkv_hip_device_info info;
     if (device < 0 || device >= n)
         st = lkv_fail(LKV_INVALID_ARGUMENT, "hip device %d does not exist (%d found)", device, n);
@@ -77,9 +81,30 @@ static lkv_status hip_open(int device, lkv_device **out_dev)
     return lkv_gpu_device_create(&lkv_hip_driver, a, &info.lim, out_dev);
 }
 
+static lkv_status hip_open(int device, lkv_device **out_dev)
+{
+    return open_on(device, 0, NULL, out_dev);
+}
+
+/* HIP has no context to borrow: the ordinal and the engine's stream (NULL:
+ * the null stream), which close leaves alone. */
+static lkv_status hip_open_external(const lkv_external_device *ext, lkv_device **out_dev)
+{
+    if (!ext->backend || strcmp(ext->backend, "hip") != 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "hip: external device of backend '%s'",
+                        ext->backend ? ext->backend : "(null)");
+    if (ext->context || ext->instance || ext->physical_device || ext->logical_device ||
+        ext->queue_family)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "hip external device: only device and stream may "
+                        "be set (context, instance, devices and queue family are other "
+                        "backends')");
+    return open_on(ext->device, 1, ext->stream, out_dev);
+}
+
 const lkv_backend_ops lkv_backend_hip = {
     .name = "hip",
     .probe = hip_probe,
     .open = hip_open,
+    .open_external = hip_open_external,
     LKV_GPU_OPS_COMMON,
 };

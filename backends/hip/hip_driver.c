@@ -1,7 +1,7 @@
 /* The lkv_gpu_driver table over the HIP module API, and the module itself.
- * Everything runs on the null stream of the device, so copies and launches
- * are ordered as the shared code expects; hipMemcpyHtoD/DtoH return once the
- * host buffer may be reused or holds the data. */
+ * Everything runs on the device's one stream (created at open, or the
+ * engine's: open_external), so copies and launches are ordered as the
+ * shared code expects; only dtoh, sync and event_wait make the host wait. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,35 +73,60 @@ static lkv_status hip_mem_zero(void *api, lkv_gpu_ptr ptr, size_t bytes)
 {
     lkv_hip_api *a = api;
     char what[64];
-    snprintf(what, sizeof what, "hipMemset(%zu bytes)", bytes);
-    return lkv_hip_check(&a->lib, a->lib.fn.hipMemset(dev_ptr(ptr), 0, bytes), what);
-}
-
-static lkv_status hip_htod(void *api, lkv_gpu_ptr dst, const void *src, size_t bytes)
-{
-    lkv_hip_api *a = api;
-    char what[64];
-    snprintf(what, sizeof what, "hipMemcpyHtoD(%zu bytes)", bytes);
-    /* hipMemcpyHtoD's source is not const-qualified, but it is only read */
-    return lkv_hip_check(&a->lib,
-                         a->lib.fn.hipMemcpyHtoD(dev_ptr(dst), (void *)(uintptr_t)src, bytes),
+    snprintf(what, sizeof what, "hipMemsetAsync(%zu bytes)", bytes);
+    return lkv_hip_check(&a->lib, a->lib.fn.hipMemsetAsync(dev_ptr(ptr), 0, bytes, a->stream),
                          what);
 }
 
+static lkv_status hip_host_alloc(void *api, size_t bytes, void **out_host)
+{
+    lkv_hip_api *a = api;
+    char what[64];
+    snprintf(what, sizeof what, "hipHostMalloc(%zu bytes)", bytes);
+    return lkv_hip_check(&a->lib, a->lib.fn.hipHostMalloc(out_host, bytes, 0), what);
+}
+
+static void hip_host_free(void *api, void *host)
+{
+    lkv_hip_api *a = api;
+    if (host)
+        (void)a->lib.fn.hipHostFree(host);
+}
+
+static lkv_status hip_htod_async(void *api, lkv_gpu_ptr dst, const void *src, size_t bytes)
+{
+    lkv_hip_api *a = api;
+    char what[64];
+    snprintf(what, sizeof what, "hipMemcpyHtoDAsync(%zu bytes)", bytes);
+    /* hipMemcpyHtoDAsync's source is not const-qualified, but it is only read */
+    return lkv_hip_check(&a->lib,
+                         a->lib.fn.hipMemcpyHtoDAsync(dev_ptr(dst), (void *)(uintptr_t)src, bytes,
+                                                      a->stream),
+                         what);
+}
+
+/* Queued behind the stream's work, then the stream is waited for. */
 static lkv_status hip_dtoh(void *api, void *dst, lkv_gpu_ptr src, size_t bytes)
 {
     lkv_hip_api *a = api;
     char what[64];
-    snprintf(what, sizeof what, "hipMemcpyDtoH(%zu bytes)", bytes);
-    return lkv_hip_check(&a->lib, a->lib.fn.hipMemcpyDtoH(dst, dev_ptr(src), bytes), what);
+    snprintf(what, sizeof what, "hipMemcpyDtoHAsync(%zu bytes)", bytes);
+    lkv_status st = lkv_hip_check(&a->lib, a->lib.fn.hipMemcpyDtoHAsync(dst, dev_ptr(src), bytes,
+                                                                        a->stream),
+                                  what);
+    if (st == LKV_OK)
+        st = lkv_hip_check(&a->lib, a->lib.fn.hipStreamSynchronize(a->stream),
+                           "hipStreamSynchronize");
+    return st;
 }
 
 static lkv_status hip_dtod(void *api, lkv_gpu_ptr dst, lkv_gpu_ptr src, size_t bytes)
 {
     lkv_hip_api *a = api;
     char what[64];
-    snprintf(what, sizeof what, "hipMemcpyDtoD(%zu bytes)", bytes);
-    return lkv_hip_check(&a->lib, a->lib.fn.hipMemcpyDtoD(dev_ptr(dst), dev_ptr(src), bytes),
+    snprintf(what, sizeof what, "hipMemcpyDtoDAsync(%zu bytes)", bytes);
+    return lkv_hip_check(&a->lib, a->lib.fn.hipMemcpyDtoDAsync(dev_ptr(dst), dev_ptr(src), bytes,
+                                                               a->stream),
                          what);
 }
 
@@ -109,15 +134,57 @@ static lkv_status hip_launch(void *api, const lkv_gpu_launch *l)
 {
     lkv_hip_api *a = api;
     hipError_t e = a->lib.fn.hipModuleLaunchKernel(a->fn[l->kernel], l->grid[0], l->grid[1],
-                                                   l->grid[2], l->block, 1, 1, 0, NULL, l->args,
-                                                   NULL);
+                                                   l->grid[2], l->block, 1, 1, 0, a->stream,
+                                                   l->args, NULL);
     return lkv_hip_check(&a->lib, e, "hipModuleLaunchKernel");
+}
+
+static lkv_status hip_event_create(void *api, void **out_event)
+{
+    lkv_hip_api *a = api;
+    hipEvent_t e = NULL;
+    lkv_status st = lkv_hip_check(&a->lib, a->lib.fn.hipEventCreateWithFlags(
+                                                &e, LKV_HIP_EVENT_DISABLE_TIMING),
+                                  "hipEventCreateWithFlags");
+    if (st == LKV_OK)
+        *out_event = e;
+    return st;
+}
+
+static void hip_event_destroy(void *api, void *event)
+{
+    lkv_hip_api *a = api;
+    if (event)
+        (void)a->lib.fn.hipEventDestroy((hipEvent_t)event);
+}
+
+static lkv_status hip_event_record(void *api, void *event)
+{
+    lkv_hip_api *a = api;
+    return lkv_hip_check(&a->lib, a->lib.fn.hipEventRecord((hipEvent_t)event, a->stream),
+                         "hipEventRecord");
+}
+
+static lkv_status hip_event_done(void *api, void *event, int *out_done)
+{
+    lkv_hip_api *a = api;
+    hipError_t e = a->lib.fn.hipEventQuery((hipEvent_t)event);
+    *out_done = e == hipSuccess;
+    return e == hipErrorNotReady ? LKV_OK : lkv_hip_check(&a->lib, e, "hipEventQuery");
+}
+
+static lkv_status hip_event_wait(void *api, void *event)
+{
+    lkv_hip_api *a = api;
+    return lkv_hip_check(&a->lib, a->lib.fn.hipEventSynchronize((hipEvent_t)event),
+                         "hipEventSynchronize");
 }
 
 static lkv_status hip_sync(void *api)
 {
     lkv_hip_api *a = api;
-    return lkv_hip_check(&a->lib, a->lib.fn.hipDeviceSynchronize(), "hipDeviceSynchronize");
+    return lkv_hip_check(&a->lib, a->lib.fn.hipStreamSynchronize(a->stream),
+                         "hipStreamSynchronize");
 }
 
 /* Also the clean-up of a half-opened device: every field may be unset. */
@@ -128,8 +195,11 @@ static void hip_close(void *api)
         return;
     /* raw calls: a failure here must not replace the message of the open
      * that failed and is cleaning up */
-    if (a->module && select_device(a) == hipSuccess) {
-        (void)a->lib.fn.hipModuleUnload(a->module);
+    if ((a->module || a->own_stream) && select_device(a) == hipSuccess) {
+        if (a->own_stream) /* a borrowed stream is the engine's */
+            (void)a->lib.fn.hipStreamDestroy(a->stream);
+        if (a->module)
+            (void)a->lib.fn.hipModuleUnload(a->module);
         restore_device(a);
     }
     free(a->rtc_code);
@@ -144,10 +214,17 @@ const lkv_gpu_driver lkv_hip_driver = {
     .mem_alloc = hip_mem_alloc,
     .mem_free = hip_mem_free,
     .mem_zero = hip_mem_zero,
-    .htod = hip_htod,
+    .host_alloc = hip_host_alloc,
+    .host_free = hip_host_free,
+    .htod_async = hip_htod_async,
     .dtoh = hip_dtoh,
     .dtod = hip_dtod,
     .launch = hip_launch,
+    .event_create = hip_event_create,
+    .event_destroy = hip_event_destroy,
+    .event_record = hip_event_record,
+    .event_done = hip_event_done,
+    .event_wait = hip_event_wait,
     .sync = hip_sync,
     .close = hip_close,
 };
@@ -246,6 +323,14 @@ lkv_status lkv_hip_module_load(lkv_hip_api *a, const char *arch)
         a->module = NULL;
     else
         st = resolve_kernels(a, arch);
+    if (st == LKV_OK && !a->borrowed_stream) {
+        /* a blocking stream: ordered with the null stream, as the HIP work
+         * of a program that knows nothing of lazykv's stream is */
+        st = lkv_hip_check(&a->lib, a->lib.fn.hipStreamCreate(&a->stream), "hipStreamCreate");
+        a->own_stream = st == LKV_OK;
+        if (st != LKV_OK)
+            a->stream = NULL;
+    }
     hip_leave(a);
     return st;
 }

@@ -119,6 +119,9 @@ typedef struct lkv_hip_api {
      * -1 when there is none to put back. One slot is enough: entries run one
      * at a time under the device lock, and never nest. */
     int saved_device;
+    hipStream_t stream;  /* every copy and launch goes here (NULL: the null stream) */
+    int own_stream;      /* created at open: destroyed by close */
+    int borrowed_stream; /* open_external: `stream` is the engine's, never destroyed */
     hipModule_t module;
     void *rtc_code; /* hiprtc's code object, kept while the module lives */
     hipFunction_t fn[LKV_GPU_KERNEL_COUNT + 1];
@@ -128,7 +131,8 @@ extern const lkv_gpu_driver lkv_hip_driver;
 
 /* Loads the module for a device of architecture `arch`: the bundle's code
  * object for it, else hiprtc's build of the source, else INCOMPATIBLE naming
- * the targets this lazykv carries; then resolves every kernel. */
+ * the targets this lazykv carries; then resolves every kernel, and creates
+ * the device's stream unless it borrowed the engine's. */
 lkv_status lkv_hip_module_load(lkv_hip_api *a, const char *arch);
 
 /* What a device of architecture `arch` would load, for probe: *out_how says

@@ -20,10 +20,25 @@ LKV_SYM(hip, REQ, hipError_t, hipGetDevice, (int *device))
 LKV_SYM(hip, REQ, hipError_t, hipSetDevice, (int device))
 LKV_SYM(hip, REQ, hipError_t, hipMalloc, (void **ptr, size_t bytes))
 LKV_SYM(hip, REQ, hipError_t, hipFree, (void *ptr))
-LKV_SYM(hip, REQ, hipError_t, hipMemset, (void *dst, int value, size_t bytes))
-LKV_SYM(hip, REQ, hipError_t, hipMemcpyHtoD, (hipDeviceptr_t dst, void *src, size_t bytes))
-LKV_SYM(hip, REQ, hipError_t, hipMemcpyDtoH, (void *dst, hipDeviceptr_t src, size_t bytes))
-LKV_SYM(hip, REQ, hipError_t, hipMemcpyDtoD, (hipDeviceptr_t dst, hipDeviceptr_t src, size_t bytes))
+LKV_SYM(hip, REQ, hipError_t, hipHostMalloc, (void **ptr, size_t bytes, unsigned int flags))
+LKV_SYM(hip, REQ, hipError_t, hipHostFree, (void *ptr))
+/* Every copy, memset, launch and event names the device's one stream. */
+LKV_SYM(hip, REQ, hipError_t, hipMemsetAsync,
+        (void *dst, int value, size_t bytes, hipStream_t stream))
+LKV_SYM(hip, REQ, hipError_t, hipMemcpyHtoDAsync,
+        (hipDeviceptr_t dst, void *src, size_t bytes, hipStream_t stream))
+LKV_SYM(hip, REQ, hipError_t, hipMemcpyDtoHAsync,
+        (void *dst, hipDeviceptr_t src, size_t bytes, hipStream_t stream))
+LKV_SYM(hip, REQ, hipError_t, hipMemcpyDtoDAsync,
+        (hipDeviceptr_t dst, hipDeviceptr_t src, size_t bytes, hipStream_t stream))
+LKV_SYM(hip, REQ, hipError_t, hipStreamCreate, (hipStream_t *stream))
+LKV_SYM(hip, REQ, hipError_t, hipStreamDestroy, (hipStream_t stream))
+LKV_SYM(hip, REQ, hipError_t, hipStreamSynchronize, (hipStream_t stream))
+LKV_SYM(hip, REQ, hipError_t, hipEventCreateWithFlags, (hipEvent_t *event, unsigned int flags))
+LKV_SYM(hip, REQ, hipError_t, hipEventRecord, (hipEvent_t event, hipStream_t stream))
+LKV_SYM(hip, REQ, hipError_t, hipEventQuery, (hipEvent_t event))
+LKV_SYM(hip, REQ, hipError_t, hipEventSynchronize, (hipEvent_t event))
+LKV_SYM(hip, REQ, hipError_t, hipEventDestroy, (hipEvent_t event))
 LKV_SYM(hip, REQ, hipError_t, hipModuleLoadData, (hipModule_t *module, const void *image))
 LKV_SYM(hip, REQ, hipError_t, hipModuleUnload, (hipModule_t module))
 LKV_SYM(hip, REQ, hipError_t, hipModuleGetFunction,
@@ -32,7 +47,6 @@ LKV_SYM(hip, REQ, hipError_t, hipModuleLaunchKernel,
         (hipFunction_t fn, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
          unsigned int block_x, unsigned int block_y, unsigned int block_z,
          unsigned int shared_bytes, hipStream_t stream, void **params, void **extra))
-LKV_SYM(hip, REQ, hipError_t, hipDeviceSynchronize, (void))
 /* Device properties, for gcnArchName only: ROCm 6 has both (the plain name
  * keeps the ROCm 5 layout), ROCm 5 only the plain one; one must exist. The
  * argument is a hipDeviceProp_t of the matching layout (hip_api.h). */

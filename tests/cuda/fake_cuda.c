@@ -71,6 +71,9 @@ static struct {
 static char function_names[MAX_FUNCTIONS][64];
 static int function_tokens[MAX_FUNCTIONS]; /* a CUfunction is the address of one */
 static int context_token;
+static CUdevice context_device; /* the device of the last retained primary context */
+static int stream_tokens[64];
+static int n_stream_tokens;
 static _Thread_local int thread_ctx_depth; /* this thread's pushes not yet popped */
 
 FAKE_EXPORT fake_cuda_state *fake_cuda_get_state(void) { return &state; }
@@ -221,6 +224,7 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
     if (dev < 0 || dev >= FAKE_DEVICES)
         return ERR_INVALID_DEVICE;
     state.retains++;
+    context_device = dev;
     *ctx = (CUcontext)(void *)&context_token;
     return 0;
 }
@@ -406,6 +410,168 @@ FAKE_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t by
     return 0;
 }
 
+FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice *dev)
+{
+    FAKE_ENTER("cuCtxGetDevice");
+    FAKE_NEEDS_CONTEXT();
+    *dev = context_device;
+    return 0;
+}
+
+/* Work on a stream lazykv did not create, unless the test lent it one. */
+static void check_stream(CUstream s)
+{
+    if ((const void *)s != state.created_stream && !getenv("LKV_FAKE_CUDA_ANY_STREAM"))
+        state.foreign_streams++;
+}
+
+FAKE_EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags)
+{
+    FAKE_ENTER("cuStreamCreate");
+    FAKE_NEEDS_CONTEXT();
+    if (flags > 1)
+        return ERR_INVALID_VALUE;
+    *s = (CUstream)(void *)&stream_tokens[n_stream_tokens++ % 64];
+    state.created_stream = *s;
+    state.streams++;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+    FAKE_ENTER("cuStreamDestroy_v2");
+    FAKE_NEEDS_CONTEXT();
+    if (!s || state.streams < 1)
+        return ERR_INVALID_VALUE;
+    state.streams--;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+    FAKE_ENTER("cuStreamSynchronize");
+    FAKE_NEEDS_CONTEXT();
+    check_stream(s);
+    state.stream_syncs++;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
+{
+    FAKE_ENTER("cuEventCreate");
+    FAKE_NEEDS_CONTEXT();
+    (void)flags;
+    *e = malloc(16);
+    if (!*e)
+        return LKV_CUDA_ERROR_OUT_OF_MEMORY;
+    state.events++;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent e)
+{
+    FAKE_ENTER("cuEventDestroy_v2");
+    FAKE_NEEDS_CONTEXT();
+    if (!e)
+        return ERR_INVALID_VALUE;
+    free(e);
+    state.events--;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
+{
+    FAKE_ENTER("cuEventRecord");
+    FAKE_NEEDS_CONTEXT();
+    check_stream(s);
+    return e ? 0 : ERR_INVALID_VALUE;
+}
+
+/* Work runs at once, so every event has passed. */
+FAKE_EXPORT CUresult cuEventQuery(CUevent e)
+{
+    FAKE_ENTER("cuEventQuery");
+    FAKE_NEEDS_CONTEXT();
+    return e ? 0 : ERR_INVALID_VALUE;
+}
+
+FAKE_EXPORT CUresult cuEventSynchronize(CUevent e)
+{
+    FAKE_ENTER("cuEventSynchronize");
+    FAKE_NEEDS_CONTEXT();
+    state.stream_syncs++;
+    return e ? 0 : ERR_INVALID_VALUE;
+}
+
+FAKE_EXPORT CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags)
+{
+    FAKE_ENTER("cuMemHostAlloc");
+    FAKE_NEEDS_CONTEXT();
+    (void)flags;
+    *p = malloc(bytes ? bytes : 1);
+    if (!*p)
+        return LKV_CUDA_ERROR_OUT_OF_MEMORY;
+    state.host_allocations++;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuMemFreeHost(void *p)
+{
+    FAKE_ENTER("cuMemFreeHost");
+    FAKE_NEEDS_CONTEXT();
+    if (!p)
+        return ERR_INVALID_VALUE;
+    free(p);
+    state.host_allocations--;
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char value, size_t bytes, CUstream s)
+{
+    FAKE_ENTER("cuMemsetD8Async");
+    FAKE_NEEDS_CONTEXT();
+    check_stream(s);
+    if (find_live(p, bytes) < 0)
+        return ERR_INVALID_VALUE;
+    memset((void *)(uintptr_t)p, value, bytes);
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes,
+                                          CUstream s)
+{
+    FAKE_ENTER("cuMemcpyHtoDAsync_v2");
+    FAKE_NEEDS_CONTEXT();
+    check_stream(s);
+    if (find_live(dst, bytes) < 0)
+        return ERR_INVALID_VALUE;
+    memcpy((void *)(uintptr_t)dst, src, bytes);
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream s)
+{
+    FAKE_ENTER("cuMemcpyDtoHAsync_v2");
+    FAKE_NEEDS_CONTEXT();
+    check_stream(s);
+    if (find_live(src, bytes) < 0)
+        return ERR_INVALID_VALUE;
+    memcpy(dst, (const void *)(uintptr_t)src, bytes);
+    return 0;
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                                          CUstream s)
+{
+    FAKE_ENTER("cuMemcpyDtoDAsync_v2");
+    FAKE_NEEDS_CONTEXT();
+    check_stream(s);
+    if (find_live(dst, bytes) < 0 || find_live(src, bytes) < 0)
+        return ERR_INVALID_VALUE;
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
+    return 0;
+}
+
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy,
                                     unsigned int gz, unsigned int bx, unsigned int by,
                                     unsigned int bz, unsigned int shared_bytes, CUstream stream,
@@ -417,6 +583,7 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int
     int i = (int)((int *)(void *)fn - function_tokens);
     if (i < 0 || i >= MAX_FUNCTIONS || !function_names[i][0])
         return ERR_INVALID_VALUE;
+    check_stream(stream);
     state.launches++;
     snprintf(state.last_kernel, sizeof state.last_kernel, "%s", function_names[i]);
     state.grid[0] = gx, state.grid[1] = gy, state.grid[2] = gz;

@@ -15,6 +15,12 @@ typedef struct fake_cuda_state {
     int bad_addresses;      /* copies, memsets or frees outside any live allocation */
     int jit_log_given;      /* the last module load was given an error log buffer */
     int launches;
+    int streams;            /* streams created and not destroyed */
+    int events;             /* events created and not destroyed */
+    int host_allocations;   /* page-locked host allocations not yet freed */
+    int stream_syncs;       /* cuStreamSynchronize and cuEventSynchronize calls */
+    int foreign_streams;    /* copies, memsets and launches on another stream than the last created */
+    const void *created_stream; /* the last stream cuStreamCreate made */
     /* the last launch */
     char last_kernel[64];
     unsigned grid[3], block[3], shared_bytes;

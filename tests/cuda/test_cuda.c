@@ -365,6 +365,12 @@ static void expect_nothing_held(const fake_cuda_state *s, const char *after)
     cr_assert_eq(s->without_context, 0, "%s: %d calls made without a context", after,
                  s->without_context);
     cr_assert_eq(s->bad_addresses, 0, "%s: %d bad addresses", after, s->bad_addresses);
+    cr_assert_eq(s->streams, 0, "%s: %d streams left", after, s->streams);
+    cr_assert_eq(s->events, 0, "%s: %d events left", after, s->events);
+    cr_assert_eq(s->host_allocations, 0, "%s: %d page-locked allocations left", after,
+                 s->host_allocations);
+    cr_assert_eq(s->foreign_streams, 0, "%s: %d calls on another stream than the device's",
+                 after, s->foreign_streams);
 }
 
 /* One probe, asserting it succeeded and listed `want` reports. */
@@ -590,7 +596,7 @@ Test(driver, buffers_round_trip_through_the_driver)
     expect_nothing_held(s, "buffers and close");
 }
 
-Test(driver, launches_go_to_the_default_stream_without_dynamic_shared_memory)
+Test(driver, launches_go_to_the_devices_own_stream_without_dynamic_shared_memory)
 {
     fake_cuda_state *s = use_fake("sm90");
     lkv_device *d = NULL;
@@ -609,7 +615,9 @@ Test(driver, launches_go_to_the_default_stream_without_dynamic_shared_memory)
     cr_assert(s->block[0] == 128 && s->block[1] == 1 && s->block[2] == 1, "block %u %u %u",
               s->block[0], s->block[1], s->block[2]);
     cr_assert_eq(s->shared_bytes, 0);
-    cr_assert_null(s->stream, "not the legacy default stream");
+    cr_assert_not_null(s->stream, "on the legacy default stream");
+    cr_assert_eq(s->stream, s->created_stream, "not on the stream open created");
+    cr_assert_eq(s->streams, 1);
     cr_assert_eq(s->extra_given, 0);
     lkv_backend_cuda.close(d);
     expect_nothing_held(s, "a launch and close");
@@ -631,7 +639,8 @@ Test(driver, a_failure_at_any_open_step_leaves_nothing_held)
     static const char *const steps[] = {
         "cuDriverGetVersion", "cuDeviceGetCount",   "cuDeviceGet",
         "cuDeviceGetName",    "cuDeviceGetAttribute", "cuDevicePrimaryCtxRetain",
-        "cuCtxPushCurrent_v2", "cuModuleLoadDataEx", "cuModuleGetFunction",
+        "cuCtxPushCurrent_v2", "cuStreamCreate",   "cuModuleLoadDataEx",
+        "cuModuleGetFunction",
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         setenv("LKV_FAKE_CUDA_FAIL", steps[i], 1);
@@ -678,15 +687,118 @@ Test(driver, a_failing_copy_is_a_device_error_naming_the_call)
     TU_OK(lkv_backend_cuda.open(0, &d));
     lkv_buffer *b = NULL;
     TU_OK(lkv_backend_cuda.alloc(d, 64, &b));
-    setenv("LKV_FAKE_CUDA_FAIL", "cuMemcpyDtoH_v2", 1);
+    setenv("LKV_FAKE_CUDA_FAIL", "cuMemcpyDtoHAsync_v2", 1);
     char out[64];
     lkv_status st = lkv_backend_cuda.read(d, b, 0, out, sizeof out);
     cr_assert_eq(st, LKV_DEVICE_ERROR, "%s: %s", lkv_status_name(st), lkv_last_error());
-    cr_assert(strstr(lkv_last_error(), "cuMemcpyDtoH: CUDA_ERROR_UNKNOWN"), "%s", lkv_last_error());
+    cr_assert(strstr(lkv_last_error(), "cuMemcpyDtoHAsync: CUDA_ERROR_UNKNOWN"), "%s",
+              lkv_last_error());
     unsetenv("LKV_FAKE_CUDA_FAIL");
     lkv_backend_cuda.free(d, b);
     lkv_backend_cuda.close(d);
     expect_nothing_held(s, "a failed copy");
+}
+
+/* A write and a read of a fresh device: the write goes through page-locked
+ * staging and an event, the read waits for the stream, and close gives all
+ * of it back. */
+Test(driver, copies_are_staged_page_locked_and_ordered_on_the_devices_stream)
+{
+    fake_cuda_state *s = use_fake("sm90");
+    lkv_device *d = NULL;
+    TU_OK(lkv_backend_cuda.open(0, &d));
+    lkv_buffer *b = NULL;
+    TU_OK(lkv_backend_cuda.alloc(d, 256, &b));
+    int32_t in[64], out[64];
+    for (int i = 0; i < 64; i++)
+        in[i] = 3 * i + 1;
+    TU_OK(lkv_backend_cuda.write(d, b, 0, in, sizeof in));
+    cr_assert_eq(s->host_allocations, 1, "the write did not stage through page-locked memory");
+    cr_assert_eq(s->events, 1);
+    int syncs = s->stream_syncs;
+    TU_OK(lkv_backend_cuda.read(d, b, 0, out, sizeof out));
+    cr_assert_eq(s->stream_syncs, syncs + 1, "a read is one wait for the stream");
+    cr_assert(memcmp(in, out, sizeof in) == 0, "read back differs");
+    lkv_counters c;
+    lkv_backend_cuda.counters(d, &c);
+    cr_assert(c.h2d_copies == 1 && c.h2d_bytes == 256 && c.d2h_copies == 1 &&
+              c.d2h_bytes == 256 && c.syncs == 1 && c.launches == 0,
+              "counters %lld %lld %lld %lld %lld %lld", (long long)c.launches,
+              (long long)c.h2d_copies, (long long)c.h2d_bytes, (long long)c.d2h_copies,
+              (long long)c.d2h_bytes, (long long)c.syncs);
+    lkv_backend_cuda.free(d, b);
+    lkv_backend_cuda.close(d);
+    expect_nothing_held(s, "staged copies and close");
+}
+
+/* The fake's own entry points, to play the engine that owns a context. */
+static void *fake_symbol(const char *name)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/libfakecuda_sm90.so", LKV_FAKE_CUDA_DIR);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(lib, "%s", dlerror());
+    void *sym = dlsym(lib, name);
+    cr_assert_not_null(sym, "the fake has no %s", name);
+    return sym;
+}
+
+/* open_external borrows the engine's context and stream: every call goes
+ * to that stream, and close neither releases the context nor destroys the
+ * stream. */
+Test(driver, an_external_device_borrows_the_engines_context_and_stream)
+{
+    fake_cuda_state *s = use_fake("sm90");
+    CUresult (*init)(unsigned int);
+    CUresult (*retain)(CUcontext *, CUdevice);
+    CUresult (*release)(CUdevice);
+    void *p = fake_symbol("cuInit");
+    memcpy(&init, &p, sizeof p);
+    p = fake_symbol("cuDevicePrimaryCtxRetain");
+    memcpy(&retain, &p, sizeof p);
+    p = fake_symbol("cuDevicePrimaryCtxRelease_v2");
+    memcpy(&release, &p, sizeof p);
+    CUcontext engine_ctx = NULL;
+    cr_assert_eq(init(0), 0);
+    cr_assert_eq(retain(&engine_ctx, 0), 0);
+    static int engine_stream;
+    setenv("LKV_FAKE_CUDA_ANY_STREAM", "1", 1);
+    lkv_external_device ext = {.backend = "cuda", .device = 0, .context = engine_ctx,
+                               .stream = &engine_stream};
+    lkv_device *d = NULL;
+    TU_OK(lkv_backend_cuda.open_external(&ext, &d));
+    cr_assert_eq(s->streams, 0, "open_external created a stream of its own");
+    cr_assert_eq(s->retains, 1, "open_external retained a context besides the engine's");
+    lkv_gpu_kernel_id k = (lkv_gpu_kernel_id)(LKV_GPU_KERNEL_COUNT - 1);
+    uint64_t ptr = 0;
+    int32_t n = 5;
+    void *args[] = {&ptr, &n};
+    TU_OK(d->drv->enter(d->api));
+    TU_OK(lkv_gpu_launch_kernel(d, k, 1, 1, 1, 64, args));
+    d->drv->leave(d->api);
+    cr_assert_eq(s->stream, (const void *)&engine_stream, "the launch missed the engine's stream");
+    lkv_backend_cuda.close(d);
+    unsetenv("LKV_FAKE_CUDA_ANY_STREAM");
+    cr_assert_eq(s->retains, 1, "close released the engine's context");
+    cr_assert_eq(release(0), 0);
+    expect_nothing_held(s, "an external device and close");
+}
+
+Test(driver, an_external_device_without_a_context_uses_the_primary_one_and_releases_it)
+{
+    fake_cuda_state *s = use_fake("sm90");
+    setenv("LKV_FAKE_CUDA_ANY_STREAM", "1", 1);
+    lkv_external_device ext = {.backend = "cuda", .device = 1};
+    lkv_device *d = NULL;
+    TU_OK(lkv_backend_cuda.open_external(&ext, &d));
+    cr_assert_eq(s->retains, 1);
+    cr_assert_eq(s->streams, 0);
+    lkv_backend_cuda.close(d);
+    unsetenv("LKV_FAKE_CUDA_ANY_STREAM");
+    expect_nothing_held(s, "an external device on the primary context");
+    lkv_external_device vk = {.backend = "cuda", .logical_device = &ext};
+    cr_assert_eq(lkv_backend_cuda.open_external(&vk, &d), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "logical_device"), "%s", lkv_last_error());
 }
 
 /* ---- entries from another thread than open ---- */

@@ -14,6 +14,14 @@ extern const lkv_backend_ops lkv_backend_gpu_emu;
 /* A driver state for `warp` (32 or 64); release it with lkv_emu_driver.close. */
 lkv_status lkv_emu_api_create(int warp, void **out_api);
 
+/* Events pass only at the next host wait (on: 1) or when recorded (0, the
+ * default), and staged sources are checked for changes before their copy
+ * passed; switching is itself a host wait. */
+void lkv_emu_lag_events(void *api, int on);
+
+/* The stream an open_external device borrowed (NULL for open's). */
+void *lkv_emu_stream(void *api);
+
 /* Launches a kernel that is not in the table (the emulator's test kernels)
  * with the checks lkv_emu_driver.launch makes. */
 lkv_status lkv_emu_launch_custom(void *api, const lkv_emu_kernel *kernel, const uint32_t grid[3],

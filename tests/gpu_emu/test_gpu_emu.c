@@ -584,7 +584,7 @@ Test(gpu_emu, copies_outside_a_live_allocation_are_errors)
     TU_OK(lkv_emu_driver.mem_alloc(api, 64, &a));
     TU_OK(lkv_emu_driver.mem_alloc(api, 64, &b));
     unsigned char buf[80] = {0};
-    cr_assert_neq(lkv_emu_driver.htod(api, a + 1, buf, 64), LKV_OK, "htod past the end");
+    cr_assert_neq(lkv_emu_driver.htod_async(api, a + 1, buf, 64), LKV_OK, "htod past the end");
     cr_assert(strstr(lkv_last_error(), "outside every live allocation"), "%s", lkv_last_error());
     cr_assert_neq(lkv_emu_driver.dtoh(api, buf, b, 80), LKV_OK, "dtoh past the end");
     cr_assert_neq(lkv_emu_driver.dtod(api, a, b + 32, 40), LKV_OK, "dtod source past the end");
@@ -592,7 +592,7 @@ Test(gpu_emu, copies_outside_a_live_allocation_are_errors)
     cr_assert(strstr(lkv_last_error(), "overlap"), "%s", lkv_last_error());
     TU_OK(lkv_emu_driver.dtod(api, a, b, 64));
     lkv_emu_driver.mem_free(api, b);
-    cr_assert_neq(lkv_emu_driver.htod(api, b, buf, 1), LKV_OK, "htod into freed memory");
+    cr_assert_neq(lkv_emu_driver.htod_async(api, b, buf, 1), LKV_OK, "htod into freed memory");
     lkv_emu_driver.mem_free(api, a + 4);
     cr_assert_neq(lkv_emu_driver.sync(api), LKV_OK, "a free of no allocation");
     cr_assert(strstr(lkv_last_error(), "mem_free"), "%s", lkv_last_error());
@@ -617,7 +617,7 @@ Test(gpu_emu, a_kernel_pointer_outside_every_allocation_is_an_error)
     cr_assert(strstr(lkv_last_error(), "parameter 0"), "%s", lkv_last_error());
     lkv_gpu_ptr in;
     TU_OK(lkv_emu_driver.mem_alloc(api, sizeof host_in, &in));
-    TU_OK(lkv_emu_driver.htod(api, in, host_in, sizeof host_in));
+    TU_OK(lkv_emu_driver.htod_async(api, in, host_in, sizeof host_in));
     void *good[] = {&in, &out, &n};
     TU_OK(lkv_emu_launch_custom(api, &lkv_emu_test_block_sum, grid, 256, good));
     float sum;

@@ -19,7 +19,11 @@
  * on, and a call on it from a thread whose current device is another one
  * fails with hipErrorInvalidDevice and is counted ("wrong_device"): stricter
  * than the runtime, so an entry that forgets to select its device is caught
- * when it runs on another thread than open. */
+ * when it runs on another thread than open.
+ *
+ * Streams, events and page-locked host memory count as live like
+ * allocations; work queued on a stream runs at once, so every event has
+ * passed. The last stream a launch named is fake_hip_last_stream(). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -58,6 +62,7 @@ static uint64_t loaded_hash;
 static unsigned loaded_mach;
 static const char *last_kernel;
 static unsigned last_grid[3], last_block;
+static const void *last_stream;
 
 #define COUNTED(X)                                                                           \
     X(r0600) X(props) X(rtc_compile) X(launch) X(module_load) X(wrong_device) X(bad_address)
@@ -356,6 +361,115 @@ int hipMemcpyDtoD(void *dst, void *src, size_t bytes)
     return e;
 }
 
+int hipHostMalloc(void **ptr, size_t bytes, unsigned int flags)
+{
+    (void)flags;
+    if (failing("hipHostMalloc"))
+        return OUT_OF_MEMORY;
+    *ptr = malloc(bytes ? bytes : 1);
+    if (!*ptr)
+        return OUT_OF_MEMORY;
+    atomic_fetch_add(&live, 1);
+    return OK;
+}
+
+int hipHostFree(void *ptr)
+{
+    if (!ptr)
+        return OK;
+    atomic_fetch_sub(&live, 1);
+    free(ptr);
+    return OK;
+}
+
+int hipMemsetAsync(void *dst, int value, size_t bytes, void *stream)
+{
+    (void)stream;
+    return failing("hipMemsetAsync") ? INVALID_VALUE : hipMemset(dst, value, bytes);
+}
+
+int hipMemcpyHtoDAsync(void *dst, void *src, size_t bytes, void *stream)
+{
+    (void)stream;
+    return failing("hipMemcpyHtoDAsync") ? INVALID_VALUE : hipMemcpyHtoD(dst, src, bytes);
+}
+
+int hipMemcpyDtoHAsync(void *dst, void *src, size_t bytes, void *stream)
+{
+    (void)stream;
+    return failing("hipMemcpyDtoHAsync") ? INVALID_VALUE : hipMemcpyDtoH(dst, src, bytes);
+}
+
+int hipMemcpyDtoDAsync(void *dst, void *src, size_t bytes, void *stream)
+{
+    (void)stream;
+    return failing("hipMemcpyDtoDAsync") ? INVALID_VALUE : hipMemcpyDtoD(dst, src, bytes);
+}
+
+/* Streams and events are live tokens; work on them runs at once. */
+static int make_token(void **out, const char *fn)
+{
+    if (failing(fn))
+        return INVALID_VALUE;
+    *out = malloc(16);
+    if (!*out)
+        return OUT_OF_MEMORY;
+    atomic_fetch_add(&live, 1);
+    return OK;
+}
+
+static int drop_token(void *token)
+{
+    if (!token)
+        return INVALID_VALUE;
+    atomic_fetch_sub(&live, 1);
+    free(token);
+    return OK;
+}
+
+int hipStreamCreate(void **stream)
+{
+    return make_token(stream, "hipStreamCreate");
+}
+
+int hipStreamDestroy(void *stream)
+{
+    return drop_token(stream);
+}
+
+int hipStreamSynchronize(void *stream)
+{
+    (void)stream;
+    return failing("hipStreamSynchronize") ? INVALID_VALUE : OK;
+}
+
+int hipEventCreateWithFlags(void **event, unsigned int flags)
+{
+    (void)flags;
+    return make_token(event, "hipEventCreateWithFlags");
+}
+
+int hipEventDestroy(void *event)
+{
+    return drop_token(event);
+}
+
+int hipEventRecord(void *event, void *stream)
+{
+    (void)stream;
+    return event && !failing("hipEventRecord") ? OK : INVALID_VALUE;
+}
+
+int hipEventQuery(void *event)
+{
+    return event ? OK : INVALID_VALUE;
+}
+
+int hipEventSynchronize(void *event)
+{
+    return event ? OK : INVALID_VALUE;
+}
+
 typedef struct fake_module {
     const unsigned char *image;
     size_t size;
@@ -450,7 +564,6 @@ int hipModuleLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsig
                           void **extra)
 {
     (void)shared;
-    (void)stream;
     (void)params;
     (void)extra;
     if (failing("hipModuleLaunchKernel") || by != 1 || bz != 1)
@@ -466,6 +579,7 @@ int hipModuleLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsig
     last_grid[1] = gy;
     last_grid[2] = gz;
     last_block = bx;
+    last_stream = stream;
     return OK;
 }
 
@@ -646,6 +760,11 @@ int fake_hip_device_of(const void *p)
             device = allocs[i].device;
     pthread_mutex_unlock(&allocs_lock);
     return device;
+}
+
+const void *fake_hip_last_stream(void)
+{
+    return last_stream;
 }
 
 const char *fake_hip_last_kernel(void)

@@ -441,6 +441,7 @@ typedef struct fake {
     int (*device_of)(const void *p);
     int (*set_device)(int device); /* the fake runtime's own hipSetDevice / hipGetDevice */
     int (*get_device)(int *device);
+    void *last_stream_fn; /* fake_hip_last_stream, where a test wants it */
 } fake;
 
 #define HOOK_AS(f, field, symbol)                                                             \
@@ -721,6 +722,41 @@ static lkv_status select_one_row(lkv_device *dev, const lkv_buffer *scores, lkv_
     return lkv_backend_hip.select(dev, &a);
 }
 
+/* open creates a stream of its own and launches on it; open_external
+ * launches on the engine's and leaves it alone at close. */
+Test(hip_fake, launches_go_to_the_devices_stream_own_or_borrowed)
+{
+    fake f = use_fake(6, "gfx90a:sramecc+:xnack-");
+    const void *(*last_stream)(void);
+    HOOK_AS(f, last_stream_fn, "fake_hip_last_stream");
+    memcpy(&last_stream, &f.last_stream_fn, sizeof last_stream);
+    static int engine_stream;
+    lkv_external_device ext = {.backend = "hip", .device = 0, .stream = &engine_stream};
+    for (int borrowed = 0; borrowed < 2; borrowed++) {
+        lkv_device *dev = NULL;
+        if (borrowed)
+            TU_OK(lkv_backend_hip.open_external(&ext, &dev));
+        else
+            TU_OK(lkv_backend_hip.open(0, &dev));
+        lkv_buffer *a = NULL, *kept = NULL;
+        TU_OK(lkv_backend_hip.alloc(dev, 64, &a));
+        TU_OK(lkv_backend_hip.alloc(dev, 64, &kept));
+        TU_OK(select_one_row(dev, a, kept));
+        if (borrowed)
+            cr_assert_eq(last_stream(), (const void *)&engine_stream);
+        else
+            cr_assert(last_stream() && last_stream() != (const void *)&engine_stream,
+                      "open launched on the null stream");
+        lkv_backend_hip.free(dev, a);
+        lkv_backend_hip.free(dev, kept);
+        lkv_backend_hip.close(dev);
+        assert_nothing_left(&f);
+    }
+    lkv_external_device bad = {.backend = "hip", .context = &ext};
+    lkv_device *dev = NULL;
+    cr_assert_eq(lkv_backend_hip.open_external(&bad, &dev), LKV_INVALID_ARGUMENT);
+}
+
 /* Device 1 opened and used from a thread whose device is 0: the work goes
  * to device 1, and the thread is back on 0 after every entry. */
 Test(hip_fake, every_entry_puts_back_the_callers_device)
@@ -842,7 +878,7 @@ Test(hip_fake, a_call_on_a_thread_without_the_device_fails)
     cr_assert_not_null(job.dev->lists);
     tu_run_on_a_thread(read_without_entering, &job);
     cr_assert_eq(job.without_enter, LKV_DEVICE_ERROR, "%s", job.message);
-    cr_assert(strstr(job.message, "hip: hipMemcpyDtoH(16 bytes): hipErrorInvalidDevice"), "%s",
+    cr_assert(strstr(job.message, "hip: hipMemcpyDtoHAsync(16 bytes): hipErrorInvalidDevice"), "%s",
               job.message);
     cr_assert_eq(f.count("wrong_device"), 1);
     lkv_backend_hip.free(job.dev, a);

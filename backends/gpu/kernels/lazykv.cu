@@ -6,3 +6,4 @@
 #include "score.cu"
 #include "select.cu"
 #include "compact.cu"
+#include "store.cu"

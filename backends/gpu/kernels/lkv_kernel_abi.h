@@ -40,6 +40,9 @@
 #define LKV_COMPACT_PER_THREAD 4
 #define LKV_COMPACT_MAX_SLICE 1024 /* units */
 
+/* store (backends/gpu/kernels/store.cu, backends/gpu/gpu_store.c) */
+#define LKV_STORE_BLOCK 256
+
 /* observe and score kinds as the kernels take them (an int): lkv_observe_kind
  * and lkv_score_kind themselves, so host and kernels read one list */
 #include "op_kinds.h"
@@ -56,6 +59,7 @@ LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_ATT_BLOCK), "attend block: whole warps, <= L
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_OBSERVE_BLOCK), "observe block: whole warps, <= LKV_BLOCK_MAX");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_SCORE_BLOCK), "score block: whole warps, <= LKV_BLOCK_MAX");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_SELECT_BLOCK), "select block: whole warps, <= LKV_BLOCK_MAX");
+LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_STORE_BLOCK), "store block: whole warps, <= LKV_BLOCK_MAX");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_COMPACT_BLOCK), "compact block: whole warps, <= LKV_BLOCK_MAX");
 /* the reduce-scatter of the pass over K halves 8, 4, 2 values */
 LKV_ABI_ASSERT(LKV_ATT_QBLOCK == 8, "lkv_att_reduce_scatter handles 1, 2, 4 or 8 heads");

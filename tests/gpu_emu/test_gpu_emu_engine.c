@@ -1,0 +1,426 @@
+/* The engine-facing entries of the shared CUDA/HIP host code, on the
+ * emulator: store against the cpu reference, the finite rule, wrap's
+ * borrowed views, counters that count exactly what happened, the staging
+ * ring's waits, and open_external's borrowed stream. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "emu_driver.h"
+#include "error.h"
+#include "test_util.h"
+
+extern const lkv_backend_ops lkv_backend_cpu;
+
+static const lkv_backend_ops *emu = &lkv_backend_gpu_emu;
+
+/* ---- a cache on one device ---- */
+
+typedef struct side {
+    const lkv_backend_ops *ops;
+    lkv_device *dev;
+    lkv_buffer *buf[6]; /* k v pos state_a state_b state_f */
+    lkv_buffer *k_in, *v_in;
+    lkv_cache_buffers cache;
+} side;
+
+typedef struct shape {
+    int32_t rows, cap, dim, kv_heads, cache_heads, tokens;
+    lkv_dtype dtype;
+} shape;
+
+static size_t bytes_of(const shape *s, int which)
+{
+    size_t slots = (size_t)s->rows * (size_t)s->cap;
+    return which < 2 ? slots * (size_t)s->dim * lkv_dtype_size(s->dtype) : slots * 4;
+}
+
+static void open_side(side *sd, const lkv_backend_ops *ops, const shape *s, const float *k,
+                      const float *v)
+{
+    memset(sd, 0, sizeof *sd);
+    sd->ops = ops;
+    TU_OK(ops->open(0, &sd->dev));
+    for (int i = 0; i < 6; i++) {
+        TU_OK(ops->alloc(sd->dev, bytes_of(s, i), &sd->buf[i]));
+        /* old contents the store must leave where it does not write */
+        unsigned char *fill = malloc(bytes_of(s, i));
+        for (size_t b = 0; b < bytes_of(s, i); b++)
+            fill[b] = (unsigned char)(b * 7 + (size_t)i);
+        TU_OK(ops->write(sd->dev, sd->buf[i], 0, fill, bytes_of(s, i)));
+        free(fill);
+    }
+    size_t in_bytes = (size_t)s->tokens * (size_t)s->kv_heads * (size_t)s->dim * sizeof(float);
+    TU_OK(ops->alloc(sd->dev, in_bytes, &sd->k_in));
+    TU_OK(ops->alloc(sd->dev, in_bytes, &sd->v_in));
+    TU_OK(ops->write(sd->dev, sd->k_in, 0, k, in_bytes));
+    TU_OK(ops->write(sd->dev, sd->v_in, 0, v, in_bytes));
+    sd->cache = (lkv_cache_buffers){sd->buf[0], sd->buf[1], sd->buf[2], sd->buf[3],
+                                    sd->buf[4], sd->buf[5], s->cap, s->dim, s->dtype};
+}
+
+static void close_side(side *sd)
+{
+    for (int i = 0; i < 6; i++)
+        sd->ops->free(sd->dev, sd->buf[i]);
+    sd->ops->free(sd->dev, sd->k_in);
+    sd->ops->free(sd->dev, sd->v_in);
+    sd->ops->close(sd->dev);
+}
+
+static unsigned char *read_all(side *sd, int which, const shape *s)
+{
+    unsigned char *out = malloc(bytes_of(s, which));
+    TU_OK(sd->ops->read(sd->dev, sd->buf[which], 0, out, bytes_of(s, which)));
+    return out;
+}
+
+typedef struct entries {
+    int32_t n;
+    int32_t row0[64], slot0[64], count[64], src[64], pos0[64], last[64];
+} entries;
+
+static lkv_store_args args_of(side *sd, const shape *s, const entries *e)
+{
+    return (lkv_store_args){
+        .cache = &sd->cache, .n_entries = e->n, .row0 = e->row0, .slot0 = e->slot0,
+        .count = e->count, .src_token = e->src, .position0 = e->pos0, .last_init = e->last,
+        .cache_heads = s->cache_heads, .kv_heads = s->kv_heads, .k = sd->k_in, .v = sd->v_in};
+}
+
+static uint32_t next_u32(uint64_t *st)
+{
+    *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*st >> 33);
+}
+
+/* The inputs: normal-ish values and, every 8th, one the rule or the
+ * rounding must handle. */
+static float input(uint64_t *st)
+{
+    static const float special[] = {NAN,        INFINITY,      -INFINITY,      65520.0f,
+                                    -70000.0f,  65519.0f,      3.39e38f,       -3.4e38f,
+                                    1.00048828125f, 1.00146484375f, 1.00390625f, 2.98023224e-8f,
+                                    -0.0f,      8.94069672e-8f};
+    uint32_t r = next_u32(st);
+    if (r % 8 == 0)
+        return special[(r >> 8) % (sizeof special / sizeof special[0])];
+    return ((float)(r % 20001) - 10000.0f) / 1024.0f;
+}
+
+/* Entries over groups of cache_heads rows, in shuffled token order. */
+static void draw(entries *e, const shape *s, int32_t n, uint64_t *st)
+{
+    e->n = n;
+    int32_t at = 0;
+    for (int32_t i = n - 1; i >= 0; i--) { /* tokens taken back to front */
+        e->row0[i] = i * s->cache_heads;
+        e->count[i] = 1 + (int32_t)(next_u32(st) % 3);
+        e->slot0[i] = (int32_t)(next_u32(st) % (uint32_t)(s->cap - e->count[i] + 1));
+        e->src[i] = at;
+        e->pos0[i] = (int32_t)(next_u32(st) % 100000);
+        e->last[i] = (int32_t)(next_u32(st) % 1000) - 1;
+        at += e->count[i];
+    }
+}
+
+static void expect_store_matches_cpu(lkv_dtype dtype, int32_t kv_heads, int32_t cache_heads)
+{
+    uint64_t st = (uint64_t)dtype * 31 + (uint64_t)cache_heads;
+    shape s = {.cap = 8, .dim = 40, .kv_heads = kv_heads, .cache_heads = cache_heads,
+               .dtype = dtype};
+    entries e;
+    s.rows = 64 * cache_heads;
+    draw(&e, &s, 64, &st);
+    for (int32_t i = 0; i < e.n; i++)
+        s.tokens += e.count[i];
+    size_t n_in = (size_t)s.tokens * (size_t)kv_heads * (size_t)s.dim;
+    float *k = malloc(n_in * sizeof *k), *v = malloc(n_in * sizeof *v);
+    for (size_t i = 0; i < n_in; i++) {
+        k[i] = input(&st);
+        v[i] = input(&st);
+    }
+    side cpu, gpu;
+    open_side(&cpu, &lkv_backend_cpu, &s, k, v);
+    open_side(&gpu, emu, &s, k, v);
+    lkv_store_args ca = args_of(&cpu, &s, &e), ga = args_of(&gpu, &s, &e);
+    TU_OK(cpu.ops->store(cpu.dev, &ca));
+    TU_OK(gpu.ops->store(gpu.dev, &ga));
+    static const char *const names[] = {"k", "v", "pos", "state_a", "state_b", "state_f"};
+    for (int i = 0; i < 6; i++) {
+        unsigned char *want = read_all(&cpu, i, &s), *got = read_all(&gpu, i, &s);
+        size_t first = 0;
+        while (first < bytes_of(&s, i) && want[first] == got[first])
+            first++;
+        cr_assert_eq(first, bytes_of(&s, i), "%s %s, %d kv heads, %d cache heads: %s differs "
+                     "from the cpu at byte %zu", lkv_dtype_name(dtype),
+                     cache_heads == kv_heads ? "grouped" : "expanded", kv_heads, cache_heads,
+                     names[i], first);
+        free(want);
+        free(got);
+    }
+    close_side(&cpu);
+    close_side(&gpu);
+    free(k);
+    free(v);
+}
+
+Test(gpu_emu_store, matches_the_cpu_reference_bit_for_bit_in_every_dtype_grouped_and_expanded)
+{
+    static const lkv_dtype dtypes[] = {LKV_DTYPE_F32, LKV_DTYPE_F16, LKV_DTYPE_BF16};
+    for (size_t d = 0; d < 3; d++) {
+        expect_store_matches_cpu(dtypes[d], 2, 2);
+        expect_store_matches_cpu(dtypes[d], 2, 6);
+        expect_store_matches_cpu(dtypes[d], 1, 3);
+    }
+}
+
+/* One token, one head, one element per input value: what lands in slot 0. */
+static uint32_t stored_bits(lkv_dtype dtype, float x)
+{
+    shape s = {.rows = 1, .cap = 1, .dim = 1, .kv_heads = 1, .cache_heads = 1, .tokens = 1,
+               .dtype = dtype};
+    side gpu;
+    open_side(&gpu, emu, &s, &x, &x);
+    entries e = {.n = 1, .count = {1}};
+    lkv_store_args a = args_of(&gpu, &s, &e);
+    TU_OK(emu->store(gpu.dev, &a));
+    uint32_t bits = 0;
+    TU_OK(emu->read(gpu.dev, gpu.buf[0], 0, &bits, lkv_dtype_size(dtype)));
+    close_side(&gpu);
+    return bits;
+}
+
+Test(gpu_emu_store, keeps_the_cache_finite_whatever_the_inputs)
+{
+    cr_expect_eq(stored_bits(LKV_DTYPE_F32, NAN), 0u, "f32 NaN is +0");
+    cr_expect_eq(stored_bits(LKV_DTYPE_F32, -INFINITY), 0u, "f32 -inf is +0");
+    cr_expect_eq(stored_bits(LKV_DTYPE_F16, INFINITY), 0u, "f16 inf is +0");
+    cr_expect_eq(stored_bits(LKV_DTYPE_F16, 65520.0f), 0x7bffu, "f16 65520 is 65504");
+    cr_expect_eq(stored_bits(LKV_DTYPE_F16, -1.0e6f), 0xfbffu, "f16 -1e6 is -65504");
+    cr_expect_eq(stored_bits(LKV_DTYPE_F16, 1.00048828125f), 0x3c00u, "f16 tie to even: 1");
+    cr_expect_eq(stored_bits(LKV_DTYPE_F16, 8.94069672e-8f), 0x0002u, "f16 subnormal tie: up");
+    cr_expect_eq(stored_bits(LKV_DTYPE_BF16, 3.4e38f), 0x7f7fu, "bf16 3.4e38 is its largest");
+    cr_expect_eq(stored_bits(LKV_DTYPE_BF16, -FLT_MAX), 0xff7fu, "bf16 -FLT_MAX");
+    cr_expect_eq(stored_bits(LKV_DTYPE_BF16, NAN), 0u, "bf16 NaN is +0");
+    cr_expect_eq(stored_bits(LKV_DTYPE_BF16, 1.01171875f), 0x3f82u, "bf16 tie up to even");
+}
+
+Test(gpu_emu_store, refuses_an_entry_outside_the_cache_naming_it)
+{
+    shape s = {.rows = 2, .cap = 4, .dim = 8, .kv_heads = 1, .cache_heads = 2, .tokens = 2,
+               .dtype = LKV_DTYPE_F16};
+    float in[16] = {0};
+    side gpu;
+    open_side(&gpu, emu, &s, in, in);
+    entries e = {.n = 2, .row0 = {0, 0}, .slot0 = {0, 3}, .count = {1, 2}, .src = {0, 0}};
+    lkv_store_args a = args_of(&gpu, &s, &e);
+    lkv_counters before, after;
+    emu->counters(gpu.dev, &before);
+    cr_assert_eq(emu->store(gpu.dev, &a), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "entry 1"), "%s", lkv_last_error());
+    emu->counters(gpu.dev, &after);
+    cr_assert_eq(after.launches, before.launches, "a refused store launched");
+    close_side(&gpu);
+}
+
+/* ---- counters ---- */
+
+static lkv_counters diff(const lkv_counters *a, const lkv_counters *b)
+{
+    return (lkv_counters){b->launches - a->launches,     b->h2d_copies - a->h2d_copies,
+                          b->h2d_bytes - a->h2d_bytes,   b->d2h_copies - a->d2h_copies,
+                          b->d2h_bytes - a->d2h_bytes,   b->syncs - a->syncs};
+}
+
+Test(gpu_emu_counters, one_store_of_64_entries_is_one_launch_one_upload_and_no_wait)
+{
+    uint64_t st = 5;
+    shape s = {.cap = 8, .dim = 64, .kv_heads = 2, .cache_heads = 2, .dtype = LKV_DTYPE_F16};
+    s.rows = 64 * 2;
+    entries e;
+    draw(&e, &s, 64, &st);
+    for (int32_t i = 0; i < e.n; i++)
+        s.tokens += e.count[i];
+    size_t n_in = (size_t)s.tokens * 2 * 64;
+    float *k = calloc(n_in, sizeof *k);
+    side gpu;
+    open_side(&gpu, emu, &s, k, k);
+    lkv_store_args a = args_of(&gpu, &s, &e);
+    lkv_counters c0, c1;
+    emu->counters(gpu.dev, &c0);
+    TU_OK(emu->store(gpu.dev, &a));
+    emu->counters(gpu.dev, &c1);
+    lkv_counters d = diff(&c0, &c1);
+    cr_expect_eq(d.launches, 1);
+    cr_expect_eq(d.h2d_copies, 1, "the six entry lists in one upload");
+    cr_expect_eq(d.h2d_bytes, 6 * 64 * 4);
+    cr_expect_eq(d.d2h_copies, 0);
+    cr_expect_eq(d.syncs, 0, "a store waited for the device");
+    close_side(&gpu);
+    free(k);
+}
+
+Test(gpu_emu_counters, a_read_is_one_sync_a_write_one_copy_and_a_sync_one_wait)
+{
+    lkv_device *d = NULL;
+    TU_OK(emu->open(0, &d));
+    lkv_buffer *b = NULL;
+    TU_OK(emu->alloc(d, 4096, &b));
+    char host[4096] = {1};
+    lkv_counters c0, c1;
+    emu->counters(d, &c0);
+    TU_OK(emu->write(d, b, 0, host, 3000));
+    emu->counters(d, &c1);
+    lkv_counters w = diff(&c0, &c1);
+    cr_expect(w.h2d_copies == 1 && w.h2d_bytes == 3000 && w.syncs == 0 && w.launches == 0,
+              "write: %lld copies, %lld bytes, %lld syncs", (long long)w.h2d_copies,
+              (long long)w.h2d_bytes, (long long)w.syncs);
+    TU_OK(emu->read(d, b, 8, host, 100));
+    emu->counters(d, &c0);
+    lkv_counters r = diff(&c1, &c0);
+    cr_expect(r.d2h_copies == 1 && r.d2h_bytes == 100 && r.syncs == 1 && r.h2d_copies == 0,
+              "read: %lld copies, %lld bytes, %lld syncs", (long long)r.d2h_copies,
+              (long long)r.d2h_bytes, (long long)r.syncs);
+    TU_OK(emu->sync(d));
+    emu->counters(d, &c1);
+    cr_expect_eq(diff(&c0, &c1).syncs, 1);
+    emu->free(d, b);
+    emu->close(d);
+}
+
+/* Events that pass only when the host waits: the ring's regions are all in
+ * flight after LKV_GPU_STAGES writes, so each later one waits once, and
+ * none refills a region a copy may still be reading (the driver checks). */
+Test(gpu_emu_counters, the_staging_ring_waits_only_when_it_comes_round_to_a_copy_in_flight)
+{
+    lkv_device *d = NULL;
+    TU_OK(emu->open(0, &d));
+    lkv_buffer *b = NULL;
+    enum { WRITES = LKV_GPU_STAGES + 5 };
+    TU_OK(emu->alloc(d, WRITES * sizeof(int32_t), &b));
+    lkv_emu_lag_events(d->api, 1);
+    lkv_counters c0, c1;
+    emu->counters(d, &c0);
+    for (int32_t i = 0; i < WRITES; i++)
+        TU_OK(emu->write(d, b, (size_t)i * 4, &i, 4));
+    emu->counters(d, &c1);
+    cr_expect_eq(diff(&c0, &c1).syncs, WRITES - LKV_GPU_STAGES);
+    int32_t got[WRITES];
+    TU_OK(emu->read(d, b, 0, got, sizeof got));
+    for (int32_t i = 0; i < WRITES; i++)
+        cr_expect_eq(got[i], i, "element %d", i);
+    TU_OK(emu->sync(d)); /* the driver's check of staged sources reports here */
+    lkv_emu_lag_events(d->api, 0);
+    emu->free(d, b);
+    emu->close(d);
+}
+
+/* ---- wrap ---- */
+
+Test(gpu_emu_wrap, a_view_of_device_memory_reads_and_writes_it_and_frees_only_itself)
+{
+    lkv_device *d = NULL;
+    TU_OK(emu->open(0, &d));
+    lkv_buffer *own = NULL, *view = NULL, *whole = NULL;
+    TU_OK(emu->alloc(d, 256, &own));
+    int32_t in[64];
+    for (int i = 0; i < 64; i++)
+        in[i] = 100 + i;
+    TU_OK(emu->write(d, own, 0, in, sizeof in));
+    TU_OK(emu->wrap(d, own->ptr, 16, 128, &view));
+    int32_t got[32];
+    TU_OK(emu->read(d, view, 0, got, sizeof got));
+    for (int i = 0; i < 32; i++)
+        cr_assert_eq(got[i], 104 + i);
+    cr_assert_neq(emu->read(d, view, 0, got, 132), LKV_OK, "read past the view's end");
+    emu->free(d, view);
+    /* at offset 0 the view's address is the allocation's: freeing the view
+     * must still not free the memory (the emulator would notice a use after) */
+    TU_OK(emu->wrap(d, own->ptr, 0, 256, &whole));
+    emu->free(d, whole);
+    TU_OK(emu->read(d, own, 0, got, sizeof got));
+    cr_assert_eq(got[0], 100);
+    TU_OK(emu->sync(d));
+    emu->free(d, own);
+    emu->close(d);
+}
+
+Test(gpu_emu_wrap, a_null_or_misaligned_address_is_an_invalid_argument)
+{
+    lkv_device *d = NULL;
+    TU_OK(emu->open(0, &d));
+    lkv_buffer *view = NULL;
+    cr_assert_eq(emu->wrap(d, 0, 0, 64, &view), LKV_INVALID_ARGUMENT);
+    cr_assert_eq(emu->wrap(d, 4096, 2, 64, &view), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "offset 2"), "%s", lkv_last_error());
+    cr_assert_null(view);
+    emu->close(d);
+}
+
+Test(gpu_emu_wrap, store_reads_its_inputs_from_wrapped_engine_arrays)
+{
+    shape s = {.rows = 2, .cap = 4, .dim = 8, .kv_heads = 1, .cache_heads = 2, .tokens = 2,
+               .dtype = LKV_DTYPE_F32};
+    float in[16];
+    for (int i = 0; i < 16; i++)
+        in[i] = (float)i;
+    side gpu;
+    open_side(&gpu, emu, &s, in, in);
+    /* the engine's arrays: the second token only, through views */
+    lkv_buffer *k = NULL, *v = NULL;
+    TU_OK(emu->wrap(gpu.dev, gpu.k_in->ptr, 8 * sizeof(float), 8 * sizeof(float), &k));
+    TU_OK(emu->wrap(gpu.dev, gpu.v_in->ptr, 8 * sizeof(float), 8 * sizeof(float), &v));
+    entries e = {.n = 1, .row0 = {0}, .slot0 = {2}, .count = {1}, .src = {0}, .pos0 = {9}};
+    lkv_store_args a = args_of(&gpu, &s, &e);
+    a.k = k;
+    a.v = v;
+    TU_OK(emu->store(gpu.dev, &a));
+    float got[8];
+    TU_OK(emu->read(gpu.dev, gpu.buf[0], (size_t)(1 * 4 + 2) * 8 * sizeof(float), got,
+                    sizeof got));
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(got[i], (float)(8 + i), "row 1 slot 2 column %d", i);
+    emu->free(gpu.dev, k);
+    emu->free(gpu.dev, v);
+    close_side(&gpu);
+}
+
+/* ---- open_external ---- */
+
+Test(gpu_emu_external, a_device_on_the_engines_stream_records_it_and_works)
+{
+    int engine_stream_token = 0;
+    lkv_external_device ext = {.backend = "gpu-emu", .device = 0,
+                               .stream = &engine_stream_token};
+    lkv_device *d = NULL;
+    TU_OK(emu->open_external(&ext, &d));
+    cr_assert_eq(lkv_emu_stream(d->api), (void *)&engine_stream_token);
+    lkv_buffer *b = NULL;
+    TU_OK(emu->alloc(d, 16, &b));
+    int32_t x = 42, y = 0;
+    TU_OK(emu->write(d, b, 0, &x, 4));
+    TU_OK(emu->read(d, b, 0, &y, 4));
+    cr_assert_eq(y, 42);
+    emu->free(d, b);
+    emu->close(d);
+    cr_assert_eq(engine_stream_token, 0, "close touched the engine's stream");
+}
+
+Test(gpu_emu_external, another_backends_objects_are_an_invalid_argument)
+{
+    int token;
+    lkv_device *d = NULL;
+    lkv_external_device cuda = {.backend = "cuda"};
+    cr_assert_eq(emu->open_external(&cuda, &d), LKV_INVALID_ARGUMENT);
+    lkv_external_device ctx = {.backend = "gpu-emu", .context = &token};
+    cr_assert_eq(emu->open_external(&ctx, &d), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "context"), "%s", lkv_last_error());
+    lkv_external_device dev1 = {.backend = "gpu-emu", .device = 1};
+    cr_assert_eq(emu->open_external(&dev1, &d), LKV_INVALID_ARGUMENT);
+    cr_assert_null(d);
+}
