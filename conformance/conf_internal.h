@@ -250,6 +250,7 @@ void conf_run_observe(conf_run *r);
 void conf_run_score(conf_run *r);
 void conf_run_select(conf_run *r);
 void conf_run_compact(conf_run *r);
+void conf_run_store(conf_run *r);
 void conf_run_replay(conf_run *r);
 
 /* ---- random traces (conf_trace.c) -------------------------------------- */

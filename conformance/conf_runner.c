@@ -22,7 +22,8 @@ static const struct {
 } families[] = {
     {LKV_CONF_ATTEND, conf_run_attend},   {LKV_CONF_OBSERVE, conf_run_observe},
     {LKV_CONF_SCORE, conf_run_score},     {LKV_CONF_SELECT, conf_run_select},
-    {LKV_CONF_COMPACT, conf_run_compact}, {LKV_CONF_REPLAY, conf_run_replay},
+    {LKV_CONF_COMPACT, conf_run_compact}, {LKV_CONF_STORE, conf_run_store},
+    {LKV_CONF_REPLAY, conf_run_replay},
 };
 
 static void print_header(const conf_run *r)

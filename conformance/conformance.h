@@ -36,7 +36,8 @@ enum {
     LKV_CONF_SELECT = 1 << 3,
     LKV_CONF_COMPACT = 1 << 4,
     LKV_CONF_REPLAY = 1 << 5,
-    LKV_CONF_ALL = (1 << 6) - 1
+    LKV_CONF_STORE = 1 << 6,
+    LKV_CONF_ALL = (1 << 7) - 1
 };
 
 /* One case and seed, as reported. Strings live until the callback returns. */
@@ -45,7 +46,7 @@ typedef struct lkv_conformance_result {
     const char *backend;     /* "vulkan" */
     const char *device;      /* device name */
     const char *name;        /* "attend(d=128,n=4097,hq=32,hkv=8,groups=1,probs=max,f16)" */
-    const char *op;          /* "attend", ..., "replay" */
+    const char *op;          /* "attend", ..., "store", "replay" */
     const char *dtype;       /* "f32", "f16" or "bf16" */
     uint64_t seed;
     lkv_conformance_outcome outcome;
