@@ -137,3 +137,20 @@ void lkv_bind_release(lkv_bind_device *b)
     b->list_words = NULL;
     b->list_cap = 0;
 }
+
+lkv_status lkv_bind_wrap_check(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes)
+{
+    uint64_t align = lkv_bind_lim(d)->align;
+    if (handle == 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s wrap: the handle is 0 (no buffer)",
+                        lkv_bind_name(d));
+    if (offset % align != 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s wrap: offset %llu is not a multiple of this "
+                        "device's binding alignment, %llu bytes: place the array at a multiple "
+                        "of %llu", lkv_bind_name(d), (unsigned long long)offset,
+                        (unsigned long long)align, (unsigned long long)align);
+    if (bytes == 0 || offset > UINT64_MAX - bytes)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s wrap: %zu bytes at offset %llu is no range",
+                        lkv_bind_name(d), bytes, (unsigned long long)offset);
+    return LKV_OK;
+}
