@@ -73,6 +73,10 @@ typedef struct lkv_observe_args {
     const lkv_buffer *probs;
     lkv_observe_kind kind;
     int32_t t;
+    /* [n_rows] host array: each listed row's own step (rows of a batch
+     * whose sequences stand at different steps), or NULL: every row at t.
+     * Only for a backend with row_steps set; core passes NULL otherwise. */
+    const int32_t *row_t;
     float alpha;
 } lkv_observe_args;
 
@@ -88,6 +92,7 @@ typedef struct lkv_score_args {
     int32_t rows_per_group; /* GROUP_MEAN: consecutive listed rows sharing a decision */
     lkv_score_kind kind;
     int32_t t;
+    const int32_t *row_t; /* as in lkv_observe_args */
     int32_t protect_head;
     int32_t protect_tail;
     int32_t pool_kernel;
@@ -214,6 +219,10 @@ typedef struct lkv_backend_ops {
     /* NULL: core writes K/V row by row through `write` instead (host inputs
      * only; device inputs are then UNSUPPORTED). */
     lkv_status (*store)(lkv_device *dev, const lkv_store_args *args);
+
+    /* 1 when observe and score honour row_t, so one dispatch serves rows at
+     * different steps; 0: core splits such a batch by step. */
+    int row_steps;
 
     /* The backend's known deviations, ended by an entry whose `cases` is
      * NULL; NULL when it has none. */

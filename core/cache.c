@@ -78,8 +78,10 @@ static lkv_status check_shape(const lkv_cache_config *c)
 
 static void free_buffers(lkv_cache *c)
 {
-    lkv_buffer *all[] = {c->buf.k, c->buf.v, c->buf.pos, c->buf.state_a, c->buf.state_b,
-                         c->buf.state_f, c->probs, c->scores, c->kept, c->q_dev, c->out_dev};
+    lkv_buffer *all[] = {c->buf.k,         c->buf.v,         c->buf.pos,       c->buf.state_a,
+                         c->buf.state_b,   c->buf.state_f,   c->probs,         c->scores,
+                         c->kept,          c->stage_q.buf,   c->stage_k.buf,   c->stage_v.buf,
+                         c->stage_out.buf};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
             c->ops->free(c->dev, all[i]);
@@ -94,14 +96,12 @@ static lkv_status alloc_buffers(lkv_cache *c)
     if (kv_bytes / elem / (size_t)c->cfg.head_dim != slots || kv_bytes > ((size_t)1 << 46))
         return lkv_fail(LKV_OUT_OF_MEMORY, "cache of %zu slots x head_dim %d is too large", slots,
                         c->cfg.head_dim);
-    size_t staging = (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim * sizeof(float);
     struct { lkv_buffer **slot; size_t bytes; } plan[] = {
         {&c->buf.k, kv_bytes},          {&c->buf.v, kv_bytes},
         {&c->buf.pos, slots * 4},       {&c->buf.state_a, slots * 4},
         {&c->buf.state_b, slots * 4},   {&c->buf.state_f, slots * 4},
         {&c->probs, slots * 4},         {&c->scores, slots * 4},
-        {&c->kept, slots * 4},          {&c->q_dev, staging},
-        {&c->out_dev, staging},
+        {&c->kept, slots * 4},
     };
     for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
         lkv_status st = c->ops->alloc(c->dev, plan[i].bytes, plan[i].slot);
@@ -117,21 +117,72 @@ static lkv_status alloc_buffers(lkv_cache *c)
 
 static lkv_status alloc_host(lkv_cache *c)
 {
-    size_t per_seq = (size_t)c->cfg.layers * (size_t)c->heads;
-    c->seqs = calloc((size_t)c->cfg.sequences, sizeof *c->seqs);
-    c->rows = calloc(per_seq, sizeof *c->rows);
-    c->row_n = calloc(per_seq, sizeof *c->row_n);
-    c->row_k = calloc(per_seq, sizeof *c->row_k);
-    c->plans = calloc((size_t)c->cfg.layers, sizeof *c->plans);
-    c->layer_list = calloc((size_t)c->cfg.layers, sizeof *c->layer_list);
-    c->due = calloc((size_t)c->cfg.layers, sizeof *c->due);
-    if (!c->seqs || !c->rows || !c->row_n || !c->row_k || !c->plans || !c->layer_list || !c->due)
+    size_t seqs = (size_t)c->cfg.sequences, pairs = seqs * (size_t)c->cfg.layers;
+    size_t rows = pairs * (size_t)c->heads;
+    c->seqs = calloc(seqs, sizeof *c->seqs);
+    c->rows = calloc(rows, sizeof *c->rows);
+    c->row_n = calloc(rows, sizeof *c->row_n);
+    c->row_k = calloc(rows, sizeof *c->row_k);
+    c->row_t = calloc(rows, sizeof *c->row_t);
+    c->due_pairs = calloc(pairs, sizeof *c->due_pairs);
+    c->listed = calloc(seqs, 1);
+    c->seq_steps = calloc(seqs, sizeof *c->seq_steps);
+    c->vote_first = calloc(seqs, sizeof *c->vote_first);
+    c->vote_token0 = calloc(seqs, sizeof *c->vote_token0);
+    if (!c->seqs || !c->rows || !c->row_n || !c->row_k || !c->row_t || !c->due_pairs ||
+        !c->listed || !c->seq_steps || !c->vote_first || !c->vote_token0)
         return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for cache bookkeeping");
     for (int32_t s = 0; s < c->cfg.sequences; s++) {
         c->seqs[s].len = calloc((size_t)c->cfg.layers, sizeof(int32_t));
         if (!c->seqs[s].len)
             return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for cache bookkeeping");
     }
+    return lkv_lists_reserve(c, c->cfg.sequences);
+}
+
+static void free_lists(lkv_batch_lists *l)
+{
+    int32_t *all[] = {l->row0, l->slot0, l->count, l->src_token, l->position0, l->last_init,
+                      l->group_n};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        free(all[i]);
+}
+
+lkv_status lkv_lists_reserve(lkv_cache *c, int32_t n)
+{
+    lkv_batch_lists *l = &c->lists;
+    if (n <= l->cap)
+        return LKV_OK;
+    int32_t cap = l->cap ? l->cap : 16;
+    while (cap < n)
+        cap = cap > INT32_MAX / 2 ? n : cap * 2;
+    int32_t **all[] = {&l->row0, &l->slot0, &l->count, &l->src_token, &l->position0,
+                       &l->last_init, &l->group_n};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        int32_t *grown = realloc(*all[i], (size_t)cap * sizeof(int32_t));
+        if (!grown)
+            return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for a batch of %d", n);
+        *all[i] = grown;
+    }
+    l->cap = cap;
+    return LKV_OK;
+}
+
+lkv_status lkv_stage_reserve(lkv_cache *c, lkv_stage *stage, size_t bytes)
+{
+    if (stage->buf && stage->bytes >= bytes)
+        return LKV_OK;
+    size_t grown = stage->bytes ? stage->bytes : 4096;
+    while (grown < bytes)
+        grown *= 2;
+    lkv_buffer *buf = NULL;
+    lkv_status st = c->ops->alloc(c->dev, grown, &buf);
+    if (st != LKV_OK)
+        return lkv_fail_context(st, "staging %zu bytes of batch inputs", bytes);
+    if (stage->buf)
+        c->ops->free(c->dev, stage->buf);
+    stage->buf = buf;
+    stage->bytes = grown;
     return LKV_OK;
 }
 
@@ -147,9 +198,14 @@ void lkv_cache_destroy(lkv_cache *c)
     free(c->rows);
     free(c->row_n);
     free(c->row_k);
-    free(c->plans);
-    free(c->layer_list);
-    free(c->due);
+    free(c->row_t);
+    free(c->due_pairs);
+    free(c->listed);
+    free(c->seq_steps);
+    free(c->vote_first);
+    free(c->vote_token0);
+    free_lists(&c->lists);
+    free(c->vote_q);
     free(c);
 }
 
@@ -231,7 +287,7 @@ lkv_status lkv_cache_get_stats(const lkv_cache *c, lkv_cache_stats *out_stats)
     return LKV_OK;
 }
 
-static lkv_status check_seq(const lkv_cache *c, int32_t seq)
+lkv_status lkv_check_seq(const lkv_cache *c, int32_t seq)
 {
     if (!c)
         return lkv_fail(LKV_INVALID_ARGUMENT, "cache is NULL");
@@ -245,7 +301,7 @@ lkv_status lkv_cache_sequence_info(const lkv_cache *c, int32_t seq, int32_t *out
                                    int32_t *out_step)
 {
     lkv_clear_error();
-    lkv_status st = check_seq(c, seq);
+    lkv_status st = lkv_check_seq(c, seq);
     if (st != LKV_OK)
         return st;
     if (out_length)
@@ -259,7 +315,7 @@ lkv_status lkv_cache_read_slots(const lkv_cache *c, int32_t seq, int32_t layer, 
                                 lkv_slot_view *view, int32_t *out_n)
 {
     lkv_clear_error();
-    lkv_status st = check_seq(c, seq);
+    lkv_status st = lkv_check_seq(c, seq);
     if (st != LKV_OK)
         return st;
     if (layer < 0 || layer >= c->cfg.layers || head < 0 || head >= c->heads)
@@ -284,38 +340,55 @@ lkv_status lkv_cache_read_slots(const lkv_cache *c, int32_t seq, int32_t layer, 
     return st;
 }
 
-lkv_status lkv_cache_reset_sequence(lkv_cache *c, int32_t seq)
-{
-    lkv_clear_error();
-    lkv_status st = check_seq(c, seq);
-    if (st != LKV_OK)
-        return st;
-    lkv_sequence *s = &c->seqs[seq];
-    for (int32_t l = 0; l < c->cfg.layers; l++) {
-        c->stats.slots_in_use -= (int64_t)s->len[l] * c->heads;
-        s->len[l] = 0;
-    }
-    int32_t *len = s->len;
-    memset(s, 0, sizeof *s);
-    s->len = len;
-    return LKV_OK;
-}
-
 lkv_status lkv_check_call(const lkv_cache *c, const void *io, const char *call, int32_t seq,
-                          int32_t layer, lkv_memory memory)
+                          int32_t layer)
 {
     if (!c || !io)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL", call, c ? "io" : "cache");
-    lkv_status st = check_seq(c, seq);
+    lkv_status st = lkv_check_seq(c, seq);
     if (st != LKV_OK)
         return st;
     if (layer < 0 || layer >= c->cfg.layers)
         return lkv_fail(LKV_INVALID_ARGUMENT, "layer %d is out of range: the cache has %d", layer,
                         c->cfg.layers);
-    if (memory != LKV_MEMORY_HOST)
-        return lkv_fail(memory == LKV_MEMORY_DEVICE ? LKV_UNSUPPORTED : LKV_INVALID_ARGUMENT,
-                        "memory kind %d: only host arrays (LKV_MEMORY_HOST) are accepted today",
+    return LKV_OK;
+}
+
+lkv_status lkv_check_list(lkv_cache *c, const int32_t *seqs, int32_t n, const char *call)
+{
+    if (n < 1 || n > c->cfg.sequences)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: n_sequences %d is out of range: expected 1..%d",
+                        call, n, c->cfg.sequences);
+    if (!seqs)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequences is NULL", call);
+    lkv_status st = LKV_OK;
+    int32_t i = 0;
+    for (; i < n && st == LKV_OK; i++) {
+        if ((st = lkv_check_seq(c, seqs[i])) != LKV_OK)
+            st = lkv_fail_context(st, "%s: sequences[%d]", call, i);
+        else if (c->listed[seqs[i]])
+            st = lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequence %d is listed twice (sequences[%d])",
+                          call, seqs[i], i);
+        else
+            c->listed[seqs[i]] = 1;
+    }
+    for (int32_t j = 0; j < i; j++)
+        if (seqs[j] >= 0 && seqs[j] < c->cfg.sequences)
+            c->listed[seqs[j]] = 0;
+    return st;
+}
+
+lkv_status lkv_check_memory(const lkv_cache *c, lkv_memory memory, const char *call)
+{
+    if (memory == LKV_MEMORY_HOST)
+        return LKV_OK;
+    if (memory != LKV_MEMORY_DEVICE)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: memory kind %d is neither LKV_MEMORY_HOST nor LKV_MEMORY_DEVICE", call,
                         (int)memory);
+    if (!c->ops->wrap || !c->ops->store)
+        return lkv_fail(LKV_UNSUPPORTED, "%s: backend %s does not take device memory (yet)", call,
+                        c->ops->name);
     return LKV_OK;
 }
 
@@ -342,74 +415,6 @@ lkv_status lkv_check_input(const lkv_cache *c, const float *x, size_t count, int
     return LKV_OK;
 }
 
-/* K or V of `count` tokens for one cache head, in the storage type. */
-static void gather_head(const lkv_cache *c, const float *src, int32_t count, int32_t kv_head,
-                        unsigned char *dst)
-{
-    int32_t d = c->cfg.head_dim;
-    for (int32_t t = 0; t < count; t++) {
-        const float *x = src + ((size_t)t * (size_t)c->cfg.kv_heads + (size_t)kv_head) * (size_t)d;
-        if (c->cfg.dtype == LKV_DTYPE_F32) {
-            memcpy((float *)(void *)dst + (size_t)t * (size_t)d, x, (size_t)d * sizeof(float));
-        } else {
-            unsigned char *row = dst + (size_t)t * (size_t)d * lkv_dtype_size(c->cfg.dtype);
-            for (int32_t i = 0; i < d; i++)
-                lkv_dtype_store(c->cfg.dtype, row, (size_t)i, x[i]);
-        }
-    }
-}
-
-lkv_status lkv_cache_append(lkv_cache *c, int32_t seq, int32_t layer, int32_t count,
-                            const float *k, const float *v, int32_t first_position,
-                            int32_t last_init)
-{
-    int32_t n = c->seqs[seq].len[layer];
-    size_t elem = lkv_dtype_size(c->cfg.dtype);
-    size_t kv_bytes = (size_t)count * (size_t)c->cfg.head_dim * elem;
-    unsigned char *kv = malloc(kv_bytes ? kv_bytes : 1);
-    int32_t *meta = malloc(sizeof(int32_t) * 4 * (size_t)(count ? count : 1));
-    if (!kv || !meta) {
-        free(kv);
-        free(meta);
-        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory appending %d tokens", count);
-    }
-    int32_t *pos = meta, *last = meta + count, *zero = meta + 2 * count;
-    for (int32_t i = 0; i < count; i++) {
-        pos[i] = first_position + i;
-        last[i] = last_init;
-        zero[i] = 0; /* doubles as 0.0f for state_f */
-    }
-    lkv_status st = LKV_OK;
-    for (int32_t h = 0; h < c->heads && st == LKV_OK; h++) {
-        int32_t row = lkv_row_of(c, seq, layer, h);
-        int32_t kv_head = c->cfg.gqa == LKV_GQA_GROUPED ? h : h / (c->cfg.q_heads / c->cfg.kv_heads);
-        size_t slot0 = (size_t)row * (size_t)c->cfg.capacity + (size_t)n;
-        size_t kv_off = slot0 * (size_t)c->cfg.head_dim * elem, meta_off = slot0 * 4;
-        gather_head(c, k, count, kv_head, kv);
-        st = c->ops->write(c->dev, c->buf.k, kv_off, kv, kv_bytes);
-        gather_head(c, v, count, kv_head, kv);
-        if (st == LKV_OK)
-            st = c->ops->write(c->dev, c->buf.v, kv_off, kv, kv_bytes);
-        if (st == LKV_OK)
-            st = c->ops->write(c->dev, c->buf.pos, meta_off, pos, (size_t)count * 4);
-        if (st == LKV_OK)
-            st = c->ops->write(c->dev, c->buf.state_a, meta_off, last, (size_t)count * 4);
-        if (st == LKV_OK)
-            st = c->ops->write(c->dev, c->buf.state_b, meta_off, zero, (size_t)count * 4);
-        if (st == LKV_OK)
-            st = c->ops->write(c->dev, c->buf.state_f, meta_off, zero, (size_t)count * 4);
-    }
-    free(kv);
-    free(meta);
-    if (st != LKV_OK)
-        return st;
-    c->seqs[seq].len[layer] = n + count;
-    c->stats.slots_in_use += (int64_t)count * c->heads;
-    if (c->stats.slots_in_use > c->stats.peak_slots)
-        c->stats.peak_slots = c->stats.slots_in_use;
-    return LKV_OK;
-}
-
 lkv_status lkv_cache_write_rows(lkv_cache *c, int32_t seq, int32_t layer, lkv_buffer *dst,
                                 const float *src, int32_t n)
 {
@@ -428,40 +433,3 @@ void lkv_cache_unappend(lkv_cache *c, int32_t seq, int32_t layer, int32_t count)
     /* the peak stays: the slots were really held for a moment */
 }
 
-lkv_status lkv_cache_attend(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
-                            const float *q, float *out, int want_probs)
-{
-    size_t bytes = (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim * sizeof(float);
-    lkv_status st = c->ops->write(c->dev, c->q_dev, 0, q, bytes);
-    if (st != LKV_OK)
-        return st;
-    int32_t row0 = lkv_row_of(c, seq, layer, 0);
-    lkv_attend_args a = {
-        .cache = &c->buf, .n_groups = 1, .group_row0 = &row0, .group_n = &n,
-        .cache_heads = c->heads, .q_heads = c->cfg.q_heads, .scale = c->scale,
-        .reduce = c->cfg.policy.group_reduce, .q = c->q_dev,
-        .out = out ? c->out_dev : NULL, .probs = want_probs ? c->probs : NULL,
-    };
-    if (!c->ops->attend)
-        return lkv_fail(LKV_UNSUPPORTED, "backend %s has no attend op", c->ops->name);
-    st = c->ops->attend(c->dev, &a);
-    if (st == LKV_OK && out)
-        st = c->ops->read(c->dev, c->out_dev, 0, out, bytes);
-    return st;
-}
-
-lkv_status lkv_cache_observe(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
-                             lkv_observe_kind kind, int32_t t)
-{
-    for (int32_t h = 0; h < c->heads; h++) {
-        c->rows[h] = lkv_row_of(c, seq, layer, h);
-        c->row_n[h] = n;
-    }
-    lkv_observe_args a = {
-        .cache = &c->buf, .n_rows = c->heads, .rows = c->rows, .row_n = c->row_n,
-        .probs = c->probs, .kind = kind, .t = t, .alpha = c->cfg.policy.alpha,
-    };
-    if (!c->ops->observe)
-        return lkv_fail(LKV_UNSUPPORTED, "backend %s has no observe op", c->ops->name);
-    return c->ops->observe(c->dev, &a);
-}

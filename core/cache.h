@@ -10,12 +10,39 @@ typedef struct lkv_sequence {
     int32_t *len;          /* [layers] valid slots per cache head */
     int32_t t;             /* decode step; 0 until the first decode */
     int32_t next_layer;    /* the layer the next prefill/decode call must name */
-    int in_prefill;        /* some layers prefilled, not all */
+    int in_prefill;        /* some layers of a prefill chunk in, not all */
+    int prompt_open;       /* a chunk said more_chunks: the prompt goes on */
     int prefilled;
-    int32_t prompt_tokens; /* what layer 0's prefill set, for the other layers */
+    int32_t chunk_tokens;  /* what layer 0's chunk brought, for the other layers */
+    int chunk_more;        /* layer 0's more_chunks */
+    int32_t prompt_tokens; /* the prompt's tokens so far, every chunk counted */
     int32_t first_position;
-    int32_t next_position; /* position of the next decoded token */
+    int32_t next_position; /* position of the next token, decoded or prefilled */
+    int32_t since_evict;   /* tokens appended since the last eviction: what
+                              truncate can drop (they are every row's tail) */
 } lkv_sequence;
+
+/* One (sequence, layer) whose eviction is due, with its plan and step. */
+typedef struct lkv_due_pair {
+    int32_t seq;
+    int32_t layer;
+    int32_t t;
+    lkv_evict_plan plan;
+} lkv_due_pair;
+
+/* A device buffer grown on demand and kept: the batch calls stage host
+ * inputs in it, so steady-state calls allocate nothing. */
+typedef struct lkv_stage {
+    lkv_buffer *buf;
+    size_t bytes;
+} lkv_stage;
+
+/* Host-side lists of one batch call, grown on demand and kept. */
+typedef struct lkv_batch_lists {
+    int32_t cap;
+    int32_t *row0, *slot0, *count, *src_token, *position0, *last_init; /* store entries */
+    int32_t *group_n;  /* attend groups (row0 reused) */
+} lkv_batch_lists;
 
 struct lkv_cache {
     lkv_runtime *rt;
@@ -28,12 +55,17 @@ struct lkv_cache {
     float scale;
     lkv_cache_buffers buf;
     lkv_buffer *probs, *scores, *kept; /* [rows][capacity] scratch */
-    lkv_buffer *q_dev, *out_dev;       /* [q_heads][head_dim] f32 staging */
+    lkv_stage stage_q, stage_k, stage_v, stage_out;
     lkv_sequence *seqs;
-    int32_t *rows, *row_n, *row_k;     /* [layers * heads] batch lists */
-    lkv_evict_plan *plans;             /* [layers] scheduler scratch */
-    int32_t *layer_list;
-    unsigned char *due;
+    /* [sequences * layers * heads] row lists of one op call */
+    int32_t *rows, *row_n, *row_k, *row_t;
+    lkv_due_pair *due_pairs; /* [sequences * layers] scheduler scratch */
+    lkv_batch_lists lists;
+    float *vote_q;           /* host gather of one round of voting queries */
+    size_t vote_q_cap;       /* floats */
+    unsigned char *listed;   /* [sequences] duplicate check of a batch */
+    int32_t *seq_steps;      /* [sequences] per listed sequence: its step */
+    int32_t *vote_first, *vote_token0; /* [sequences] prefill vote scratch */
     lkv_cache_stats stats;
 };
 
@@ -42,34 +74,60 @@ static inline int32_t lkv_row_of(const lkv_cache *c, int32_t seq, int32_t layer,
     return (seq * c->cfg.layers + layer) * c->heads + head;
 }
 
-/* Writes `count` tokens' K/V ([count][kv_heads][head_dim] f32, converted to
- * the storage type and copied per cache head), positions and zeroed state
- * (state_a = last_init) at slots len .. len + count of every head of the
- * layer, then advances len. Capacity is the caller's to check. */
-lkv_status lkv_cache_append(lkv_cache *c, int32_t seq, int32_t layer, int32_t count,
-                            const float *k, const float *v, int32_t first_position,
-                            int32_t last_init);
+/* Stores every listed sequence's new tokens of `layer`: entry i takes
+ * count[i] tokens from src_token[i] of k and v ([tokens][kv_heads][head_dim]
+ * f32 device buffers) at slots len .. len + count of every head, positions
+ * position0[i].., and advances len. One store dispatch for the batch; a
+ * backend without store gets row-by-row writes from the host arrays
+ * `host_k`, `host_v` (NULL for device inputs: then UNSUPPORTED). Capacity is
+ * the caller's to check. Uses c->lists (filled by the caller: seqs in row0's
+ * place is not needed; see batch.c). */
+lkv_status lkv_cache_store(lkv_cache *c, const int32_t *seqs, int32_t n, int32_t layer,
+                           const lkv_buffer *k, const lkv_buffer *v, const float *host_k,
+                           const float *host_v);
 
 /* Copies host rows src[heads][n] to the first n slots of every head of
  * (seq, layer) in a [rows][capacity] f32 buffer (probs, state_f). */
 lkv_status lkv_cache_write_rows(lkv_cache *c, int32_t seq, int32_t layer, lkv_buffer *dst,
                                 const float *src, int32_t n);
 
-/* Undoes lkv_cache_append's length and counters (the bytes stay, unreachable). */
+/* Undoes a store's lengths and counters for `count` tokens (the bytes stay,
+ * unreachable). */
 void lkv_cache_unappend(lkv_cache *c, int32_t seq, int32_t layer, int32_t count);
 
-/* Attention of one query vector set ([q_heads][head_dim]) over the first n
- * slots of every head of (seq, layer); out and/or probs as wanted. */
-lkv_status lkv_cache_attend(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
-                            const float *q, float *out, int want_probs);
+/* Grows a staging buffer to at least `bytes`. */
+lkv_status lkv_stage_reserve(lkv_cache *c, lkv_stage *stage, size_t bytes);
 
-lkv_status lkv_cache_observe(lkv_cache *c, int32_t seq, int32_t layer, int32_t n,
-                             lkv_observe_kind kind, int32_t t);
+/* Grows c->lists to hold `n` entries. */
+lkv_status lkv_lists_reserve(lkv_cache *c, int32_t n);
 
-/* The checks every per-layer call shares: non-NULL cache and io, sequence
- * and layer in range, host memory. `call` names the API call. */
+/* One attend dispatch over `n_groups` groups: group g is the query set
+ * q[g] ([q_heads][head_dim] rows of the q buffer) over the first group_n[g]
+ * slots of the (sequence, layer) whose first row is row0[g] (c->lists).
+ * out and probs as wanted (NULL: not). */
+lkv_status lkv_cache_attend(lkv_cache *c, int32_t n_groups, const lkv_buffer *q,
+                            lkv_buffer *out, int want_probs);
+
+/* One observe dispatch over every head of the listed sequences' `layer`,
+ * each at its own step (steps[i]) over ns[i] slots (NULL: its length); split
+ * by step when the backend takes one per call. */
+lkv_status lkv_cache_observe(lkv_cache *c, const int32_t *seqs, const int32_t *steps,
+                             const int32_t *ns, int32_t n, int32_t layer, lkv_observe_kind kind);
+
+/* The checks every call naming a sequence and a layer shares: non-NULL
+ * cache and io, sequence and layer in range. `call` names the API call. */
 lkv_status lkv_check_call(const lkv_cache *c, const void *io, const char *call, int32_t seq,
-                          int32_t layer, lkv_memory memory);
+                          int32_t layer);
+
+/* A sequence index in range. */
+lkv_status lkv_check_seq(const lkv_cache *c, int32_t seq);
+
+/* The sequence list of a batch call: 1..sequences distinct indices in range. */
+lkv_status lkv_check_list(lkv_cache *c, const int32_t *seqs, int32_t n, const char *call);
+
+/* A memory kind the call accepts: host always; device when the backend
+ * wraps and stores device memory. */
+lkv_status lkv_check_memory(const lkv_cache *c, lkv_memory memory, const char *call);
 
 /* Fails naming `what` and the element unless all `count` values are finite
  * and, when `stored` as f16, within f16 range. `width`: elements per row. */
@@ -85,9 +143,11 @@ typedef enum lkv_due {
                         whose state the cache holds, the previous one */
 } lkv_due;
 
-/* Runs the evictions of `seq` due now, for layers first_layer .. layers - 1,
- * all due layers batched into one pass. */
-lkv_status lkv_schedule(lkv_cache *c, int32_t seq, int32_t first_layer, int32_t t, lkv_due due);
+/* Runs the evictions due now of the listed sequences (each at its step
+ * steps[i]), for layers first_layer .. layers - 1, all due pairs that share
+ * a plan batched into one pass. */
+lkv_status lkv_schedule(lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n,
+                        int32_t first_layer, lkv_due due);
 
 /* The early eviction of a layer holding n slots: 1 and *plan when n is the
  * capacity and the policy can make room, else 0. */
@@ -100,14 +160,15 @@ int lkv_early_plan(const lkv_cache *c, int32_t n, lkv_evict_plan *plan);
 lkv_status lkv_cache_create_holding(lkv_runtime *rt, const lkv_cache_config *config,
                                     int64_t max_tokens, lkv_cache **out_cache);
 
-/* Internal entry points shared by the public calls and trace replay.
- * `given_probs` ([heads][n + 1] f32 per head, n = slots before the append)
- * replaces computed attention, and then a full layer is OUT_OF_MEMORY rather
- * than evicted early (the rows are laid out for the cache as it stands);
- * `given_votes` ([heads][n_tokens]) replaces the prompt queries' votes. */
-lkv_status lkv_core_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_decode_io *io,
-                           const float *given_probs);
-lkv_status lkv_core_prefill(lkv_cache *c, int32_t seq, int32_t layer, const lkv_prefill_io *io,
-                            const float *given_votes);
+/* The batch calls' cores, shared by the public calls and trace replay.
+ * `given_probs` ([heads][n + 1] f32 per head, n = slots before the append;
+ * batches of one only) replaces computed attention, and then a full layer is
+ * OUT_OF_MEMORY rather than evicted early (the rows are laid out for the
+ * cache as it stands); `given_votes` ([heads][n_tokens], one sequence)
+ * replaces the prompt queries' votes. `call` names the public call. */
+lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
+                           const float *given_probs, const char *call);
+lkv_status lkv_core_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
+                            const float *given_votes, const char *call);
 
 #endif

@@ -1,24 +1,22 @@
-/* A decode step of one layer: validate everything, make room on a full layer
- * (the policy's early eviction), then append, attend, observe; after the
- * last layer, hand the step to the scheduler. */
+/* A decode step of one layer for a batch of sequences: validate everything
+ * first, make room on full layers (the policy's early eviction), then store,
+ * attend and observe, one dispatch each for the whole batch; after the last
+ * layer, hand the step of every listed sequence to the scheduler at once. A
+ * per-sequence call is the batch of one. */
 #include <string.h>
 
 #include "cache.h"
 #include "error.h"
 
-static lkv_status check_decode(const lkv_cache *c, int32_t seq, int32_t layer,
-                               const lkv_decode_io *io, int given)
+static lkv_status check_order(const lkv_cache *c, int32_t seq, int32_t layer, int given)
 {
-    lkv_status st = lkv_check_call(c, io, "lkv_cache_decode", seq, layer, io ? io->memory : 0);
-    if (st != LKV_OK)
-        return st;
-    if (!io->k || !io->v || (!given && (!io->q || !io->out)))
-        return lkv_fail(LKV_INVALID_ARGUMENT, "decode of layer %d: %s is NULL", layer,
-                        !io->k ? "k" : !io->v ? "v" : !io->q ? "q" : "out");
     const lkv_sequence *s = &c->seqs[seq];
-    if (s->in_prefill)
+    if (s->in_prefill || s->prompt_open)
         return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "sequence %d is part-way through prefill (layer %d next): finish it first",
+                        s->in_prefill
+                            ? "sequence %d is part-way through prefill (layer %d next): finish it first"
+                            : "sequence %d's prompt has more chunks to come (layer %d next): send "
+                              "the last one with more_chunks = 0 first",
                         seq, s->next_layer);
     if (layer != s->next_layer)
         return lkv_fail(LKV_INVALID_ARGUMENT,
@@ -37,58 +35,255 @@ static lkv_status check_decode(const lkv_cache *c, int32_t seq, int32_t layer,
                         given ? "and recorded probabilities leave no room for an early eviction"
                               : "which does not evict during decode (capacity bounds the tokens "
                                 "it keeps from the prompt plus every decoded token)");
+    return LKV_OK;
+}
+
+static lkv_status check_arrays(const lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
+                               int given)
+{
+    if (io->memory == LKV_MEMORY_DEVICE) {
+        const char *missing = !io->k_dev.handle ? "k_dev" : !io->v_dev.handle ? "v_dev"
+                              : !io->q_dev.handle ? "q_dev" : !io->out_dev.handle ? "out_dev" : NULL;
+        return missing ? lkv_fail(LKV_INVALID_ARGUMENT, "decode of layer %d: %s.handle is 0",
+                                  layer, missing)
+                       : LKV_OK;
+    }
+    if (!io->k || !io->v || (!given && (!io->q || !io->out)))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "decode of layer %d: %s is NULL", layer,
+                        !io->k ? "k" : !io->v ? "v" : !io->q ? "q" : "out");
     size_t dq = (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim;
     size_t dkv = (size_t)c->cfg.kv_heads * (size_t)c->cfg.head_dim;
-    st = given ? LKV_OK : lkv_check_input(c, io->q, dq, c->cfg.head_dim, "q", 0, seq, layer);
-    if (st == LKV_OK)
-        st = lkv_check_input(c, io->k, dkv, c->cfg.head_dim, "k", 1, seq, layer);
-    if (st == LKV_OK)
-        st = lkv_check_input(c, io->v, dkv, c->cfg.head_dim, "v", 1, seq, layer);
+    lkv_status st = LKV_OK;
+    for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++) {
+        int32_t seq = io->sequences[i];
+        if (!given)
+            st = lkv_check_input(c, io->q + (size_t)i * dq, dq, c->cfg.head_dim, "q", 0, seq, layer);
+        if (st == LKV_OK)
+            st = lkv_check_input(c, io->k + (size_t)i * dkv, dkv, c->cfg.head_dim, "k", 1, seq,
+                                 layer);
+        if (st == LKV_OK)
+            st = lkv_check_input(c, io->v + (size_t)i * dkv, dkv, c->cfg.head_dim, "v", 1, seq,
+                                 layer);
+    }
     return st;
 }
 
-lkv_status lkv_core_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_decode_io *io,
-                           const float *given_probs)
+static lkv_status check_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
+                               int given, const char *call)
 {
-    lkv_status st = check_decode(c, seq, layer, io, given_probs != NULL);
+    if (!c || !io)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL", call, c ? "io" : "cache");
+    if (layer < 0 || layer >= c->cfg.layers)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "layer %d is out of range: the cache has %d", layer,
+                        c->cfg.layers);
+    lkv_status st = lkv_check_list(c, io->sequences, io->n_sequences, call);
+    if (st == LKV_OK)
+        st = lkv_check_memory(c, io->memory, call);
+    for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++)
+        st = check_order(c, io->sequences[i], layer, given);
+    return st == LKV_OK ? check_arrays(c, layer, io, given) : st;
+}
+
+/* The step's inputs as device buffers: host arrays staged (one write each),
+ * device arrays borrowed. views[] holds what must be freed afterwards. */
+typedef struct lkv_step_io {
+    const lkv_buffer *q, *k, *v;
+    lkv_buffer *out;
+    lkv_buffer *views[4];
+} lkv_step_io;
+
+static void release_io(lkv_cache *c, lkv_step_io *s)
+{
+    for (int i = 0; i < 4; i++)
+        if (s->views[i])
+            c->ops->free(c->dev, s->views[i]);
+}
+
+static lkv_status borrow(lkv_cache *c, lkv_device_array a, size_t bytes, lkv_buffer **out)
+{
+    return c->ops->wrap(c->dev, a.handle, a.offset, bytes, out);
+}
+
+static lkv_status stage_host(lkv_cache *c, lkv_stage *stage, const float *x, size_t bytes,
+                             const lkv_buffer **out)
+{
+    lkv_status st = lkv_stage_reserve(c, stage, bytes);
+    if (st == LKV_OK && x)
+        st = c->ops->write(c->dev, stage->buf, 0, x, bytes);
+    *out = stage->buf;
+    return st;
+}
+
+static lkv_status prepare_io(lkv_cache *c, const lkv_decode_batch_io *io, lkv_step_io *s)
+{
+    size_t n = (size_t)io->n_sequences;
+    size_t qb = n * (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim * 4;
+    size_t kvb = n * (size_t)c->cfg.kv_heads * (size_t)c->cfg.head_dim * 4;
+    memset(s, 0, sizeof *s);
+    if (io->memory == LKV_MEMORY_DEVICE) {
+        lkv_status st = borrow(c, io->k_dev, kvb, &s->views[0]);
+        if (st == LKV_OK)
+            st = borrow(c, io->v_dev, kvb, &s->views[1]);
+        if (st == LKV_OK)
+            st = borrow(c, io->q_dev, qb, &s->views[2]);
+        if (st == LKV_OK)
+            st = borrow(c, io->out_dev, qb, &s->views[3]);
+        s->k = s->views[0], s->v = s->views[1], s->q = s->views[2], s->out = s->views[3];
+        return st;
+    }
+    lkv_status st = LKV_OK;
+    if (c->ops->store) /* else rows are written from the host arrays */
+        st = stage_host(c, &c->stage_k, io->k, kvb, &s->k);
+    if (st == LKV_OK && c->ops->store)
+        st = stage_host(c, &c->stage_v, io->v, kvb, &s->v);
+    if (st == LKV_OK && io->q)
+        st = stage_host(c, &c->stage_q, io->q, qb, &s->q);
+    if (st == LKV_OK && io->out) {
+        const lkv_buffer *out = NULL;
+        st = stage_host(c, &c->stage_out, NULL, qb, &out);
+        s->out = (lkv_buffer *)out;
+    }
+    return st;
+}
+
+/* Observation of the listed sequences that observe at their step, one
+ * dispatch per observe kind among them (one in practice). */
+static lkv_status observe_step(lkv_cache *c, const int32_t *seqs, int32_t n, int32_t layer)
+{
+    lkv_status st = LKV_OK;
+    for (int kind = 0; kind < 3 && st == LKV_OK; kind++) {
+        int32_t m = 0;
+        for (int32_t i = 0; i < n; i++) {
+            lkv_observe_kind k = c->rules->observe_kind;
+            int32_t t = c->seq_steps[i];
+            int observing = c->rules->observe_at ? c->rules->observe_at(&c->cfg.policy, t, &k)
+                                                 : c->rules->observes;
+            if (observing && (int)k == kind) {
+                c->lists.src_token[m] = seqs[i]; /* free after store: reused as lists */
+                c->lists.slot0[m++] = t;
+            }
+        }
+        if (m)
+            st = lkv_cache_observe(c, c->lists.src_token, c->lists.slot0, NULL, m, layer,
+                                   (lkv_observe_kind)kind);
+    }
+    return st;
+}
+
+static int any_observing(const lkv_cache *c, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        lkv_observe_kind k = c->rules->observe_kind;
+        if (c->rules->observe_at ? c->rules->observe_at(&c->cfg.policy, c->seq_steps[i], &k)
+                                 : c->rules->observes)
+            return 1;
+    }
+    return 0;
+}
+
+/* Early evictions of the listed sequences whose layer is full, one batch. */
+static lkv_status make_room(lkv_cache *c, const int32_t *seqs, int32_t n, int32_t layer)
+{
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (c->seqs[seqs[i]].len[layer] >= c->cfg.capacity) {
+            c->lists.group_n[m] = seqs[i];
+            c->lists.count[m++] = c->seq_steps[i] - 1;
+        }
+    return m ? lkv_schedule(c, c->lists.group_n, c->lists.count, m, layer, LKV_DUE_EARLY)
+             : LKV_OK;
+}
+
+static lkv_status run_step(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
+                           const float *given, const lkv_step_io *s)
+{
+    int32_t n = io->n_sequences;
+    for (int32_t i = 0; i < n; i++) {
+        c->lists.count[i] = 1;
+        c->lists.src_token[i] = i;
+        c->lists.last_init[i] = c->seq_steps[i] - 1;
+    }
+    lkv_status st = lkv_cache_store(c, io->sequences, n, layer, s->k, s->v,
+                                    io->memory == LKV_MEMORY_HOST ? io->k : NULL,
+                                    io->memory == LKV_MEMORY_HOST ? io->v : NULL);
     if (st != LKV_OK)
         return st;
-    lkv_sequence *s = &c->seqs[seq];
-    int32_t t = layer == 0 ? s->t + 1 : s->t;
-    lkv_observe_kind kind = c->rules->observe_kind;
-    int observing = c->rules->observe_at ? c->rules->observe_at(&c->cfg.policy, t, &kind)
-                                         : c->rules->observes;
+    int observing = any_observing(c, n);
+    for (int32_t i = 0; i < n; i++)
+        c->lists.group_n[i] = c->seqs[io->sequences[i]].len[layer];
+    if (!given)
+        st = lkv_cache_attend(c, n, s->q, s->out, observing);
+    else if (observing) /* recorded probabilities go where attend would put them */
+        st = lkv_cache_write_rows(c, io->sequences[0], layer, c->probs, given,
+                                  c->lists.group_n[0]);
+    if (st == LKV_OK && observing)
+        st = observe_step(c, io->sequences, n, layer);
+    if (st == LKV_OK && !given && io->memory == LKV_MEMORY_HOST)
+        st = c->ops->read(c->dev, s->out, 0, io->out,
+                          (size_t)n * (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim * 4);
+    if (st != LKV_OK)
+        for (int32_t i = 0; i < n; i++)
+            lkv_cache_unappend(c, io->sequences[i], layer, 1);
+    return st;
+}
 
+lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
+                           const float *given, const char *call)
+{
+    lkv_status st = check_decode(c, layer, io, given != NULL, call);
+    if (st != LKV_OK)
+        return st;
+    int32_t n = io->n_sequences;
+    for (int32_t i = 0; i < n; i++) {
+        const lkv_sequence *s = &c->seqs[io->sequences[i]];
+        c->seq_steps[i] = layer == 0 ? s->t + 1 : s->t;
+    }
     /* A full layer: the policy's eviction runs now, before the append, for
      * this and every later layer of the step (all hold the same count at
      * layer 0), as one batch scored on the previous step's state. */
-    if (s->len[layer] >= c->cfg.capacity &&
-        (st = lkv_schedule(c, seq, layer, t - 1, LKV_DUE_EARLY)) != LKV_OK)
+    if ((st = make_room(c, io->sequences, n, layer)) != LKV_OK)
         return st;
-    if ((st = lkv_cache_append(c, seq, layer, 1, io->k, io->v, s->next_position, t - 1)) != LKV_OK)
+    lkv_step_io s;
+    st = prepare_io(c, io, &s);
+    if (st == LKV_OK)
+        st = run_step(c, layer, io, given, &s);
+    release_io(c, &s);
+    if (st != LKV_OK)
         return st;
-    int32_t n = s->len[layer];
-    if (!given_probs)
-        st = lkv_cache_attend(c, seq, layer, n, io->q, io->out, observing);
-    else if (observing) /* recorded probabilities go where attend would put them */
-        st = lkv_cache_write_rows(c, seq, layer, c->probs, given_probs, n);
-    if (st == LKV_OK && observing)
-        st = lkv_cache_observe(c, seq, layer, n, kind, t);
-    if (st != LKV_OK) {
-        lkv_cache_unappend(c, seq, layer, 1);
-        return st;
+    for (int32_t i = 0; i < n; i++) {
+        lkv_sequence *q = &c->seqs[io->sequences[i]];
+        q->t = c->seq_steps[i];
+        q->next_layer = layer + 1 < c->cfg.layers ? layer + 1 : 0;
+        if (q->next_layer == 0) {
+            q->next_position++;
+            q->since_evict++;
+        }
     }
-    s->t = t;
-    s->next_layer = layer + 1;
-    if (s->next_layer < c->cfg.layers)
+    if (layer + 1 < c->cfg.layers)
         return LKV_OK;
-    s->next_layer = 0;
-    s->next_position++;
-    return lkv_schedule(c, seq, 0, t, LKV_DUE_DECODE);
+    return lkv_schedule(c, io->sequences, c->seq_steps, n, 0, LKV_DUE_DECODE);
+}
+
+lkv_status lkv_cache_decode_batch(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io)
+{
+    lkv_clear_error();
+    return lkv_core_decode(c, layer, io, NULL, "lkv_cache_decode_batch");
 }
 
 lkv_status lkv_cache_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_decode_io *io)
 {
     lkv_clear_error();
-    return lkv_core_decode(c, seq, layer, io, NULL);
+    lkv_status st = lkv_check_call(c, io, "lkv_cache_decode", seq, layer);
+    if (st == LKV_OK && io->memory != LKV_MEMORY_HOST)
+        st = lkv_fail(io->memory == LKV_MEMORY_DEVICE ? LKV_UNSUPPORTED : LKV_INVALID_ARGUMENT,
+                      "lkv_cache_decode: memory kind %d: the per-sequence call takes host arrays (LKV_MEMORY_HOST) "
+                      "(device memory goes through lkv_cache_decode_batch)",
+                      (int)io->memory);
+    if (st != LKV_OK)
+        return st;
+    lkv_decode_batch_io b = {
+        .n_sequences = 1, .sequences = &seq, .memory = LKV_MEMORY_HOST,
+        .q = io->q, .k = io->k, .v = io->v, .out = io->out,
+    };
+    return lkv_core_decode(c, layer, &b, NULL, "lkv_cache_decode");
 }

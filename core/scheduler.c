@@ -1,9 +1,11 @@
-/* Lagged eviction: after a step, ask the policy which layers are due and run
- * them as one batch per op (score, select, compact) over every due (layer,
- * head) row, so an eviction event costs a handful of launches whatever the
- * model's depth. Layers whose plans differ (they never do today: every layer
- * holds the same count) form separate batches. Before a step's append, a
- * full layer gets the policy's early eviction the same way. */
+/* Lagged eviction: after a step, ask the policy which (sequence, layer)
+ * pairs are due and run them as one batch per op (score, select, compact)
+ * over every due row, so an eviction event costs a handful of launches
+ * whatever the model's depth or the batch's width. Pairs whose plans differ
+ * form separate batches (they rarely do: every layer of a sequence holds the
+ * same count, and sequences under one policy share its plan); so do pairs at
+ * different steps on a backend whose ops take one step per call. Before a
+ * step's append, full layers get the policy's early eviction the same way. */
 #include <string.h>
 
 #include "cache.h"
@@ -31,7 +33,8 @@ static lkv_status run_score(lkv_cache *c, int32_t rows, lkv_score_kind kind,
 {
     lkv_score_args a = {
         .cache = &c->buf, .n_rows = rows, .rows = c->rows, .row_n = c->row_n,
-        .rows_per_group = c->heads, .kind = kind, .t = t, .protect_head = p->protect_head,
+        .rows_per_group = c->heads, .kind = kind, .t = t,
+        .row_t = c->ops->row_steps ? c->row_t : NULL, .protect_head = p->protect_head,
         .protect_tail = p->protect_tail, .pool_kernel = p->pool_kernel,
         .seed = c->cfg.policy.seed, .prior_kept = prior_k ? c->kept : NULL, .prior_k = prior_k,
         .scores = c->scores,
@@ -50,18 +53,20 @@ static lkv_status run_select(lkv_cache *c, int32_t rows, int32_t keep)
     return c->ops->select(c->dev, &a);
 }
 
-/* One batch: every head of the listed layers, which all hold n slots. */
-static lkv_status run_plan(lkv_cache *c, int32_t seq, const int32_t *layers, int32_t n_layers,
-                           int32_t n, int32_t t, const lkv_evict_plan *p)
+/* One batch: every head of the listed (sequence, layer) pairs, one plan. */
+static lkv_status run_plan(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs,
+                           const lkv_evict_plan *p)
 {
     if (!c->ops->score || !c->ops->select || !c->ops->compact)
         return lkv_fail(LKV_UNSUPPORTED, "backend %s lacks an eviction op", c->ops->name);
     int32_t rows = 0;
-    for (int32_t i = 0; i < n_layers; i++)
+    for (int32_t i = 0; i < n_pairs; i++)
         for (int32_t h = 0; h < c->heads; h++, rows++) {
-            c->rows[rows] = lkv_row_of(c, seq, layers[i], h);
-            c->row_n[rows] = n;
+            c->rows[rows] = lkv_row_of(c, pairs[i].seq, pairs[i].layer, h);
+            c->row_n[rows] = c->seqs[pairs[i].seq].len[pairs[i].layer];
+            c->row_t[rows] = pairs[i].t;
         }
+    int32_t t = pairs[0].t;
     int two_stage = p->stage1_keep > 0;
     lkv_status st = run_score(c, rows, p->score, p, t, 0);
     if (st == LKV_OK)
@@ -77,33 +82,57 @@ static lkv_status run_plan(lkv_cache *c, int32_t seq, const int32_t *layers, int
     };
     if ((st = c->ops->compact(c->dev, &a)) != LKV_OK)
         return lkv_fail_context(st, "eviction failed part-way (sequence %d, step %d; reset "
-                                "the sequence)", seq, t);
-    for (int32_t i = 0; i < n_layers; i++)
-        c->seqs[seq].len[layers[i]] = p->keep;
-    c->stats.evictions += n_layers;
-    c->stats.tokens_evicted += (int64_t)(n - p->keep) * c->heads * n_layers;
-    c->stats.slots_in_use -= (int64_t)(n - p->keep) * c->heads * n_layers;
+                                "the sequence)", pairs[0].seq, t);
+    for (int32_t i = 0; i < n_pairs; i++) {
+        lkv_sequence *s = &c->seqs[pairs[i].seq];
+        int32_t n = s->len[pairs[i].layer];
+        s->len[pairs[i].layer] = p->keep;
+        s->since_evict = 0;
+        c->stats.evictions++;
+        c->stats.tokens_evicted += (int64_t)(n - p->keep) * c->heads;
+        c->stats.slots_in_use -= (int64_t)(n - p->keep) * c->heads;
+    }
     return LKV_OK;
 }
 
-lkv_status lkv_schedule(lkv_cache *c, int32_t seq, int32_t first_layer, int32_t t, lkv_due due)
+/* Pairs j > i that can share pair i's batch: the same plan and, unless the
+ * backend takes a step per row, the same step. Moves them next to i. */
+static int32_t gather_batch(lkv_cache *c, int32_t i, int32_t n)
 {
-    const int32_t *len = c->seqs[seq].len;
-    for (int32_t l = 0; l < c->cfg.layers; l++)
-        c->due[l] = (unsigned char)(l >= first_layer && plan_for(c, len[l], t, due, &c->plans[l]));
-    lkv_status st = LKV_OK;
-    for (int32_t l = first_layer; l < c->cfg.layers && st == LKV_OK; l++) {
-        if (!c->due[l])
+    lkv_due_pair *d = c->due_pairs;
+    int32_t end = i + 1;
+    for (int32_t j = i + 1; j < n; j++) {
+        if (memcmp(&d[j].plan, &d[i].plan, sizeof d[i].plan) != 0 ||
+            (!c->ops->row_steps && d[j].t != d[i].t))
             continue;
-        int32_t count = 0;
-        for (int32_t m = l; m < c->cfg.layers; m++) {
-            if (c->due[m] && len[m] == len[l] &&
-                memcmp(&c->plans[m], &c->plans[l], sizeof c->plans[l]) == 0) {
-                c->due[m] = 0;
-                c->layer_list[count++] = m;
+        lkv_due_pair tmp = d[end];
+        d[end++] = d[j];
+        d[j] = tmp;
+    }
+    return end - i;
+}
+
+lkv_status lkv_schedule(lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n_seqs,
+                        int32_t first_layer, lkv_due due)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        const int32_t *len = c->seqs[seqs[i]].len;
+        for (int32_t l = first_layer; l < c->cfg.layers; l++) {
+            lkv_due_pair *d = &c->due_pairs[n];
+            if (plan_for(c, len[l], steps[i], due, &d->plan)) {
+                d->seq = seqs[i];
+                d->layer = l;
+                d->t = steps[i];
+                n++;
             }
         }
-        st = run_plan(c, seq, c->layer_list, count, len[l], t, &c->plans[l]);
+    }
+    lkv_status st = LKV_OK;
+    for (int32_t i = 0; i < n && st == LKV_OK;) {
+        int32_t count = gather_batch(c, i, n);
+        st = run_plan(c, &c->due_pairs[i], count, &c->due_pairs[i].plan);
+        i += count;
     }
     return st;
 }

@@ -228,8 +228,11 @@ static lkv_status prefill(trace *tr, const lkv_json *line)
     }
     if (tr->prompt > 0) {
         float *zeros = calloc((size_t)tr->prompt * (size_t)tr->heads, sizeof *zeros);
-        lkv_prefill_io io = {.n_tokens = tr->prompt, .k = zeros, .v = zeros};
-        st = zeros ? lkv_core_prefill(tr->cache, 0, 0, &io, votes ? votes : zeros)
+        int32_t seq = 0, n = tr->prompt;
+        lkv_prefill_batch_io io = {
+            .n_sequences = 1, .sequences = &seq, .n_tokens = &n, .k = zeros, .v = zeros,
+        };
+        st = zeros ? lkv_core_prefill(tr->cache, 0, &io, votes ? votes : zeros, "lkv_trace_replay")
                    : lkv_fail(LKV_OUT_OF_MEMORY, "out of memory for the prompt");
         free(zeros);
     }
@@ -311,8 +314,9 @@ static lkv_status step(trace *tr, const lkv_json *line, int32_t expect_t, int32_
             probs[(size_t)h * (size_t)n + (size_t)i] = (float)rows[h]->items[pos[i]].number;
     }
     float zeros[LKV_TRACE_MAX_HEADS] = {0};
-    lkv_decode_io io = {.k = zeros, .v = zeros};
-    st = lkv_core_decode(c, 0, 0, &io, probs);
+    int32_t seq = 0;
+    lkv_decode_batch_io io = {.n_sequences = 1, .sequences = &seq, .k = zeros, .v = zeros};
+    st = lkv_core_decode(c, 0, &io, probs, "lkv_trace_replay");
     if (st != LKV_OK)
         return lkv_fail_context(st, "trace line %d", tr->line_no);
     return LKV_OK;

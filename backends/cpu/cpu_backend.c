@@ -231,4 +231,5 @@ const lkv_backend_ops lkv_backend_cpu = {
     .select = cpu_select,
     .compact = cpu_compact,
     .store = cpu_store,
+    .row_steps = 1,
 };

@@ -2,7 +2,7 @@
  * The lazy threshold compares in f32, as spec/policies.md requires. */
 #include "cpu_internal.h"
 
-static void observe_row(const lkv_observe_args *a, int32_t row, int32_t n)
+static void observe_row(const lkv_observe_args *a, int32_t row, int32_t n, int32_t t)
 {
     const lkv_cache_buffers *c = a->cache;
     const float *p = lkv_cpu_row_f32(a->probs, c->capacity, row);
@@ -11,10 +11,10 @@ static void observe_row(const lkv_observe_args *a, int32_t row, int32_t n)
         int32_t *mri = lkv_cpu_row_i32(c->state_b, c->capacity, row);
         for (int32_t i = 0; i < n; i++) {
             if (p[i] >= a->alpha) {
-                int32_t gap = a->t - last[i];
+                int32_t gap = t - last[i];
                 if (gap > mri[i])
                     mri[i] = gap;
-                last[i] = a->t;
+                last[i] = t;
             }
         }
         return;
@@ -28,6 +28,6 @@ lkv_status lkv_cpu_observe(lkv_device *dev, const lkv_observe_args *a)
 {
     (void)dev; /* memory-bound and tiny per step: threads would not pay */
     for (int32_t r = 0; r < a->n_rows; r++)
-        observe_row(a, a->rows[r], a->row_n[r]);
+        observe_row(a, a->rows[r], a->row_n[r], a->row_t ? a->row_t[r] : a->t);
     return LKV_OK;
 }

@@ -46,13 +46,14 @@ static void score_row(const lkv_score_args *a, int32_t r)
     const int32_t *pos = lkv_cpu_row_i32(c->pos, cap, row);
     const float *f = lkv_cpu_row_f32(c->state_f, cap, row);
     int32_t lo = a->protect_head, hi = n - a->protect_tail;
+    int32_t t = a->row_t ? a->row_t[r] : a->t;
     for (int32_t i = 0; i < n; i++) {
         if (i < lo || i >= hi) {
             s[i] = INFINITY;
             continue;
         }
         switch (a->kind) {
-        case LKV_SCORE_RECURRENCE: s[i] = (float)lazy_score(mri[i], a->t - last[i]); break;
+        case LKV_SCORE_RECURRENCE: s[i] = (float)lazy_score(mri[i], t - last[i]); break;
         case LKV_SCORE_STATE: s[i] = f[i]; break;
         case LKV_SCORE_GROUP_MEAN: s[i] = (float)group_mean(a, r, i); break;
         case LKV_SCORE_RECENCY: s[i] = (float)i; break;
