@@ -69,7 +69,8 @@ lkv_status lkv_cl_list_room(lkv_device *d, size_t bytes)
 {
     if (d->arena && arena_at(d) + bytes <= d->arena->size)
         return LKV_OK;
-    lkv_status st = lkv_cl_finish(d, "recycling the row-list arena");
+    /* The first arena has nothing queued on it to wait for. */
+    lkv_status st = d->arena ? lkv_cl_finish(d, "recycling the row-list arena") : LKV_OK;
     size_t want = bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : bytes;
     if (st == LKV_OK && (!d->arena || d->arena->size < want)) {
         unsigned char *host = malloc(want + want / 4 + 16);
