@@ -6,7 +6,7 @@
 // with atomic_and / atomic_or on their own half (OpenCL 1.1 global
 // atomics). Launch: x = blocks striding over an entry's elements, y =
 // listed entries. list: (row0, slot0, count, src_token, position0,
-// last_init) per entry.
+// last_init, head0) per entry (row0 is head head0's row).
 
 #if defined(LKV_F16)
 #define LARGEST 0x477fe000u
@@ -71,7 +71,7 @@ static void put(__global uint *kv, uint idx, uint x)
 LKV_KERNEL lkv_store(LKV_BIND(uint, list), LKV_BIND(uint, kin), LKV_BIND(uint, vin),
                      LKV_BIND(uint, k), LKV_BIND(uint, v), LKV_BIND(uint, pos),
                      LKV_BIND(uint, sa), LKV_BIND(uint, sb), LKV_BIND(uint, sf),
-                     uint cap, uint dim, uint heads, uint kv_heads, uint skew, uint meta_skew,
+                     uint cap, uint dim, uint heads, uint all_heads, uint kv_heads, uint skew, uint meta_skew,
                      uint row_base)
 {
     LKV_OPEN(uint, list);
@@ -84,15 +84,19 @@ LKV_KERNEL lkv_store(LKV_BIND(uint, list), LKV_BIND(uint, kin), LKV_BIND(uint, v
     LKV_OPEN(uint, sb);
     LKV_OPEN(uint, sf);
     uint e = (uint)get_group_id(1);
-    uint row0 = list[6u * e], slot0 = list[6u * e + 1u], count = list[6u * e + 2u];
-    uint src = list[6u * e + 3u], pos0 = list[6u * e + 4u], last = list[6u * e + 5u];
-    uint per_token = heads * dim;
+    uint row0 = list[7u * e], slot0 = list[7u * e + 1u], count = list[7u * e + 2u];
+    uint src = list[7u * e + 3u], pos0 = list[7u * e + 4u], last = list[7u * e + 5u];
+    uint head0 = list[7u * e + 6u];
+    // the last of an entry's head runs may be shorter
+    uint hn = min(heads, all_heads - head0);
+    uint per_token = hn * dim;
     uint n = count * per_token;
     uint stride = (uint)get_num_groups(0) * LKV_WG;
     for (uint i = (uint)get_global_id(0); i < n; i += stride) {
         uint j = i / per_token, rest = i - j * per_token;
         uint h = rest / dim, c = rest - h * dim;
-        uint from = ((src + j) * kv_heads + h * kv_heads / heads) * dim + c;
+        uint kvh = (head0 + h) * kv_heads / all_heads;
+        uint from = ((src + j) * kv_heads + kvh) * dim + c;
         uint row = row0 + h, slot = slot0 + j;
         uint to = skew + ((row - row_base) * cap + slot) * dim + c;
         put(k, to, kept_finite(kin[from]));

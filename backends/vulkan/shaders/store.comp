@@ -4,10 +4,11 @@
 // their position and fresh policy state (core/backend.h, lkv_store_args).
 // Launch: x = blocks striding over an entry's count * heads * dim elements,
 // y = listed entries. list: (row0, slot0, count, src_token, position0,
-// last_init) per entry; the inputs are [tokens][kv_heads][dim] f32 bound
-// whole. Every conversion is done on the bits, as base/fp16.h and
-// base/bf16.h do (round to nearest, ties to even, subnormals kept), so the
-// stored bits equal the CPU's whatever the device's float conversions do.
+// last_init, head0) per entry, of `heads` cache heads from head0 (row0 is
+// head0's row); the inputs are [tokens][kv_heads][dim] f32 bound whole.
+// Every conversion is done on the bits, as base/fp16.h and base/bf16.h do
+// (round to nearest, ties to even, subnormals kept), so the stored bits
+// equal the CPU's whatever the device's float conversions do.
 // Inputs reach here unchecked, so a NaN or infinity is stored as +0 and a
 // finite value beyond the type's largest as that largest with its sign.
 // 2-byte types: two elements share a word, possibly of different slots,
@@ -22,7 +23,8 @@ layout(local_size_x_id = 0) in;
 layout(push_constant) uniform Params {
     uint cap;
     uint dim;
-    uint heads;     // cache heads
+    uint heads;     // cache heads per listed entry (from its head0)
+    uint all_heads; // cache heads of the cache
     uint kv_heads;  // KV heads of the input
     uint skew;      // elements before row row_base's slot 0 in the K/V window
     uint meta_skew; // the same in the pos and state windows
@@ -115,15 +117,19 @@ void put_value(uint idx, uint x)
 void main()
 {
     uint e = gl_WorkGroupID.y;
-    uint row0 = list[6u * e], slot0 = list[6u * e + 1u], count = list[6u * e + 2u];
-    uint src = list[6u * e + 3u], pos0 = list[6u * e + 4u], last = list[6u * e + 5u];
-    uint per_token = pc.heads * pc.dim;
+    uint row0 = list[7u * e], slot0 = list[7u * e + 1u], count = list[7u * e + 2u];
+    uint src = list[7u * e + 3u], pos0 = list[7u * e + 4u], last = list[7u * e + 5u];
+    uint head0 = list[7u * e + 6u];
+    // the last of an entry's head runs may be shorter
+    uint hn = min(pc.heads, pc.all_heads - head0);
+    uint per_token = hn * pc.dim;
     uint n = count * per_token;
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint i = gl_GlobalInvocationID.x; i < n; i += stride) {
         uint j = i / per_token, rest = i - j * per_token;
         uint h = rest / pc.dim, c = rest - h * pc.dim;
-        uint from = ((src + j) * pc.kv_heads + h * pc.kv_heads / pc.heads) * pc.dim + c;
+        uint kvh = (head0 + h) * pc.kv_heads / pc.all_heads;
+        uint from = ((src + j) * pc.kv_heads + kvh) * pc.dim + c;
         uint row = row0 + h, slot = slot0 + j;
         uint to = pc.skew + ((row - pc.row_base) * pc.cap + slot) * pc.dim + c;
         put_key(to, kept_finite(kin[from]));
