@@ -110,6 +110,8 @@ typedef struct lkv_bind_device {
     lkv_buffer *compact_scratch;         /* compact's gather rounds */
     uint32_t *list_words;                /* host staging of one list (bind_window.c) */
     size_t list_cap;
+    int32_t *steps;                      /* the rows' steps of observe and score */
+    size_t steps_cap;
     /* What the device did (lkv_counters of lazykv.h), counted by the driver
      * where it happens: a dispatch when it is recorded or enqueued, a
      * transfer per write or read entry (row lists, like push constants, are
@@ -184,6 +186,10 @@ lkv_bind_buf lkv_bind_whole(lkv_device *d, const lkv_buffer *b);
  * multiples of `unit` entries. Returns the run length starting at `first`. */
 int32_t lkv_bind_run(lkv_device *d, const int32_t *rows, int32_t count, int32_t first,
                      int64_t rows_fit, int32_t unit, int64_t *out_lo, int64_t *out_hi);
+/* Each listed row's step for observe and score: row_t, or t for all when
+ * row_t is NULL (then in host staging owned by the device). NULL when out
+ * of memory, with the error set. */
+const int32_t *lkv_bind_steps(lkv_device *d, const int32_t *row_t, int32_t t, int32_t n_rows);
 /* The largest of v[first .. first+len): a run's longest row, which sizes
  * its grid. */
 int32_t lkv_bind_longest(const int32_t *v, int32_t first, int32_t len);

@@ -44,5 +44,6 @@ const lkv_backend_ops lkv_backend_opencl = {
     .open_external = lkv_cl_open_external,
     LKV_HOST_LOCKED_OPS,
     LKV_BIND_LOCKED_OPS,
+    .row_steps = 1, /* observe and score take each row's step from its list */
     .deviations = cl_deviations,
 };

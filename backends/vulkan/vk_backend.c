@@ -44,5 +44,6 @@ const lkv_backend_ops lkv_backend_vulkan = {
     .open_external = lkv_vk_open_external,
     LKV_HOST_LOCKED_OPS,
     LKV_BIND_LOCKED_OPS,
+    .row_steps = 1, /* observe and score take each row's step from its list */
     .deviations = vk_deviations,
 };
