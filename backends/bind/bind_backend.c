@@ -1,11 +1,22 @@
 /* What the locked ops-table entries (backends/host/host_locked.c) run for
  * the Vulkan and OpenCL backends: the device's own driver for buffers, the
- * shared plans for the five ops. Nothing to enter: the lock is all. */
+ * shared plans for the ops. Every entry ends with the driver's end_entry,
+ * so what it recorded is on the queue (unwaited) when it returns: an
+ * engine that shares the queue (open_external) orders its later work after
+ * it, and a failed entry leaves nothing behind to run later. */
 #include "bind_internal.h"
+
+static lkv_status ended(lkv_device *d, lkv_status st)
+{
+    const lkv_bind_driver *drv = lkv_bind_of(d)->drv;
+    if (drv->end_entry)
+        drv->end_entry(d, &st);
+    return st;
+}
 
 static lkv_status bind_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf)
 {
-    return lkv_bind_of(d)->drv->alloc(d, bytes, out_buf);
+    return ended(d, lkv_bind_of(d)->drv->alloc(d, bytes, out_buf));
 }
 
 static void bind_free(lkv_device *d, lkv_buffer *b)
@@ -16,23 +27,48 @@ static void bind_free(lkv_device *d, lkv_buffer *b)
 static lkv_status bind_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *src,
                              size_t n)
 {
-    return lkv_bind_of(d)->drv->write(d, dst, off, src, n);
+    return ended(d, lkv_bind_of(d)->drv->write(d, dst, off, src, n));
 }
 
 static lkv_status bind_read(lkv_device *d, const lkv_buffer *src, size_t off, void *dst, size_t n)
 {
-    return lkv_bind_of(d)->drv->read(d, src, off, dst, n);
+    return ended(d, lkv_bind_of(d)->drv->read(d, src, off, dst, n));
 }
 
 static lkv_status bind_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lkv_buffer *src,
                             size_t src_off, size_t n)
 {
-    return lkv_bind_of(d)->drv->copy(d, dst, dst_off, src, src_off, n);
+    return ended(d, lkv_bind_of(d)->drv->copy(d, dst, dst_off, src, src_off, n));
 }
 
 static lkv_status bind_sync(lkv_device *d)
 {
-    return lkv_bind_of(d)->drv->sync(d);
+    return ended(d, lkv_bind_of(d)->drv->sync(d));
+}
+
+static lkv_status bind_attend(lkv_device *d, const lkv_attend_args *a)
+{
+    return ended(d, lkv_bind_attend(d, a));
+}
+
+static lkv_status bind_observe(lkv_device *d, const lkv_observe_args *a)
+{
+    return ended(d, lkv_bind_observe(d, a));
+}
+
+static lkv_status bind_score(lkv_device *d, const lkv_score_args *a)
+{
+    return ended(d, lkv_bind_score(d, a));
+}
+
+static lkv_status bind_select(lkv_device *d, const lkv_select_args *a)
+{
+    return ended(d, lkv_bind_select(d, a));
+}
+
+static lkv_status bind_compact(lkv_device *d, const lkv_compact_args *a)
+{
+    return ended(d, lkv_bind_compact(d, a));
 }
 
 static const lkv_backend_ops bind_unlocked = {
@@ -42,11 +78,44 @@ static const lkv_backend_ops bind_unlocked = {
     .read = bind_read,
     .copy = bind_copy,
     .sync = bind_sync,
-    .attend = lkv_bind_attend,
-    .observe = lkv_bind_observe,
-    .score = lkv_bind_score,
-    .select = lkv_bind_select,
-    .compact = lkv_bind_compact,
+    .attend = bind_attend,
+    .observe = bind_observe,
+    .score = bind_score,
+    .select = bind_select,
+    .compact = bind_compact,
 };
 
 const lkv_host_inner lkv_bind_inner = {.ops = &bind_unlocked};
+
+/* The lock of host/host_locked.h (the device's first member): nothing to
+ * enter on either API, so the mutex is all. */
+static pthread_mutex_t *mutex_of(const lkv_device *d)
+{
+    return &((lkv_bind_device *)(void *)(uintptr_t)d)->lock.mutex;
+}
+
+lkv_status lkv_bind_locked_store(lkv_device *d, const lkv_store_args *a)
+{
+    pthread_mutex_lock(mutex_of(d));
+    lkv_status st = ended(d, lkv_bind_store(d, a));
+    pthread_mutex_unlock(mutex_of(d));
+    return st;
+}
+
+lkv_status lkv_bind_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
+                                lkv_buffer **out_buf)
+{
+    pthread_mutex_lock(mutex_of(d));
+    lkv_status st = lkv_bind_wrap_check(d, handle, offset, bytes);
+    if (st == LKV_OK)
+        st = lkv_bind_of(d)->drv->wrap(d, handle, offset, bytes, out_buf);
+    pthread_mutex_unlock(mutex_of(d));
+    return st;
+}
+
+void lkv_bind_locked_counters(const lkv_device *d, lkv_counters *out)
+{
+    pthread_mutex_lock(mutex_of(d));
+    *out = ((const lkv_bind_device *)(const void *)d)->count;
+    pthread_mutex_unlock(mutex_of(d));
+}

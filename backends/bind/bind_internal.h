@@ -35,7 +35,8 @@ typedef struct lkv_bind_pipe_info {
 } lkv_bind_pipe_info;
 extern const lkv_bind_pipe_info lkv_bind_pipes[LKV_BIND_PIPE_COUNT];
 
-#define LKV_BIND_MAX_BINDINGS 8
+/* store binds 9: its row list, the K and V inputs, K, V, pos and three states. */
+#define LKV_BIND_MAX_BINDINGS 9
 
 /* One storage-buffer binding of a dispatch: `range` bytes from `offset`. */
 typedef struct lkv_bind_buf {
@@ -90,6 +91,15 @@ typedef struct lkv_bind_driver {
     /* Grows *buf to at least `bytes` (contents not kept). */
     lkv_status (*reserve)(lkv_device *d, lkv_buffer **buf, size_t bytes);
     uint64_t (*size)(const lkv_buffer *b);
+    /* The ops table's wrap (core/backend.h): a view of memory the caller
+     * owns, whose offset the driver adds to every binding and transfer. */
+    lkv_status (*wrap)(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
+                       lkv_buffer **out_buf);
+    /* Ends every ops-table entry (an op, a write, a copy, an alloc): hands
+     * what it recorded to the queue without waiting (`st` OK), or drops it
+     * unrun (a failed entry, so it changes nothing). NULL where every
+     * command already went to the queue when it was issued (OpenCL). */
+    void (*end_entry)(lkv_device *d, lkv_status *st);
 } lkv_bind_driver;
 
 typedef struct lkv_bind_device {
@@ -100,6 +110,13 @@ typedef struct lkv_bind_device {
     lkv_buffer *compact_scratch;         /* compact's gather rounds */
     uint32_t *list_words;                /* host staging of one list (bind_window.c) */
     size_t list_cap;
+    int32_t *steps;                      /* the rows' steps of observe and score */
+    size_t steps_cap;
+    /* What the device did (lkv_counters of lazykv.h), counted by the driver
+     * where it happens: a dispatch when it is recorded or enqueued, a
+     * transfer per write or read entry (row lists, like push constants, are
+     * arguments of a dispatch and not counted), a sync per host wait. */
+    lkv_counters count;
 } lkv_bind_device;
 
 static inline lkv_bind_device *lkv_bind_of(lkv_device *d)
@@ -169,6 +186,10 @@ lkv_bind_buf lkv_bind_whole(lkv_device *d, const lkv_buffer *b);
  * multiples of `unit` entries. Returns the run length starting at `first`. */
 int32_t lkv_bind_run(lkv_device *d, const int32_t *rows, int32_t count, int32_t first,
                      int64_t rows_fit, int32_t unit, int64_t *out_lo, int64_t *out_hi);
+/* Each listed row's step for observe and score: row_t, or t for all when
+ * row_t is NULL (then in host staging owned by the device). NULL when out
+ * of memory, with the error set. */
+const int32_t *lkv_bind_steps(lkv_device *d, const int32_t *row_t, int32_t t, int32_t n_rows);
 /* The largest of v[first .. first+len): a run's longest row, which sizes
  * its grid. */
 int32_t lkv_bind_longest(const int32_t *v, int32_t first, int32_t len);
@@ -191,11 +212,26 @@ lkv_status lkv_bind_observe(lkv_device *d, const lkv_observe_args *a);
 lkv_status lkv_bind_score(lkv_device *d, const lkv_score_args *a);
 lkv_status lkv_bind_select(lkv_device *d, const lkv_select_args *a);
 lkv_status lkv_bind_compact(lkv_device *d, const lkv_compact_args *a);
+lkv_status lkv_bind_store(lkv_device *d, const lkv_store_args *a);
 
 /* bind_backend.c: what the locked ops-table entries (host/host_locked.h)
  * run: the driver's buffer entries and the plans above. The backends fill
  * in name, probe, open and close, and LKV_HOST_LOCKED_OPS. */
 extern const lkv_host_inner lkv_bind_inner;
+
+/* The entries host/host_locked.h does not have yet (store, wrap, counters),
+ * locked the same way, for the ops table beside LKV_HOST_LOCKED_OPS. */
+lkv_status lkv_bind_locked_store(lkv_device *d, const lkv_store_args *a);
+lkv_status lkv_bind_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
+                                lkv_buffer **out_buf);
+void lkv_bind_locked_counters(const lkv_device *d, lkv_counters *out);
+#define LKV_BIND_LOCKED_OPS                                                                   \
+    .store = lkv_bind_locked_store, .wrap = lkv_bind_locked_wrap,                              \
+    .counters = lkv_bind_locked_counters
+
+/* Whether a wrap's offset suits the device's binding alignment; otherwise
+ * INVALID_ARGUMENT naming both (bind_window.c). */
+lkv_status lkv_bind_wrap_check(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes);
 
 /* The known deviations of a binding backend's device without f64 in its
  * kernels (the probe's "f32 scores"): the scores the oracle computes in f64

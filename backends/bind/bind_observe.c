@@ -1,5 +1,5 @@
 /* observe: one dispatch per run of rows that one binding window
- * holds (normally all of them). Everything it needs is acquired before it
+ * holds (normally all of them), each row at its own step (row_t). Everything it needs is acquired before it
  * records, so a failure leaves the policy state untouched. */
 #include "error.h"
 #include "bind_internal.h"
@@ -10,7 +10,7 @@ static lkv_status prepare(lkv_device *d, const lkv_observe_args *a, int64_t fit)
         return lkv_fail(LKV_UNSUPPORTED, "%s observe: one row of %d slots exceeds this "
                         "device's binding range", lkv_bind_name(d), a->cache->capacity);
     lkv_status st = lkv_bind_pipe_ready(d, LKV_BIND_PIPE_observe);
-    return st == LKV_OK ? lkv_bind_list_room(d, a->n_rows, 2) : st;
+    return st == LKV_OK ? lkv_bind_list_room(d, a->n_rows, 3) : st;
 }
 
 lkv_status lkv_bind_observe(lkv_device *d, const lkv_observe_args *a)
@@ -19,13 +19,16 @@ lkv_status lkv_bind_observe(lkv_device *d, const lkv_observe_args *a)
     uint64_t row_bytes = (uint64_t)c->capacity * 4;
     int64_t fit = lkv_bind_rows_fit(d, row_bytes);
     lkv_status st = prepare(d, a, fit);
-    const int32_t *cols[2] = {a->rows, a->row_n};
+    const int32_t *steps = st == LKV_OK ? lkv_bind_steps(d, a->row_t, a->t, a->n_rows) : NULL;
+    if (st == LKV_OK && !steps)
+        st = LKV_OUT_OF_MEMORY;
+    const int32_t *cols[3] = {a->rows, a->row_n, steps};
     for (int32_t first = 0, len = 0; st == LKV_OK && first < a->n_rows; first += len) {
         int64_t lo, hi;
         len = lkv_bind_run(d, a->rows, a->n_rows, first, fit, 1, &lo, &hi);
         int32_t most = lkv_bind_longest(a->row_n, first, len);
         lkv_bind_buf list;
-        st = lkv_bind_put_list(d, cols, 2, first, len, &list);
+        st = lkv_bind_put_list(d, cols, 3, first, len, &list);
         if (st != LKV_OK)
             break;
         lkv_bind_window p = lkv_bind_window_of(d, a->probs, lo, hi, row_bytes, 4);

@@ -1,5 +1,5 @@
-/* score: score.comp per run of rows (in double where the device
- * has shaderFloat64, as the oracle), then score_prior.comp when a previous
+/* score: score.comp per run of rows, each row at its own step (row_t;
+ * in double where the device has shaderFloat64, as the oracle), then score_prior.comp when a previous
  * selection's slots must rank first. */
 #include "error.h"
 #include "bind_internal.h"
@@ -28,10 +28,11 @@ lkv_status lkv_bind_score(lkv_device *d, const lkv_score_args *a)
     if (st == LKV_OK && a->prior_kept)
         st = lkv_bind_pipe_ready(d, LKV_BIND_PIPE_score_prior);
     if (st == LKV_OK)
-        st = lkv_bind_list_room(d, a->n_rows, 2);
-    if (st != LKV_OK)
-        return st;
-    const int32_t *cols[2] = {a->rows, a->row_n};
+        st = lkv_bind_list_room(d, a->n_rows, 3);
+    const int32_t *steps = st == LKV_OK ? lkv_bind_steps(d, a->row_t, a->t, a->n_rows) : NULL;
+    if (!steps)
+        return st == LKV_OK ? LKV_OUT_OF_MEMORY : st;
+    const int32_t *cols[3] = {a->rows, a->row_n, steps};
     for (int32_t first = 0, len = 0; first < a->n_rows; first += len) {
         int64_t lo, hi;
         len = lkv_bind_run(d, a->rows, a->n_rows, first, fit, unit, &lo, &hi);
@@ -41,7 +42,7 @@ lkv_status lkv_bind_score(lkv_device *d, const lkv_score_args *a)
                             (long long)hi);
         int32_t most = lkv_bind_longest(a->row_n, first, len);
         lkv_bind_buf list;
-        st = lkv_bind_put_list(d, cols, 2, first, len, &list);
+        st = lkv_bind_put_list(d, cols, 3, first, len, &list);
         if (st != LKV_OK)
             return st;
         lkv_bind_window s = lkv_bind_window_of(d, a->scores, lo, hi, row_bytes, 4);

@@ -131,9 +131,49 @@ lkv_status lkv_bind_put_list(lkv_device *d, const int32_t *const *cols, int ncol
     return b->drv->list_put(d, b->list_words, (size_t)len * (size_t)ncols * 4, out_bind);
 }
 
+const int32_t *lkv_bind_steps(lkv_device *d, const int32_t *row_t, int32_t t, int32_t n_rows)
+{
+    lkv_bind_device *b = lkv_bind_of(d);
+    if (row_t)
+        return row_t;
+    if ((size_t)n_rows > b->steps_cap) {
+        int32_t *grown = realloc(b->steps, (size_t)n_rows * sizeof *grown);
+        if (!grown) {
+            lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for the steps of %d rows",
+                     b->drv->name, n_rows);
+            return NULL;
+        }
+        b->steps = grown;
+        b->steps_cap = (size_t)n_rows;
+    }
+    for (int32_t i = 0; i < n_rows; i++)
+        b->steps[i] = t;
+    return b->steps;
+}
+
 void lkv_bind_release(lkv_bind_device *b)
 {
+    free(b->steps);
+    b->steps = NULL;
+    b->steps_cap = 0;
     free(b->list_words);
     b->list_words = NULL;
     b->list_cap = 0;
+}
+
+lkv_status lkv_bind_wrap_check(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes)
+{
+    uint64_t align = lkv_bind_lim(d)->align;
+    if (handle == 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s wrap: the handle is 0 (no buffer)",
+                        lkv_bind_name(d));
+    if (offset % align != 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s wrap: offset %llu is not a multiple of this "
+                        "device's binding alignment, %llu bytes: place the array at a multiple "
+                        "of %llu", lkv_bind_name(d), (unsigned long long)offset,
+                        (unsigned long long)align, (unsigned long long)align);
+    if (bytes == 0 || offset > UINT64_MAX - bytes)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s wrap: %zu bytes at offset %llu is no range",
+                        lkv_bind_name(d), bytes, (unsigned long long)offset);
+    return LKV_OK;
 }

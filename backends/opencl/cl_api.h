@@ -23,6 +23,8 @@ typedef cl_uint cl_device_info;
 typedef cl_uint cl_program_info;
 typedef cl_uint cl_program_build_info;
 typedef cl_uint cl_kernel_work_group_info;
+typedef cl_uint cl_command_queue_info;
+typedef cl_uint cl_mem_info;
 
 typedef struct _cl_platform_id *cl_platform_id;
 typedef struct _cl_device_id *cl_device_id;
@@ -83,6 +85,17 @@ typedef struct _cl_event *cl_event;
 #define LKV_CL_PROGRAM_BINARIES 0x1166
 #define LKV_CL_PROGRAM_BUILD_LOG 0x1183
 #define LKV_CL_KERNEL_WORK_GROUP_SIZE 0x11B0
+
+/* open_external and wrap: what a borrowed queue and buffer belong to */
+#define LKV_CL_INVALID_VALUE (-30)
+#define LKV_CL_DEVICE_MEM_BASE_ADDR_ALIGN 0x1019
+#define LKV_CL_DEVICE_PLATFORM 0x1031
+#define LKV_CL_QUEUE_CONTEXT 0x1090
+#define LKV_CL_QUEUE_DEVICE 0x1091
+#define LKV_CL_QUEUE_PROPERTIES 0x1093
+#define LKV_CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE (1u << 0)
+#define LKV_CL_MEM_SIZE 0x1102
+#define LKV_CL_MEM_CONTEXT 0x1106
 
 /* cl_khr_pci_bus_info's answer */
 typedef struct lkv_cl_pci_bus_info {

@@ -23,6 +23,7 @@ const lkv_bind_driver lkv_cl_bind_driver = {
     .list_put = lkv_cl_list_put,
     .reserve = lkv_cl_reserve,
     .size = cl_size,
+    .wrap = lkv_cl_wrap,
 };
 
 /* Where a device lacks cl_khr_fp64, or LAZYKV_OPENCL_F64=0 turns it off
@@ -40,6 +41,9 @@ const lkv_backend_ops lkv_backend_opencl = {
     .probe = lkv_cl_probe,
     .open = lkv_cl_open,
     .close = lkv_cl_close,
+    .open_external = lkv_cl_open_external,
     LKV_HOST_LOCKED_OPS,
+    LKV_BIND_LOCKED_OPS,
+    .row_steps = 1, /* observe and score take each row's step from its list */
     .deviations = cl_deviations,
 };

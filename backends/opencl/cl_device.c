@@ -1,5 +1,7 @@
 /* Opening an OpenCL device: a context and an in-order queue on it, and the
- * settings the shared plans drive it with. Three environment knobs narrow
+ * settings the shared plans drive it with, or the engine's context and
+ * queue (open_external, cl_external.c), retained and released, never made
+ * or destroyed here. Three environment knobs narrow
  * them for testing, as Vulkan's do:
  *   LAZYKV_OPENCL_WG         work-group size, a power of two in 32..256
  *   LAZYKV_OPENCL_MAX_RANGE  a smaller binding range, >= 4096 bytes (runs the
@@ -40,8 +42,23 @@ static lkv_status settings(lkv_device *d)
     return st;
 }
 
-static lkv_status create_queue(lkv_device *d)
+/* Our own context and queue, or the engine's, retained so that close
+ * releases what it took and never destroys the engine's objects. */
+static lkv_status take_queue(lkv_device *d, cl_context ctx, cl_command_queue queue)
 {
+    if (ctx) {
+        lkv_status st = lkv_cl_external_check(d, ctx, queue);
+        if (st == LKV_OK)
+            st = lkv_cl_check(d->lib.fn.clRetainContext(ctx), "clRetainContext");
+        if (st != LKV_OK)
+            return st;
+        d->ctx = ctx;
+        st = lkv_cl_check(d->lib.fn.clRetainCommandQueue(queue), "clRetainCommandQueue");
+        if (st == LKV_OK)
+            d->queue = queue;
+        d->external = 1;
+        return st;
+    }
     cl_context_properties props[3] = {LKV_CL_CONTEXT_PLATFORM,
                                       (cl_context_properties)d->lib.dev_platform[d->index], 0};
     cl_int err = LKV_CL_SUCCESS;
@@ -74,7 +91,8 @@ void lkv_cl_close(lkv_device *d)
     free(d);
 }
 
-lkv_status lkv_cl_open(int device, lkv_device **out_dev)
+/* The library loaded into a fresh device, or a status. */
+static lkv_status new_device(lkv_device **out_dev)
 {
     lkv_device *d = calloc(1, sizeof *d);
     if (!d)
@@ -84,30 +102,54 @@ lkv_status lkv_cl_open(int device, lkv_device **out_dev)
         free(d);
         return st;
     }
-    if (device < 0 || device >= d->lib.n_devs) {
-        int n = d->lib.n_devs;
-        lkv_cl_close(d);
-        return lkv_fail(LKV_INVALID_ARGUMENT, "opencl device %d does not exist (%d found)", device, n);
-    }
+    *out_dev = d;
+    return LKV_OK;
+}
+
+static lkv_status open_loaded(lkv_device *d, int device, cl_device_id want, cl_context ctx,
+                              cl_command_queue queue)
+{
+    for (int i = 0; want && i < d->lib.n_devs; i++)
+        device = d->lib.devs[i] == want ? i : device;
+    if (want && device < 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "opencl: physical_device %p is none of the %d "
+                        "devices the OpenCL loader lists", (void *)want, d->lib.n_devs);
+    if (device < 0 || device >= d->lib.n_devs)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "opencl device %d does not exist (%d found)", device,
+                        d->lib.n_devs);
     d->index = device;
     d->dev = d->lib.devs[device];
     lkv_cl_read_info(&d->lib, device, &d->info);
     char why[200];
-    if (!lkv_cl_usable(&d->info, why, sizeof why)) {
-        lkv_cl_close(d);
+    if (!lkv_cl_usable(&d->info, why, sizeof why))
         return lkv_fail(LKV_UNAVAILABLE, "opencl device %d: %s", device, why);
-    }
-    st = settings(d);
+    lkv_status st = settings(d);
     if (st == LKV_OK && !lkv_host_lock_init(&d->bind.lock, &lkv_bind_inner))
         st = lkv_fail(LKV_INTERNAL, "opencl: cannot create the device lock");
     if (st == LKV_OK)
-        st = create_queue(d);
+        st = take_queue(d, ctx, queue);
+    if (st != LKV_OK)
+        return lkv_fail_context(st, "opening opencl device %d (%s)", device, d->info.name);
+    return LKV_OK;
+}
+
+lkv_status lkv_cl_open_on(int device, cl_device_id want, cl_context ctx, cl_command_queue queue,
+                          lkv_device **out_dev)
+{
+    lkv_device *d = NULL;
+    lkv_status st = new_device(&d);
+    if (st != LKV_OK)
+        return st;
+    st = open_loaded(d, want ? -1 : device, want, ctx, queue);
     if (st != LKV_OK) {
-        char name[128];
-        memcpy(name, d->info.name, sizeof name);
         lkv_cl_close(d);
-        return lkv_fail_context(st, "opening opencl device %d (%s)", device, name);
+        return st;
     }
     *out_dev = d;
     return LKV_OK;
+}
+
+lkv_status lkv_cl_open(int device, lkv_device **out_dev)
+{
+    return lkv_cl_open_on(device, NULL, NULL, NULL, out_dev);
 }

@@ -17,7 +17,7 @@ static lkv_status set_args(lkv_device *d, cl_kernel k, const lkv_bind_pipe_info 
     cl_uint arg = 0;
     cl_int err = LKV_CL_SUCCESS;
     for (uint32_t i = 0; i < info->bindings && err == LKV_CL_SUCCESS; i++) {
-        cl_ulong off = binds[i].offset;
+        cl_ulong off = binds[i].offset + binds[i].buf->base;
         err = fn->clSetKernelArg(k, arg++, sizeof(cl_mem), &binds[i].buf->mem);
         if (err == LKV_CL_SUCCESS)
             err = fn->clSetKernelArg(k, arg++, sizeof off, &off);
@@ -46,6 +46,8 @@ lkv_status lkv_cl_dispatch(lkv_device *d, lkv_bind_pipe pipe, const lkv_bind_buf
     size_t wg = d->bind.lim.wg;
     size_t global[3] = {(size_t)gx * wg, gy, gz}, local[3] = {wg, 1, 1};
     cl_int err = d->lib.fn.clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, 0, NULL, NULL);
+    if (err == LKV_CL_SUCCESS)
+        d->bind.count.launches++;
     if (err != LKV_CL_SUCCESS) {
         char what[96];
         snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", info->name);
@@ -61,12 +63,14 @@ static uint64_t arena_at(const lkv_device *d)
 }
 
 /* The arena grows to hold an op's lists; it is rewound only after a finish,
- * when no queued write still reads arena_host. */
+ * when no queued write still reads arena_host (that finish is the one host
+ * wait an op may make: recycling the arena, counted as a sync). */
 lkv_status lkv_cl_list_room(lkv_device *d, size_t bytes)
 {
     if (d->arena && arena_at(d) + bytes <= d->arena->size)
         return LKV_OK;
-    lkv_status st = lkv_cl_sync(d);
+    /* The first arena has nothing queued on it to wait for. */
+    lkv_status st = d->arena ? lkv_cl_finish(d, "recycling the row-list arena") : LKV_OK;
     size_t want = bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : bytes;
     if (st == LKV_OK && (!d->arena || d->arena->size < want)) {
         unsigned char *host = malloc(want + want / 4 + 16);
@@ -84,21 +88,32 @@ lkv_status lkv_cl_list_room(lkv_device *d, size_t bytes)
     return st;
 }
 
+lkv_status lkv_cl_put_staged(lkv_device *d, const lkv_buffer *dst, uint64_t off, const void *src,
+                             size_t bytes)
+{
+    uint64_t at = arena_at(d);
+    if (!d->arena || at + bytes > d->arena->size)
+        return lkv_fail(LKV_INTERNAL, "opencl: %zu bytes staged without room made for them", bytes);
+    memcpy(d->arena_host + at, src, bytes);
+    if (bytes > 0) {
+        cl_int err = d->lib.fn.clEnqueueWriteBuffer(d->queue, dst->mem, LKV_CL_FALSE, (size_t)off,
+                                                    bytes, d->arena_host + at, 0, NULL, NULL);
+        if (err != LKV_CL_SUCCESS)
+            return lkv_cl_check(err, "clEnqueueWriteBuffer (staged)");
+    }
+    d->arena_used = at + bytes;
+    return LKV_OK;
+}
+
 lkv_status lkv_cl_list_put(lkv_device *d, const uint32_t *words, size_t bytes,
                            lkv_bind_buf *out_bind)
 {
     lkv_status st = lkv_cl_list_room(d, bytes);
+    uint64_t at = arena_at(d);
+    if (st == LKV_OK)
+        st = lkv_cl_put_staged(d, d->arena, at, words, bytes);
     if (st != LKV_OK)
         return st;
-    uint64_t at = arena_at(d);
-    memcpy(d->arena_host + at, words, bytes);
-    if (bytes > 0) {
-        cl_int err = d->lib.fn.clEnqueueWriteBuffer(d->queue, d->arena->mem, LKV_CL_FALSE, (size_t)at,
-                                                    bytes, d->arena_host + at, 0, NULL, NULL);
-        if (err != LKV_CL_SUCCESS)
-            return lkv_cl_check(err, "clEnqueueWriteBuffer (row list)");
-    }
-    d->arena_used = at + bytes;
     out_bind->buf = d->arena;
     out_bind->offset = at;
     out_bind->range = bytes ? bytes : 4;

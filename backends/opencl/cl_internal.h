@@ -49,7 +49,8 @@ typedef struct lkv_cl_info {
 
 struct lkv_buffer {
     cl_mem mem;
-    uint64_t size; /* bytes, a multiple of 16 (requests are rounded up) */
+    uint64_t size; /* bytes: ours a multiple of 16 (requests are rounded up), a view's as given */
+    uint64_t base; /* a view's offset into mem, added to every kernel argument and transfer */
 };
 
 /* One built pipeline: its program and kernel, made on first use. */
@@ -66,6 +67,7 @@ struct lkv_device {
     lkv_cl_info info;
     cl_context ctx;
     cl_command_queue queue; /* in order: each command sees the ones before it */
+    int external;           /* context and queue are the engine's (retained, not made) */
     lkv_cl_pipe pipes[LKV_BIND_PIPE_COUNT];
     /* Row lists: written into `arena` from a host copy that must stay
      * untouched until the queue has run the write, so the arena is
@@ -90,6 +92,15 @@ int lkv_cl_usable(const lkv_cl_info *info, char *why, size_t why_len);
 /* cl_probe.c, cl_device.c */
 lkv_status lkv_cl_probe(lkv_device_report *out, int cap, int *out_count);
 lkv_status lkv_cl_open(int device, lkv_device **out_dev);
+/* cl_external.c: the engine's context, device and in-order queue. */
+lkv_status lkv_cl_open_external(const lkv_external_device *ext, lkv_device **out_dev);
+/* Opens device `index` of the list, or the listed device `want` when not
+ * NULL, on `ctx` and `queue`: made here when NULL, else the engine's,
+ * checked by lkv_cl_external_check and retained (cl_device.c). */
+lkv_status lkv_cl_open_on(int index, cl_device_id want, cl_context ctx, cl_command_queue queue,
+                          lkv_device **out_dev);
+/* The engine's queue is an in-order queue of `ctx` and the device d->dev. */
+lkv_status lkv_cl_external_check(lkv_device *d, cl_context ctx, cl_command_queue queue);
 void lkv_cl_close(lkv_device *d);
 
 /* cl_memory.c */
@@ -101,6 +112,9 @@ lkv_status lkv_cl_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lkv
                        size_t src_off, size_t n);
 lkv_status lkv_cl_sync(lkv_device *d);
 lkv_status lkv_cl_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes);
+/* A view of the engine's cl_mem (retained until free) from `offset`. */
+lkv_status lkv_cl_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
+                       lkv_buffer **out_buf);
 
 /* cl_program.c: a pipeline's kernel, built from the embedded source or
  * taken from the program-binary cache (cl_cache.c). */
@@ -140,6 +154,13 @@ lkv_status lkv_cl_dispatch(lkv_device *d, lkv_bind_pipe pipe, const lkv_bind_buf
 lkv_status lkv_cl_list_room(lkv_device *d, size_t bytes);
 lkv_status lkv_cl_list_put(lkv_device *d, const uint32_t *words, size_t bytes,
                            lkv_bind_buf *out_bind);
+/* Copies `bytes` of src into the arena's host side (room made by
+ * list_room) and enqueues their write to dst at `off`, unwaited: the host
+ * copy stays untouched until a finish, as the lists' do. */
+lkv_status lkv_cl_put_staged(lkv_device *d, const lkv_buffer *dst, uint64_t off, const void *src,
+                             size_t bytes);
+/* clFinish, counted as a sync. */
+lkv_status lkv_cl_finish(lkv_device *d, const char *why);
 
 /* cl_backend.c: the driver table of the shared plans. */
 extern const lkv_bind_driver lkv_cl_bind_driver;

@@ -21,6 +21,12 @@ LKV_SYM(opencl, REQ, cl_command_queue, clCreateCommandQueue, (cl_context, cl_dev
 LKV_SYM(opencl, REQ, cl_int, clReleaseCommandQueue, (cl_command_queue))
 LKV_SYM(opencl, REQ, cl_mem, clCreateBuffer, (cl_context, cl_mem_flags, size_t, void *, cl_int *))
 LKV_SYM(opencl, REQ, cl_int, clReleaseMemObject, (cl_mem))
+LKV_SYM(opencl, REQ, cl_int, clRetainMemObject, (cl_mem))
+LKV_SYM(opencl, REQ, cl_int, clGetMemObjectInfo, (cl_mem, cl_mem_info, size_t, void *, size_t *))
+LKV_SYM(opencl, REQ, cl_int, clRetainContext, (cl_context))
+LKV_SYM(opencl, REQ, cl_int, clRetainCommandQueue, (cl_command_queue))
+LKV_SYM(opencl, REQ, cl_int, clGetCommandQueueInfo, (cl_command_queue, cl_command_queue_info,
+        size_t, void *, size_t *))
 LKV_SYM(opencl, REQ, cl_int, clEnqueueWriteBuffer, (cl_command_queue, cl_mem, cl_bool, size_t,
         size_t, const void *, cl_uint, const cl_event *, cl_event *))
 LKV_SYM(opencl, REQ, cl_int, clEnqueueReadBuffer, (cl_command_queue, cl_mem, cl_bool, size_t,

@@ -23,6 +23,8 @@ const lkv_bind_driver lkv_vk_bind_driver = {
     .list_put = lkv_vk_list_put,
     .reserve = lkv_vk_reserve,
     .size = vk_size,
+    .wrap = lkv_vk_wrap,
+    .end_entry = lkv_vk_end_entry,
 };
 
 /* Where a device lacks shaderFloat64 (the probe's "f32 scores"), scores
@@ -39,6 +41,9 @@ const lkv_backend_ops lkv_backend_vulkan = {
     .probe = lkv_vk_probe,
     .open = lkv_vk_open,
     .close = lkv_vk_close,
+    .open_external = lkv_vk_open_external,
     LKV_HOST_LOCKED_OPS,
+    LKV_BIND_LOCKED_OPS,
+    .row_steps = 1, /* observe and score take each row's step from its list */
     .deviations = vk_deviations,
 };

@@ -1,6 +1,8 @@
 /* Opening a Vulkan device: the instance, the physical device, a compute
- * queue, the command buffer and fence every op records into, and the
- * settings of vk_settings.c. Closing waits for the device and frees all. */
+ * queue, the command pool of the ring ops record into (vk_submit.c), and
+ * the settings of vk_settings.c. Closing waits for lazykv's submissions
+ * and frees all it made (an engine's instance, device and queue, from
+ * open_external, are never destroyed: vk_external.c). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,21 +56,17 @@ static lkv_status create_device(lkv_device *d)
         return st;
     d->fns_loaded = 1;
     d->vi.fn.vkGetDeviceQueue(d->dev, d->family, 0, &d->queue);
+    return lkv_vk_device_objects(d);
+}
+
+lkv_status lkv_vk_device_objects(lkv_device *d)
+{
+    d->cur = -1;
     VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                    .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                    .queueFamilyIndex = d->family};
-    st = lkv_vk_check(d->vi.fn.vkCreateCommandPool(d->dev, &pci, NULL, &d->pool), "vkCreateCommandPool");
-    if (st != LKV_OK)
-        return st;
-    VkCommandBufferAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                      .commandPool = d->pool,
-                                      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                      .commandBufferCount = 1};
-    st = lkv_vk_check(d->vi.fn.vkAllocateCommandBuffers(d->dev, &ai, &d->cmd), "vkAllocateCommandBuffers");
-    if (st != LKV_OK)
-        return st;
-    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    return lkv_vk_check(d->vi.fn.vkCreateFence(d->dev, &fci, NULL, &d->fence), "vkCreateFence");
+    return lkv_vk_check(d->vi.fn.vkCreateCommandPool(d->dev, &pci, NULL, &d->pool),
+                        "vkCreateCommandPool");
 }
 
 void lkv_vk_close(lkv_device *d)
@@ -78,26 +76,29 @@ void lkv_vk_close(lkv_device *d)
     /* A failed open can stop anywhere, even with the device's entry points
      * only partly loaded. */
     if (d->dev && d->fns_loaded) {
-        lkv_vk_flush(d);
-        d->vi.fn.vkDeviceWaitIdle(d->dev);
-        lkv_vk_free(d, d->arena);
+        /* Our own submissions only: an engine's device may be busy on
+         * other queues, which vkDeviceWaitIdle would have to lock. */
+        if (d->pool)
+            lkv_vk_ring_destroy(d);
         lkv_vk_free(d, d->staging);
         lkv_vk_free(d, d->bind.logits);
         lkv_vk_free(d, d->bind.partials);
         lkv_vk_free(d, d->bind.lse);
         lkv_vk_free(d, d->bind.compact_scratch);
         lkv_vk_pipelines_destroy(d);
-        if (d->fence)
-            d->vi.fn.vkDestroyFence(d->dev, d->fence, NULL);
         if (d->pool)
             d->vi.fn.vkDestroyCommandPool(d->dev, d->pool, NULL);
-        d->vi.fn.vkDestroyDevice(d->dev, NULL);
-    } else if (d->dev && d->vi.fn.vkDestroyDevice) {
+        if (!d->external)
+            d->vi.fn.vkDestroyDevice(d->dev, NULL);
+    } else if (d->dev && d->vi.fn.vkDestroyDevice && !d->external) {
         d->vi.fn.vkDestroyDevice(d->dev, NULL);
     }
     lkv_bind_release(&d->bind);
     lkv_host_lock_destroy(&d->bind.lock);
-    lkv_vk_instance_destroy(&d->vi);
+    if (d->external)
+        memset(&d->vi, 0, sizeof d->vi); /* the engine's instance; the loader stays loaded */
+    else
+        lkv_vk_instance_destroy(&d->vi);
     free(d);
 }
 
@@ -129,8 +130,6 @@ lkv_status lkv_vk_open(int device, lkv_device **out_dev)
         st = lkv_fail(LKV_INTERNAL, "vulkan: cannot create the device lock");
     if (st == LKV_OK)
         st = create_device(d);
-    if (st == LKV_OK)
-        st = lkv_vk_reserve(d, &d->arena, (size_t)1 << 20);
     if (st != LKV_OK) {
         lkv_vk_close(d);
         return lkv_fail_context(st, "opening vulkan device %d (%s)", device, d->props.deviceName);

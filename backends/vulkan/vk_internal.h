@@ -35,10 +35,30 @@ typedef struct lkv_vk_pipeline {
 
 struct lkv_buffer {
     VkBuffer buf;
-    VkDeviceMemory mem;
+    VkDeviceMemory mem;     /* VK_NULL_HANDLE for a view (wrap) */
     VkDeviceSize size;
-    unsigned char *map; /* persistent mapping when the memory is host-visible */
+    VkDeviceSize base;      /* a view's offset into buf, added to every use */
+    unsigned char *map;     /* persistent mapping when the memory is host-visible */
+    int view;               /* the engine's VkBuffer: free() drops only this struct */
+    uint64_t free_after;    /* freed while in use: destroyed once this submission is done */
+    lkv_buffer *next_freed;
 };
+
+/* One command buffer of the ring work is recorded into and submitted from
+ * without waiting (vk_submit.c), with the row lists its dispatches read. */
+typedef struct lkv_vk_slot {
+    VkCommandBuffer cmd;
+    VkFence fence;
+    int pending;        /* submitted, and not yet seen complete */
+    int fence_used;     /* signalled once: reset before the next submission */
+    uint64_t serial;    /* its submission's number */
+    lkv_buffer *arena;  /* host-visible: row lists of its dispatches */
+    VkDeviceSize arena_used;
+} lkv_vk_slot;
+
+/* Submissions in flight before taking a command buffer waits for the
+ * oldest (counted as a sync). */
+#define LKV_VK_SLOTS 32
 
 #define LKV_VK_MAX_DEVICES 16
 
@@ -53,12 +73,16 @@ struct lkv_device {
     VkQueue queue;
     uint32_t family;
     VkDeviceSize max_alloc; /* largest single allocation */
+    int external;      /* instance, device and queue are the engine's: never destroyed */
     VkCommandPool pool;
-    VkCommandBuffer cmd;
-    VkFence fence;
+    lkv_vk_slot slots[LKV_VK_SLOTS];
+    int n_slots;
+    int cur;           /* the slot being recorded, -1 when none */
+    VkCommandBuffer cmd; /* slots[cur].cmd while recording */
     int recording;     /* cmd holds work not yet submitted */
-    lkv_buffer *arena; /* host-visible: row lists of the recorded dispatches */
-    VkDeviceSize arena_used;
+    uint64_t submitted; /* submissions made */
+    uint64_t completed; /* every submission up to this one is done */
+    lkv_buffer *freed;  /* buffers freed while submissions may still use them */
     lkv_buffer *staging; /* host-visible bounce buffer when buffers are not */
     lkv_vk_pipeline pipes[LKV_BIND_PIPE_COUNT];
 };
@@ -68,6 +92,9 @@ struct lkv_device {
 extern atomic_int lkv_vk_validation_messages;
 lkv_status lkv_vk_instance_create(lkv_vk_instance *out_vi);
 void lkv_vk_instance_destroy(lkv_vk_instance *vi);
+/* The loader and the instance entry points of an engine's VkInstance,
+ * which lazykv never destroys (the library stays loaded, as always). */
+lkv_status lkv_vk_instance_borrow(VkInstance instance, lkv_vk_instance *out_vi);
 lkv_status lkv_vk_load_device_fns(lkv_vk_instance *vi, VkDevice dev);
 lkv_status lkv_vk_check(VkResult r, const char *what);
 int lkv_vk_has_device_ext(lkv_vk_instance *vi, VkPhysicalDevice phys, const char *name);
@@ -77,6 +104,11 @@ int lkv_vk_device_usable(lkv_vk_instance *vi, VkPhysicalDevice phys, char *why, 
 /* vk_probe.c, vk_device.c, vk_settings.c */
 lkv_status lkv_vk_probe(lkv_device_report *out, int cap, int *out_count);
 lkv_status lkv_vk_open(int device, lkv_device **out_dev);
+/* vk_external.c: the engine's instance, device and queue. */
+lkv_status lkv_vk_open_external(const lkv_external_device *ext, lkv_device **out_dev);
+/* vk_device.c: the command pool and the first slot on d->dev and d->family
+ * (shared by both opens). */
+lkv_status lkv_vk_device_objects(lkv_device *d);
 void lkv_vk_close(lkv_device *d);
 /* Limits and knobs of the chosen physical device (d->phys) into d. */
 lkv_status lkv_vk_settings(lkv_device *d);
@@ -91,10 +123,38 @@ lkv_status lkv_vk_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lkv
 lkv_status lkv_vk_sync(lkv_device *d);
 /* Grows a scratch buffer to at least `bytes` (contents not kept). */
 lkv_status lkv_vk_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes);
+/* The same for a host-visible buffer (staging, row lists). */
+lkv_status lkv_vk_reserve_host(lkv_device *d, lkv_buffer **buf, size_t bytes);
+/* Destroys a buffer's Vulkan objects now (nothing may still use them). */
+void lkv_vk_destroy_buffer(lkv_device *d, lkv_buffer *b);
+/* A view of the engine's VkBuffer from `offset` (the ops table's wrap). */
+lkv_status lkv_vk_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
+                       lkv_buffer **out_buf);
 
-/* vk_submit.c */
+/* vk_submit.c: a ring of command buffers. begin takes one (waiting for
+ * the oldest only when all LKV_VK_SLOTS are in flight), submit hands it to
+ * the queue with its fence and no wait, wait_idle waits for every
+ * submission (the host waits of read, sync and a large write). Each
+ * command buffer opens and closes with a full memory barrier, which orders
+ * it after everything submitted to the queue before it and before
+ * everything after: between lazykv's own submissions, and the hand-off
+ * with an engine sharing the queue (docs/embedding.md, "Vulkan"). */
 lkv_status lkv_vk_begin(lkv_device *d);
-lkv_status lkv_vk_flush(lkv_device *d); /* submit what is recorded and wait */
+lkv_status lkv_vk_submit(lkv_device *d);
+/* Ends the recording unsubmitted: its commands never run. */
+void lkv_vk_discard(lkv_device *d);
+/* Submits what is recorded and waits for all submitted work; a wait on
+ * pending work counts as a sync (and always when `count`). */
+lkv_status lkv_vk_wait_idle(lkv_device *d, int count);
+/* Whether nothing is recorded or in flight (completions polled). */
+int lkv_vk_idle(lkv_device *d);
+/* Frees b now if idle, else once the last submission that may use it is
+ * done. */
+void lkv_vk_free_later(lkv_device *d, lkv_buffer *b);
+/* The bind driver's end_entry: submit (OK) or discard (failed). */
+void lkv_vk_end_entry(lkv_device *d, lkv_status *st);
+/* Waits for every slot and frees the ring (close). */
+void lkv_vk_ring_destroy(lkv_device *d);
 void lkv_vk_barrier(lkv_device *d);
 /* The driver table of the shared op plans (backends/bind/): list room and
  * placement in the host-visible arena (vk_submit.c), dispatch and pipeline

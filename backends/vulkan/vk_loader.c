@@ -233,6 +233,23 @@ lkv_status lkv_vk_instance_create(lkv_vk_instance *out_vi)
     return LKV_OK;
 }
 
+lkv_status lkv_vk_instance_borrow(VkInstance instance, lkv_vk_instance *out_vi)
+{
+    lkv_vk_instance vi;
+    memset(&vi, 0, sizeof vi);
+    lkv_status st = load_library(&vi);
+    if (st == LKV_OK) {
+        vi.instance = instance;
+        st = load_instance_fns(&vi);
+    }
+    if (st != LKV_OK) {
+        lkv_host_library_close(vi.lib);
+        return st;
+    }
+    *out_vi = vi;
+    return LKV_OK;
+}
+
 void lkv_vk_instance_destroy(lkv_vk_instance *vi)
 {
     if (vi->messenger && vi->fn.vkDestroyDebugUtilsMessengerEXT)
@@ -267,10 +284,10 @@ int lkv_vk_device_usable(lkv_vk_instance *vi, VkPhysicalDevice phys, char *why, 
         snprintf(why, why_len, "device supports Vulkan 1.0 only; lazykv needs 1.1");
         return 0;
     }
-    /* compact_meta binds 7 storage buffers; the spec only promises 4. */
-    if (props.limits.maxPerStageDescriptorStorageBuffers < 7) {
-        snprintf(why, why_len, "device binds %u storage buffers per stage; lazykv needs 7",
-                 props.limits.maxPerStageDescriptorStorageBuffers);
+    /* store binds 9 storage buffers; the spec only promises 4. */
+    if (props.limits.maxPerStageDescriptorStorageBuffers < LKV_BIND_MAX_BINDINGS) {
+        snprintf(why, why_len, "device binds %u storage buffers per stage; lazykv needs %d",
+                 props.limits.maxPerStageDescriptorStorageBuffers, LKV_BIND_MAX_BINDINGS);
         return 0;
     }
     if (!lkv_vk_has_device_ext(vi, phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) {

@@ -1,11 +1,13 @@
 /* Buffers: the first device-local memory type, mapped persistently when it
  * is also host-visible (lavapipe, integrated GPUs); otherwise host transfers
  * bounce through a staging buffer in host-cached memory where there is some
- * (reads from write-combined memory crawl). Reads are synchronous: work
- * already recorded is submitted and waited for first. Writes are ordered
- * with recorded work too: small ones are recorded inline, others wait for
- * the recorded work before they land, so a write never races an op that
- * reads the old contents. */
+ * (reads from write-combined memory crawl). Or a view of the engine's
+ * VkBuffer (wrap): never mapped, its offset added to every use.
+ * Reads are synchronous: the work submitted before is waited for first.
+ * Writes are ordered with that work too: small ones are recorded inline
+ * (no wait), others wait for it before they land, so a write never races
+ * an op that reads the old contents. Freeing a buffer never waits: one that
+ * submitted work may still use is destroyed once that work is done. */
 #include <string.h>
 #include <stdlib.h>
 
@@ -76,7 +78,7 @@ static lkv_status alloc_kind(lkv_device *d, size_t bytes, int host, lkv_buffer *
         b->map = map;
     }
     if (st != LKV_OK) {
-        lkv_vk_free(d, b);
+        lkv_vk_destroy_buffer(d, b);
         return lkv_fail_context(st, "allocating %zu bytes", bytes);
     }
     *out_buf = b;
@@ -94,7 +96,7 @@ lkv_status lkv_vk_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf)
     } else {
         st = lkv_vk_begin(d);
         if (st != LKV_OK) {
-            lkv_vk_free(d, b);
+            lkv_vk_destroy_buffer(d, b);
             return st;
         }
         d->vi.fn.vkCmdFillBuffer(d->cmd, b->buf, 0, b->size, 0);
@@ -104,34 +106,68 @@ lkv_status lkv_vk_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf)
     return LKV_OK;
 }
 
-void lkv_vk_free(lkv_device *d, lkv_buffer *b)
+void lkv_vk_destroy_buffer(lkv_device *d, lkv_buffer *b)
 {
     if (!b)
         return;
-    /* Recorded work may still use the buffer. */
-    if (d->recording)
-        lkv_vk_flush(d);
     if (b->map)
         d->vi.fn.vkUnmapMemory(d->dev, b->mem);
-    if (b->buf)
+    if (b->buf && !b->view)
         d->vi.fn.vkDestroyBuffer(d->dev, b->buf, NULL);
     if (b->mem)
         d->vi.fn.vkFreeMemory(d->dev, b->mem, NULL);
     free(b);
 }
 
-lkv_status lkv_vk_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes)
+void lkv_vk_free(lkv_device *d, lkv_buffer *b)
+{
+    if (!b)
+        return;
+    if (b->view) /* the engine's buffer: only the view goes */
+        free(b);
+    else
+        lkv_vk_free_later(d, b);
+}
+
+static lkv_status reserve_kind(lkv_device *d, lkv_buffer **buf, size_t bytes, int host)
 {
     if (*buf && (*buf)->size >= bytes)
         return LKV_OK;
     size_t want = bytes + bytes / 4; /* grow with headroom: caches grow step by step */
     lkv_buffer *fresh = NULL;
-    int host = buf == &d->arena || buf == &d->staging;
     lkv_status st = alloc_kind(d, want, host, &fresh);
     if (st != LKV_OK)
         return st;
     lkv_vk_free(d, *buf);
     *buf = fresh;
+    return LKV_OK;
+}
+
+lkv_status lkv_vk_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes)
+{
+    return reserve_kind(d, buf, bytes, 0);
+}
+
+lkv_status lkv_vk_reserve_host(lkv_device *d, lkv_buffer **buf, size_t bytes)
+{
+    return reserve_kind(d, buf, bytes, 1);
+}
+
+lkv_status lkv_vk_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
+                       lkv_buffer **out_buf)
+{
+    /* Vulkan cannot tell a VkBuffer's size or device from its handle: the
+     * engine's word (a storage buffer of this device, `bytes` long from
+     * `offset`) is taken, and only the alignment is checked (bind). */
+    (void)d;
+    lkv_buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "vulkan: out of host memory for a buffer view");
+    b->buf = (VkBuffer)(uintptr_t)handle;
+    b->base = offset;
+    b->size = bytes;
+    b->view = 1;
+    *out_buf = b;
     return LKV_OK;
 }
 
@@ -150,29 +186,30 @@ static lkv_status staged(lkv_device *d, const lkv_buffer *dev_buf, size_t off, s
     lkv_status st = lkv_vk_begin(d);
     if (st != LKV_OK)
         return st;
-    VkBufferCopy region = {.srcOffset = to_device ? 0 : off,
-                           .dstOffset = to_device ? off : 0,
+    VkBufferCopy region = {.srcOffset = to_device ? 0 : dev_buf->base + off,
+                           .dstOffset = to_device ? dev_buf->base + off : 0,
                            .size = bytes};
     if (to_device)
         d->vi.fn.vkCmdCopyBuffer(d->cmd, d->staging->buf, dev_buf->buf, 1, &region);
     else
         d->vi.fn.vkCmdCopyBuffer(d->cmd, dev_buf->buf, d->staging->buf, 1, &region);
     lkv_vk_barrier(d);
-    return lkv_vk_flush(d);
+    /* The staging buffer is reused by the next chunk: a host wait each. */
+    return lkv_vk_wait_idle(d, 1);
 }
 
 /* vkCmdUpdateBuffer's limits: 4-byte aligned, at most 64 KiB. */
 #define LKV_VK_INLINE_WRITE_MAX 65536
 
 /* A small write goes into the command stream (the data is copied at record
- * time), in order with the work recorded around it and without a
- * submission: a decode step's appends (a few hundred bytes per head) then
- * cost nothing until its output is read, on a GPU whose memory the host
- * cannot map as on one it can. */
-static int inline_write(const lkv_device *d, const lkv_buffer *dst, size_t off, size_t bytes)
+ * time), in order with the work around it and without a host wait: a
+ * decode step's inputs (a few KiB) cost no sync, on a GPU whose memory the
+ * host cannot map as on one it can. Only a mapped buffer with nothing in
+ * flight takes a plain memcpy instead. */
+static int inline_write(lkv_device *d, const lkv_buffer *dst, size_t off, size_t bytes)
 {
-    return (d->recording || !dst->map) && bytes <= LKV_VK_INLINE_WRITE_MAX && off % 4 == 0 &&
-           bytes % 4 == 0;
+    return bytes <= LKV_VK_INLINE_WRITE_MAX && off % 4 == 0 && bytes % 4 == 0 &&
+           !(dst->map && lkv_vk_idle(d));
 }
 
 lkv_status lkv_vk_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *src, size_t bytes)
@@ -180,23 +217,26 @@ lkv_status lkv_vk_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *
     lkv_status st = check_range(dst, off, bytes, "write");
     if (st != LKV_OK || bytes == 0)
         return st;
+    d->bind.count.h2d_copies++;
+    d->bind.count.h2d_bytes += (int64_t)bytes;
     if (inline_write(d, dst, off, bytes)) {
         st = lkv_vk_begin(d);
         if (st != LKV_OK)
             return st;
-        d->vi.fn.vkCmdUpdateBuffer(d->cmd, dst->buf, off, bytes, src);
+        d->vi.fn.vkCmdUpdateBuffer(d->cmd, dst->buf, dst->base + off, bytes, src);
         lkv_vk_barrier(d);
         return LKV_OK;
     }
-    /* Anything else lands now, so work recorded before it must run first. */
-    st = lkv_vk_flush(d);
+    /* Anything else lands now, so work submitted before it must run first
+     * (a sync when there is any). */
+    st = lkv_vk_wait_idle(d, 0);
     if (st != LKV_OK)
         return st;
     if (dst->map) {
         memcpy(dst->map + off, src, bytes);
         return LKV_OK;
     }
-    st = lkv_vk_reserve(d, &d->staging, LKV_VK_STAGING_BYTES);
+    st = lkv_vk_reserve_host(d, &d->staging, LKV_VK_STAGING_BYTES);
     for (size_t done = 0; st == LKV_OK && done < bytes; done += LKV_VK_STAGING_BYTES) {
         size_t n = bytes - done < LKV_VK_STAGING_BYTES ? bytes - done : LKV_VK_STAGING_BYTES;
         memcpy(d->staging->map, (const unsigned char *)src + done, n);
@@ -208,15 +248,18 @@ lkv_status lkv_vk_write(lkv_device *d, lkv_buffer *dst, size_t off, const void *
 lkv_status lkv_vk_read(lkv_device *d, const lkv_buffer *src, size_t off, void *dst, size_t bytes)
 {
     lkv_status st = check_range(src, off, bytes, "read");
-    if (st == LKV_OK)
-        st = lkv_vk_flush(d);
     if (st != LKV_OK || bytes == 0)
         return st;
+    d->bind.count.d2h_copies++;
+    d->bind.count.d2h_bytes += (int64_t)bytes;
     if (src->map) {
+        st = lkv_vk_wait_idle(d, 1); /* a blocking read: one sync */
+        if (st != LKV_OK)
+            return st;
         memcpy(dst, src->map + off, bytes);
         return LKV_OK;
     }
-    st = lkv_vk_reserve(d, &d->staging, LKV_VK_STAGING_BYTES);
+    st = lkv_vk_reserve_host(d, &d->staging, LKV_VK_STAGING_BYTES);
     for (size_t done = 0; st == LKV_OK && done < bytes; done += LKV_VK_STAGING_BYTES) {
         size_t n = bytes - done < LKV_VK_STAGING_BYTES ? bytes - done : LKV_VK_STAGING_BYTES;
         st = staged(d, src, off + done, n, 0);
@@ -234,12 +277,13 @@ lkv_status lkv_vk_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lkv
         st = check_range(src, src_off, bytes, "copy source");
     if (st != LKV_OK || bytes == 0)
         return st;
-    if (dst == src && dst_off < src_off + bytes && src_off < dst_off + bytes)
+    VkDeviceSize from = src->base + src_off, to = dst->base + dst_off;
+    if (dst->buf == src->buf && to < from + bytes && from < to + bytes)
         return lkv_fail(LKV_INVALID_ARGUMENT, "vulkan copy: overlapping ranges in one buffer");
     st = lkv_vk_begin(d);
     if (st != LKV_OK)
         return st;
-    VkBufferCopy region = {.srcOffset = src_off, .dstOffset = dst_off, .size = bytes};
+    VkBufferCopy region = {.srcOffset = from, .dstOffset = to, .size = bytes};
     d->vi.fn.vkCmdCopyBuffer(d->cmd, src->buf, dst->buf, 1, &region);
     lkv_vk_barrier(d);
     return LKV_OK;
@@ -247,5 +291,5 @@ lkv_status lkv_vk_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lkv
 
 lkv_status lkv_vk_sync(lkv_device *d)
 {
-    return lkv_vk_flush(d);
+    return lkv_vk_wait_idle(d, 1);
 }

@@ -118,7 +118,8 @@ lkv_status lkv_vk_dispatch(lkv_device *d, lkv_bind_pipe id, const lkv_bind_buf *
     VkDescriptorBufferInfo bi[LKV_VK_MAX_BINDINGS];
     VkWriteDescriptorSet w[LKV_VK_MAX_BINDINGS];
     for (uint32_t i = 0; i < info->bindings; i++) {
-        bi[i] = (VkDescriptorBufferInfo){binds[i].buf->buf, binds[i].offset, binds[i].range};
+        bi[i] = (VkDescriptorBufferInfo){binds[i].buf->buf, binds[i].buf->base + binds[i].offset,
+                                         binds[i].range};
         w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                                       .dstBinding = i,
                                       .descriptorCount = 1,
@@ -130,6 +131,7 @@ lkv_status lkv_vk_dispatch(lkv_device *d, lkv_bind_pipe id, const lkv_bind_buf *
                                   info->bindings, w);
     fn->vkCmdPushConstants(d->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, info->push_bytes, push);
     fn->vkCmdDispatch(d->cmd, gx, gy, gz);
+    d->bind.count.launches++;
     lkv_vk_barrier(d);
     return LKV_OK;
 }

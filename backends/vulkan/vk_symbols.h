@@ -108,3 +108,6 @@ LKV_SYM(device, REQ, void, vkDestroyFence, (VkDevice, VkFence, const VkAllocatio
 LKV_SYM(device, REQ, VkResult, vkWaitForFences, (VkDevice, uint32_t, const VkFence *, VkBool32,
         uint64_t))
 LKV_SYM(device, REQ, VkResult, vkResetFences, (VkDevice, uint32_t, const VkFence *))
+LKV_SYM(device, REQ, VkResult, vkGetFenceStatus, (VkDevice, VkFence))
+LKV_SYM(device, REQ, void, vkFreeCommandBuffers, (VkDevice, VkCommandPool, uint32_t,
+        const VkCommandBuffer *))

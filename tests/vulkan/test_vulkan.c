@@ -364,7 +364,7 @@ Test(vulkan, validation_messages_are_caught_and_counted)
     int before = atomic_load(&lkv_vk_validation_messages);
     TU_OK(lkv_vk_begin(rt->dev));
     rt->dev->vi.fn.vkCmdFillBuffer(rt->dev->cmd, buf->buf, 0, 2, 0);
-    TU_OK(lkv_vk_flush(rt->dev));
+    TU_OK(lkv_vk_wait_idle(rt->dev, 1));
     cr_assert_gt(atomic_load(&lkv_vk_validation_messages), before,
                  "a broken rule went unreported: is the messenger installed?");
     rt->ops->free(rt->dev, buf);

@@ -1,7 +1,8 @@
 // observe: mirrors backends/vulkan/shaders/observe.comp. Per listed row and valid slot, the
 // policy state update from this step's probability: integer updates and one
 // f32 add or assignment, as on the CPU, so the results are bit-identical to
-// the oracle. Launch: x = slot blocks, y = listed rows. list: (row, n) pairs.
+// the oracle. Launch: x = slot blocks, y = listed rows. list: (row, n, t) per row: t its own step, as a
+// batch of sequences at different steps needs (the push constant t unused).
 // The kinds' names come from core/op_kinds.h, written above lkv_cl.h.
 
 static void observe_slot(__global const float *probs, __global int *last, __global int *mri,
@@ -34,7 +35,8 @@ LKV_KERNEL lkv_observe(LKV_BIND(uint, list), LKV_BIND(float, probs), LKV_BIND(in
     LKV_OPEN(int, mri);
     LKV_OPEN(float, state);
     uint r = (uint)get_group_id(1);
-    uint row = list[2u * r], n = list[2u * r + 1u];
+    uint row = list[3u * r], n = list[3u * r + 1u];
+    t = (int)list[3u * r + 2u]; // the row's own step (rows of a batch may differ)
     uint stride = (uint)get_num_groups(0) * LKV_WG;
     for (uint i = (uint)get_global_id(0); i < n; i += stride)
         observe_slot(probs, last, mri, state, META_INDEX(row, i), kind, t, alpha);

@@ -2,7 +2,8 @@
 // slot of each listed row, higher kept first; protected slots score +inf.
 // Follows backends/cpu/cpu_score.c formula by formula and in the same order.
 // A previous select's kept slots are raised to +inf by score_prior.cl
-// afterwards. Launch: x = slot blocks, y = listed rows. list: (row, n) pairs.
+// afterwards. Launch: x = slot blocks, y = listed rows. list: (row, n, t) per row: t its own step, as a
+// batch of sequences at different steps needs (the push constant t unused).
 // The kinds' names come from core/op_kinds.h, written above lkv_cl.h.
 //
 // REAL is double in score_f64 (LKV_F64) and float in score_f32. Where the
@@ -79,7 +80,7 @@ static float group_mean(__global const uint *list, __global const float *state, 
     uint first = r - r % rows_per_group;
     REAL sum = LIT(0.0);
     for (uint g = 0u; g < rows_per_group; g++)
-        sum += (REAL)state[META_INDEX(list[2u * (first + g)], i)];
+        sum += (REAL)state[META_INDEX(list[3u * (first + g)], i)];
     return (float)(sum / (REAL)rows_per_group);
 }
 
@@ -97,7 +98,8 @@ LKV_KERNEL lkv_score(LKV_BIND(uint, list), LKV_BIND(int, pos), LKV_BIND(int, las
     LKV_OPEN(float, state);
     LKV_OPEN(float, scores);
     uint r = (uint)get_group_id(1);
-    uint row = list[2u * r], n = list[2u * r + 1u];
+    uint row = list[3u * r], n = list[3u * r + 1u];
+    t = (int)list[3u * r + 2u]; // the row's own step (rows of a batch may differ)
     int lo = protect_head, hi = (int)n - protect_tail;
     uint stride = (uint)get_num_groups(0) * LKV_WG;
     for (uint i = (uint)get_global_id(0); i < n; i += stride) {

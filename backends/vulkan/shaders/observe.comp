@@ -3,7 +3,9 @@
 // observe: per listed row and valid slot, the policy state update from this
 // step's probability. Integer updates and one f32 add or assignment, as on
 // the CPU, so the results are bit-identical to the oracle.
-// Launch: x = slot blocks, y = listed rows. list: (row, n) pairs.
+// Launch: x = slot blocks, y = listed rows. list: (row, n, t) per row: t
+// its own step, as a batch of sequences at different steps needs (the push
+// constant t is unused).
 #include "meta_rows.glsl"
 #include "op_kinds.glsl" // generated from core/op_kinds.h
 
@@ -24,16 +26,16 @@ layout(std430, binding = 2) buffer StateA { int last[]; };
 layout(std430, binding = 3) buffer StateB { int mri[]; };
 layout(std430, binding = 4) buffer StateF { float state[]; };
 
-void slot(uint r, uint row, uint n, uint i)
+void slot(uint row, uint i, int t)
 {
     uint x = META_INDEX(row, i);
     float p = probs[x];
     if (pc.kind == LKV_OBSERVE_RECURRENCE) {
         if (p >= pc.alpha) {
-            int gap = pc.t - last[x];
+            int gap = t - last[x];
             if (gap > mri[x])
                 mri[x] = gap;
-            last[x] = pc.t;
+            last[x] = t;
         }
     } else if (pc.kind == LKV_OBSERVE_ACCUMULATE) {
         state[x] = state[x] + p;
@@ -45,7 +47,8 @@ void slot(uint r, uint row, uint n, uint i)
 void main()
 {
     uint r = gl_WorkGroupID.y;
-    uint row = list[2u * r], n = list[2u * r + 1u];
+    uint row = list[3u * r], n = list[3u * r + 1u];
+    int t = int(list[3u * r + 2u]); // the row's own step (rows of a batch may differ)
     for (uint i = gl_GlobalInvocationID.x; i < n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x)
-        slot(r, row, n, i);
+        slot(row, i, t);
 }

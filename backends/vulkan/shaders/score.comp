@@ -6,7 +6,8 @@
 // f64 variant matches it bit for bit (see real_math.glsl), the f32 variant
 // to a few ulp. A previous select's kept slots are raised to +inf by
 // score_prior.comp afterwards. Launch: x = slot blocks, y = listed rows.
-// list: (row, n) pairs.
+// list: (row, n, t) per row: t its own step, as a
+// batch of sequences at different steps needs (the push constant t unused).
 #include "meta_rows.glsl"
 #include "real_math.glsl"
 #include "op_kinds.glsl" // generated from core/op_kinds.h
@@ -86,11 +87,11 @@ float group_mean(uint r, uint i)
     uint first = r - r % pc.rows_per_group;
     REAL sum = REAL(0.0);
     for (uint g = 0u; g < pc.rows_per_group; g++)
-        sum += REAL(state[META_INDEX(list[2u * (first + g)], i)]);
+        sum += REAL(state[META_INDEX(list[3u * (first + g)], i)]);
     return float(sum / REAL(pc.rows_per_group));
 }
 
-void slot(uint r, uint row, uint n, uint i)
+void slot(uint r, uint row, uint n, uint i, int t)
 {
     uint x = META_INDEX(row, i);
     int lo = pc.protect_head, hi = int(n) - pc.protect_tail, ii = int(i);
@@ -98,7 +99,7 @@ void slot(uint r, uint row, uint n, uint i)
     if (ii < lo || ii >= hi) {
         s = uintBitsToFloat(0x7f800000u);
     } else if (pc.kind == LKV_SCORE_RECURRENCE) {
-        s = float(lazy_score(mri[x], pc.t - last[x]));
+        s = float(lazy_score(mri[x], t - last[x]));
     } else if (pc.kind == LKV_SCORE_STATE) {
         s = state[x];
     } else if (pc.kind == LKV_SCORE_GROUP_MEAN) {
@@ -116,7 +117,8 @@ void slot(uint r, uint row, uint n, uint i)
 void main()
 {
     uint r = gl_WorkGroupID.y;
-    uint row = list[2u * r], n = list[2u * r + 1u];
+    uint row = list[3u * r], n = list[3u * r + 1u];
+    int t = int(list[3u * r + 2u]); // the row's own step (rows of a batch may differ)
     for (uint i = gl_GlobalInvocationID.x; i < n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x)
-        slot(r, row, n, i);
+        slot(r, row, n, i, t);
 }

@@ -3,7 +3,7 @@
 // score, second step: the slots a previous select kept (prior_kept, the
 // first prior_k entries of each row) score +inf. A separate dispatch because
 // a slot's own invocation in score.comp cannot tell whether it is listed.
-// Launch: x = blocks of prior_k, y = listed rows. list: (row, n) pairs.
+// Launch: x = blocks of prior_k, y = listed rows. list: (row, n, t) per row, as score's.
 #include "meta_rows.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -22,7 +22,7 @@ layout(std430, binding = 2) buffer Scores { float scores[]; };
 void main()
 {
     uint r = gl_WorkGroupID.y;
-    uint row = list[2u * r];
+    uint row = list[3u * r];
     for (uint j = gl_GlobalInvocationID.x; j < pc.prior_k; j += gl_NumWorkGroups.x * gl_WorkGroupSize.x)
         scores[META_INDEX(row, uint(kept[META_INDEX(row, j)]))] = uintBitsToFloat(0x7f800000u);
 }

@@ -1,0 +1,339 @@
+/* What an engine that embeds lazykv on its own device objects checks, the
+ * same for OpenCL and Vulkan (test_opencl_engine.c, test_vulkan_engine.c):
+ * the backend's wrap refuses a misaligned offset naming it and the
+ * alignment; store through views of the engine's buffers writes the bits
+ * the cpu oracle writes, in one dispatch with no transfer or host wait;
+ * and a decode batch on device arrays gives the cpu's host-array batch
+ * outputs and lengths, with no sync and a fixed number of dispatches per
+ * step. The engine's uploads are queued on its queue without waiting and
+ * its downloads wait on that queue, so the results also show the queue
+ * hand-off both ways (docs/embedding.md).
+ *
+ * The including test defines an lkv_engine: buffers in the engine's own
+ * memory, named by the handle lkv_device_array takes. */
+#ifndef LKV_ENGINE_CHECKS_H
+#define LKV_ENGINE_CHECKS_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+#include "test_util.h"
+
+typedef struct lkv_engine lkv_engine;
+/* A zeroed buffer of `bytes` in the engine's memory; its handle. */
+static uint64_t engine_buffer(lkv_engine *e, size_t bytes);
+/* Queued on the engine's queue, unwaited (the engine keeps a copy). */
+static void engine_put(lkv_engine *e, uint64_t h, size_t off, const void *src, size_t bytes);
+/* Waits for the engine's queue, then copies out. */
+static void engine_get(lkv_engine *e, uint64_t h, size_t off, void *dst, size_t bytes);
+
+/* Where the engine places its arrays: not at 0, a multiple of every
+ * alignment a device asks for here. */
+#define ENGINE_OFFSET 256
+
+static lkv_counters counters_of(const lkv_runtime *rt)
+{
+    lkv_counters c;
+    TU_OK(lkv_runtime_get_counters(rt, &c));
+    return c;
+}
+
+static lkv_counters counters_since(const lkv_runtime *rt, lkv_counters before)
+{
+    lkv_counters c = counters_of(rt);
+    c.launches -= before.launches;
+    c.h2d_copies -= before.h2d_copies;
+    c.h2d_bytes -= before.h2d_bytes;
+    c.d2h_copies -= before.d2h_copies;
+    c.d2h_bytes -= before.d2h_bytes;
+    c.syncs -= before.syncs;
+    return c;
+}
+
+static void expect_no_transfer_or_wait(lkv_counters d, const char *what)
+{
+    cr_assert(d.h2d_copies == 0 && d.d2h_copies == 0 && d.syncs == 0,
+              "%s: %lld h2d, %lld d2h copies and %lld syncs, expected none", what,
+              (long long)d.h2d_copies, (long long)d.d2h_copies, (long long)d.syncs);
+}
+
+/* ---- wrap ---- */
+
+static void check_wrap_refuses_misalignment(lkv_runtime *rt, uint64_t handle, uint64_t align)
+{
+    lkv_buffer *view = NULL;
+    uint64_t off = align > 4 ? align / 2 : 2;
+    cr_assert_eq(rt->ops->wrap(rt->dev, handle, off, 64, &view), LKV_INVALID_ARGUMENT);
+    char want_off[32], want_align[32];
+    snprintf(want_off, sizeof want_off, "offset %llu", (unsigned long long)off);
+    snprintf(want_align, sizeof want_align, "%llu", (unsigned long long)align);
+    cr_assert(strstr(lkv_last_error(), want_off) && strstr(lkv_last_error(), want_align),
+              "message: %s", lkv_last_error());
+    TU_OK(rt->ops->wrap(rt->dev, handle, align, 64, &view));
+    rt->ops->free(rt->dev, view);
+}
+
+/* ---- store ---- */
+
+#define ST_CAP 24
+#define ST_DIM 33 /* odd: f16 and bf16 words straddle slots and rows */
+#define ST_HEADS 4
+#define ST_KV 2
+#define ST_ROWS 8
+#define ST_TOKENS 10
+#define ST_ENTRIES 3
+
+static const int32_t st_row0[ST_ENTRIES] = {0, 4, 0}, st_slot0[ST_ENTRIES] = {0, 2, 5},
+                     st_count[ST_ENTRIES] = {5, 3, 2}, st_src[ST_ENTRIES] = {3, 0, 8},
+                     st_pos0[ST_ENTRIES] = {100, 7, 105}, st_last[ST_ENTRIES] = {-1, 9, 4};
+
+static void store_inputs(float *k, float *v)
+{
+    uint64_t rng = 7;
+    size_t n = (size_t)ST_TOKENS * ST_KV * ST_DIM;
+    tu_fill_normal(k, n, &rng, 2.0);
+    tu_fill_normal(v, n, &rng, 1.0);
+    /* values the finite rule and the rounding decide */
+    const float special[] = {NAN, INFINITY, -INFINITY, 70000.0f, -1.0e6f, 65520.0f, 3.0e-6f,
+                             -0.0f, 1.0009765625f + 0.00048828125f, 3.39e38f};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) {
+        k[i * 7 % n] = special[i];
+        v[(i * 11 + 3) % n] = special[i];
+    }
+}
+
+static size_t st_kv_bytes(lkv_dtype dt)
+{
+    return (size_t)ST_ROWS * ST_CAP * ST_DIM * lkv_dtype_size(dt);
+}
+
+/* The six cache buffers' bytes after the store on `rt`, cache buffers from
+ * make(), inputs from kbuf/vbuf. */
+typedef struct store_result {
+    unsigned char *kv[2];
+    int32_t meta[4][ST_ROWS * ST_CAP];
+} store_result;
+
+static lkv_store_args store_args(const lkv_cache_buffers *c, const lkv_buffer *k,
+                                 const lkv_buffer *v)
+{
+    lkv_store_args a = {c, ST_ENTRIES, st_row0, st_slot0, st_count, st_src, st_pos0, st_last,
+                        ST_HEADS, ST_KV, k, v};
+    return a;
+}
+
+static void store_on_cpu(lkv_dtype dt, const float *k, const float *v, store_result *out)
+{
+    lkv_runtime *cpu = NULL;
+    TU_OK(lkv_runtime_open("cpu", &cpu));
+    size_t in = sizeof(float) * ST_TOKENS * ST_KV * ST_DIM, meta = 4 * ST_ROWS * ST_CAP;
+    lkv_buffer *b[8];
+    size_t sizes[8] = {st_kv_bytes(dt), st_kv_bytes(dt), meta, meta, meta, meta, in, in};
+    for (int i = 0; i < 8; i++)
+        TU_OK(cpu->ops->alloc(cpu->dev, sizes[i], &b[i]));
+    TU_OK(cpu->ops->write(cpu->dev, b[6], 0, k, in));
+    TU_OK(cpu->ops->write(cpu->dev, b[7], 0, v, in));
+    lkv_cache_buffers c = {b[0], b[1], b[2], b[3], b[4], b[5], ST_CAP, ST_DIM, dt};
+    lkv_store_args a = store_args(&c, b[6], b[7]);
+    TU_OK(cpu->ops->store(cpu->dev, &a));
+    for (int i = 0; i < 2; i++) {
+        out->kv[i] = malloc(st_kv_bytes(dt));
+        TU_OK(cpu->ops->read(cpu->dev, b[i], 0, out->kv[i], st_kv_bytes(dt)));
+    }
+    for (int i = 0; i < 4; i++)
+        TU_OK(cpu->ops->read(cpu->dev, b[2 + i], 0, out->meta[i], meta));
+    for (int i = 0; i < 8; i++)
+        cpu->ops->free(cpu->dev, b[i]);
+    lkv_runtime_close(cpu);
+}
+
+/* Store through views of the engine's buffers, all at ENGINE_OFFSET. */
+static void store_on_engine(lkv_runtime *rt, lkv_engine *e, lkv_dtype dt, const float *k,
+                            const float *v, store_result *out)
+{
+    size_t in = sizeof(float) * ST_TOKENS * ST_KV * ST_DIM, meta = 4 * ST_ROWS * ST_CAP;
+    size_t sizes[8] = {st_kv_bytes(dt), st_kv_bytes(dt), meta, meta, meta, meta, in, in};
+    uint64_t h[8];
+    lkv_buffer *view[8];
+    for (int i = 0; i < 8; i++) {
+        h[i] = engine_buffer(e, ENGINE_OFFSET + sizes[i]);
+        TU_OK(rt->ops->wrap(rt->dev, h[i], ENGINE_OFFSET, sizes[i], &view[i]));
+    }
+    engine_put(e, h[6], ENGINE_OFFSET, k, in);
+    engine_put(e, h[7], ENGINE_OFFSET, v, in);
+    lkv_cache_buffers c = {view[0], view[1], view[2], view[3], view[4], view[5], ST_CAP, ST_DIM, dt};
+    lkv_store_args a = store_args(&c, view[6], view[7]);
+    lkv_counters before = counters_of(rt);
+    TU_OK(rt->ops->store(rt->dev, &a));
+    lkv_counters d = counters_since(rt, before);
+    expect_no_transfer_or_wait(d, "store");
+    cr_assert_eq(d.launches, 1, "store: %lld dispatches for one batch", (long long)d.launches);
+    for (int i = 0; i < 8; i++)
+        rt->ops->free(rt->dev, view[i]); /* the views only: the engine reads its buffers next */
+    for (int i = 0; i < 2; i++) {
+        out->kv[i] = malloc(st_kv_bytes(dt));
+        engine_get(e, h[i], ENGINE_OFFSET, out->kv[i], st_kv_bytes(dt));
+    }
+    for (int i = 0; i < 4; i++)
+        engine_get(e, h[2 + i], ENGINE_OFFSET, out->meta[i], meta);
+}
+
+static void check_store_like_cpu(lkv_runtime *rt, lkv_engine *e, lkv_dtype dt)
+{
+    size_t n = (size_t)ST_TOKENS * ST_KV * ST_DIM;
+    float *k = malloc(sizeof(float) * n), *v = malloc(sizeof(float) * n);
+    store_inputs(k, v);
+    store_result ref, got;
+    store_on_cpu(dt, k, v, &ref);
+    store_on_engine(rt, e, dt, k, v, &got);
+    const char *names[2] = {"k", "v"};
+    for (int i = 0; i < 2; i++) {
+        for (size_t b = 0; b < st_kv_bytes(dt); b++)
+            cr_assert_eq(got.kv[i][b], ref.kv[i][b], "%s %s byte %zu: 0x%02x, the cpu 0x%02x",
+                         lkv_dtype_name(dt), names[i], b, got.kv[i][b], ref.kv[i][b]);
+        free(got.kv[i]);
+        free(ref.kv[i]);
+    }
+    cr_assert(memcmp(got.meta, ref.meta, sizeof ref.meta) == 0, "%s: pos or state differ",
+              lkv_dtype_name(dt));
+    free(k);
+    free(v);
+}
+
+/* ---- decode batch on device arrays ---- */
+
+#define DB_SEQS 3
+#define DB_STEPS 60
+/* Sequence 1 joins after this many steps, so a batch holds sequences at
+ * different steps (observe and score take each row's own step). */
+#define DB_LATE 5
+
+static lkv_cache_config decode_config(lkv_dtype dt)
+{
+    lkv_cache_config cfg = tu_config(2, 8, 2, 64, 48);
+    cfg.dtype = dt;
+    cfg.sequences = DB_SEQS;
+    TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY));
+    cfg.policy.window = 16;
+    cfg.policy.budget = 32;
+    cfg.policy.alpha = 1e-3f;
+    return cfg;
+}
+
+/* The engine's q, k, v and out arrays, at ENGINE_OFFSET of their buffers. */
+typedef struct engine_io {
+    uint64_t q, k, v, out;
+} engine_io;
+
+static lkv_decode_batch_io device_io(const int32_t *seqs, int32_t n, engine_io b)
+{
+    lkv_decode_batch_io io = {.n_sequences = n, .sequences = seqs,
+                              .memory = LKV_MEMORY_DEVICE};
+    io.q_dev = (lkv_device_array){b.q, ENGINE_OFFSET};
+    io.k_dev = (lkv_device_array){b.k, ENGINE_OFFSET};
+    io.v_dev = (lkv_device_array){b.v, ENGINE_OFFSET};
+    io.out_dev = (lkv_device_array){b.out, ENGINE_OFFSET};
+    return io;
+}
+
+static double worst_error(const float *got, const float *ref, size_t n)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double err = fabs((double)got[i] - ref[i]) / fmax(1.0, fabs(ref[i]));
+        worst = err > worst || err != err ? err : worst;
+    }
+    return worst;
+}
+
+/* Dispatches of each layer's call: the same at every step of that kind. */
+typedef struct launch_log {
+    int64_t layer0, quiet_last; /* -1 until seen */
+} launch_log;
+
+static void expect_fixed(int64_t *seen, int64_t now, const char *what, int step)
+{
+    if (*seen < 0)
+        *seen = now;
+    cr_assert_eq(now, *seen, "%s at step %d: %lld dispatches, earlier steps %lld", what, step,
+                 (long long)now, (long long)*seen);
+}
+
+static void decode_device_step(lkv_runtime *rt, lkv_cache *dev, const int32_t *seqs, int32_t n,
+                               engine_io b, int32_t layer, int step, launch_log *log)
+{
+    lkv_cache_stats before_stats;
+    TU_OK(lkv_cache_get_stats(dev, &before_stats));
+    lkv_decode_batch_io io = device_io(seqs, n, b);
+    lkv_counters before = counters_of(rt);
+    TU_OK(lkv_cache_decode_batch(dev, layer, &io));
+    lkv_counters d = counters_since(rt, before);
+    expect_no_transfer_or_wait(d, "a decode step on device arrays");
+    cr_assert_gt(d.launches, 0);
+    lkv_cache_stats after;
+    TU_OK(lkv_cache_get_stats(dev, &after));
+    if (n < DB_SEQS)
+        return; /* fewer groups: fewer attend dispatches */
+    if (layer == 0)
+        expect_fixed(&log->layer0, d.launches, "layer 0", step);
+    else if (after.evictions == before_stats.evictions)
+        expect_fixed(&log->quiet_last, d.launches, "the last layer without eviction", step);
+}
+
+static void check_decode_batch_like_cpu(lkv_runtime *rt, lkv_engine *e, lkv_dtype dt)
+{
+    static const int32_t seqs[DB_SEQS] = {2, 0, 1};
+    lkv_cache_config cfg = decode_config(dt);
+    lkv_runtime *cpu = NULL;
+    TU_OK(lkv_runtime_open("cpu", &cpu));
+    lkv_cache *ref = NULL, *dev = NULL;
+    TU_OK(lkv_cache_create(cpu, &cfg, &ref));
+    TU_OK(lkv_cache_create(rt, &cfg, &dev));
+    size_t qn = (size_t)DB_SEQS * 8 * 64, kvn = (size_t)DB_SEQS * 2 * 64;
+    float *q = malloc(4 * qn), *k = malloc(4 * kvn), *v = malloc(4 * kvn);
+    float *out_ref = malloc(4 * qn), *out = malloc(4 * qn);
+    engine_io b = {engine_buffer(e, ENGINE_OFFSET + 4 * qn), engine_buffer(e, ENGINE_OFFSET + 4 * kvn),
+                   engine_buffer(e, ENGINE_OFFSET + 4 * kvn), engine_buffer(e, ENGINE_OFFSET + 4 * qn)};
+    launch_log log = {-1, -1};
+    uint64_t rng = 11;
+    double worst = 0;
+    for (int s = 0; s < DB_STEPS; s++)
+        for (int32_t l = 0; l < cfg.layers; l++) {
+            int32_t n = s < DB_LATE ? DB_SEQS - 1 : DB_SEQS; /* seqs[2] = 1 joins late */
+            tu_fill_normal(q, qn, &rng, 1.5);
+            tu_fill_normal(k, kvn, &rng, 1.5);
+            tu_fill_normal(v, kvn, &rng, 1.0);
+            lkv_decode_batch_io hio = {.n_sequences = n, .sequences = seqs,
+                                       .memory = LKV_MEMORY_HOST, .q = q, .k = k, .v = v,
+                                       .out = out_ref};
+            TU_OK(lkv_cache_decode_batch(ref, l, &hio));
+            engine_put(e, b.q, ENGINE_OFFSET, q, 4 * qn);
+            engine_put(e, b.k, ENGINE_OFFSET, k, 4 * kvn);
+            engine_put(e, b.v, ENGINE_OFFSET, v, 4 * kvn);
+            decode_device_step(rt, dev, seqs, n, b, l, s, &log);
+            engine_get(e, b.out, ENGINE_OFFSET, out, 4 * qn);
+            double err = worst_error(out, out_ref, (size_t)n * 8 * 64);
+            worst = err > worst || err != err ? err : worst;
+        }
+    cr_assert_lt(worst, 1e-4, "worst relative output error %g against the cpu", worst);
+    lkv_cache_stats st;
+    TU_OK(lkv_cache_get_stats(dev, &st));
+    cr_assert_gt(st.evictions, 0, "the run must evict to test eviction");
+    for (int32_t i = 0; i < DB_SEQS; i++) {
+        int32_t n_ref = 0, n_dev = 0, t_ref = 0, t_dev = 0;
+        TU_OK(lkv_cache_sequence_info(ref, i, &n_ref, &t_ref));
+        TU_OK(lkv_cache_sequence_info(dev, i, &n_dev, &t_dev));
+        cr_assert(n_ref == n_dev && t_ref == t_dev, "sequence %d: length %d step %d, the cpu %d %d",
+                  i, n_dev, t_dev, n_ref, t_ref);
+    }
+    tu_expect_same_positions(ref, dev, rt->info.backend);
+    free(q), free(k), free(v), free(out_ref), free(out);
+    lkv_cache_destroy(dev);
+    lkv_cache_destroy(ref);
+    lkv_runtime_close(cpu);
+}
+
+#endif /* LKV_ENGINE_CHECKS_H */
