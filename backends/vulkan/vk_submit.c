@@ -81,13 +81,17 @@ static lkv_status add_slot(lkv_device *d)
         st = lkv_vk_check(d->vi.fn.vkCreateFence(d->dev, &fci, NULL, &s->fence), "vkCreateFence");
     if (st == LKV_OK)
         st = lkv_vk_reserve_host(d, &s->arena, LKV_VK_ARENA_MIN);
-    d->n_slots++; /* even half-made: the ring's destroy frees what exists */
-    if (st != LKV_OK)
-        d->n_slots--, lkv_vk_destroy_buffer(d, s->arena), s->arena = NULL;
-    if (st != LKV_OK && s->fence)
+    if (st == LKV_OK) {
+        d->n_slots++;
+        return LKV_OK;
+    }
+    /* Half-made: undo what was made (nothing of it was ever submitted). */
+    lkv_vk_destroy_buffer(d, s->arena);
+    if (s->fence)
         d->vi.fn.vkDestroyFence(d->dev, s->fence, NULL);
-    if (st != LKV_OK && s->cmd)
+    if (s->cmd)
         d->vi.fn.vkFreeCommandBuffers(d->dev, d->pool, 1, &s->cmd);
+    memset(s, 0, sizeof *s);
     return st;
 }
 
