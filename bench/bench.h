@@ -3,8 +3,9 @@
  * Every selected backend runs the same measurements on the same inputs (made
  * once on the host, uploaded to each): the five backend ops timed one at a
  * time at several cache lengths and head shapes, each backend's own device
- * copy bandwidth (the roofline of these memory-bound ops), and a whole decode
- * step through the public API with LazyEviction against the full cache.
+ * copy bandwidth (the roofline of these memory-bound ops), a whole decode
+ * step through the public API with LazyEviction against the full cache, and
+ * the batched decode step of many sequences against per-sequence calls.
  * Results are plain data; the table, JSON and SVG writers only read them.
  *
  * Times are host-observed: a monotonic clock around (issue the op, sync), so
@@ -24,6 +25,8 @@
 #define LKV_BENCH_MAX_SHAPES 4
 #define LKV_BENCH_MAX_SAMPLES 64
 #define LKV_BENCH_SPEC_LEN 64
+#define LKV_BENCH_MAX_BATCHES 8
+#define LKV_BENCH_MAX_BATCH 1024 /* sequences in one batch */
 
 /* ---- what is timed ---- */
 
@@ -84,6 +87,9 @@ typedef struct lkv_bench_settings {
     int32_t keep_percent;         /* select/compact keep and the decode budget, % of length */
     int32_t window;               /* lazy eviction period W of the decode step */
     int32_t full_steps;           /* timed decode steps of the full cache */
+    int n_batches;                /* batched decode step: sequences per batch, */
+    int32_t batches[LKV_BENCH_MAX_BATCHES]; /* ascending, distinct */
+    int32_t batch_slots;          /* ... each standing at this many slots */
     int progress;                 /* draw a progress line on stderr (a terminal) */
     uint64_t seed;
 } lkv_bench_settings;
@@ -131,6 +137,32 @@ typedef struct lkv_bench_decode {
     int64_t full_kv_peak, full_kv_reserved;
 } lkv_bench_decode;
 
+/* What one decode step cost the device, from lkv_runtime_get_counters
+ * readings around the decode call(s): the mean over the steps issued. */
+typedef struct lkv_bench_batch_counters {
+    double launches;
+    double h2d_copies, h2d_bytes;
+    double d2h_copies, d2h_bytes;
+    double syncs;
+} lkv_bench_batch_counters;
+
+typedef struct lkv_bench_batch_side {
+    lkv_bench_timing step;            /* one step of every sequence, then sync */
+    lkv_bench_batch_counters counters; /* per step */
+} lkv_bench_batch_side;
+
+/* n sequences stepped by one lkv_cache_decode_batch call per step, and by n
+ * lkv_cache_decode calls, on caches in the same state. */
+typedef struct lkv_bench_batch {
+    lkv_status status;
+    char error[160];
+    int32_t sequences;
+    int32_t slots;                    /* each sequence's length */
+    int counted;                      /* the backend keeps counters (else they read 0) */
+    lkv_bench_batch_side batched;
+    lkv_bench_batch_side per_sequence;
+} lkv_bench_batch;
+
 typedef struct lkv_bench_machine {
     char cpu[128];
     int cores;
@@ -146,6 +178,7 @@ typedef struct lkv_bench_results {
     lkv_bench_device devices[LKV_BENCH_MAX_DEVICES];
     lkv_bench_timing *ops;     /* [device][shape][length][op] */
     lkv_bench_decode *decode;  /* [device][length] */
+    lkv_bench_batch *batch;    /* [device][batch size] */
     int64_t peak_rss_bytes;    /* getrusage of the whole run, host side */
     double wall_s;
 } lkv_bench_results;
@@ -160,6 +193,7 @@ void lkv_bench_results_free(lkv_bench_results *r);
 lkv_bench_timing *lkv_bench_op_at(const lkv_bench_results *r, int device, int shape, int length,
                                   lkv_bench_op op);
 lkv_bench_decode *lkv_bench_decode_at(const lkv_bench_results *r, int device, int length);
+lkv_bench_batch *lkv_bench_batch_at(const lkv_bench_results *r, int device, int batch);
 
 /* Index of the cpu backend among the devices, -1 if it was not run. */
 int lkv_bench_cpu_index(const lkv_bench_results *r);

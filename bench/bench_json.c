@@ -63,6 +63,11 @@ static void write_settings(lkv_jw *w, const lkv_bench_settings *s)
     lkv_jw_number(w, "target_s", s->target_s);
     lkv_jw_int(w, "copy_bytes", (int64_t)s->copy_bytes);
     lkv_jw_int(w, "seed", (int64_t)s->seed);
+    lkv_jw_begin_array(w, "batches", 1);
+    for (int b = 0; b < s->n_batches; b++)
+        lkv_jw_int(w, NULL, s->batches[b]);
+    lkv_jw_end_array(w);
+    lkv_jw_int(w, "batch_slots", s->batch_slots);
     lkv_jw_string(w, "timing", "host-observed: monotonic clock around (issue the op, sync)");
     lkv_jw_string(w, "unit", "one layer of one sequence: cache rows = kv_heads");
     lkv_jw_end_object(w);
@@ -210,6 +215,65 @@ static void write_decode(lkv_jw *w, const lkv_bench_results *r)
     lkv_jw_end_object(w);
 }
 
+static void write_counters(lkv_jw *w, const lkv_bench_batch_counters *c)
+{
+    lkv_jw_begin_object(w, "counters_per_step", 1);
+    lkv_jw_number(w, "launches", c->launches);
+    lkv_jw_number(w, "h2d_copies", c->h2d_copies);
+    lkv_jw_number(w, "h2d_bytes", c->h2d_bytes);
+    lkv_jw_number(w, "d2h_copies", c->d2h_copies);
+    lkv_jw_number(w, "d2h_bytes", c->d2h_bytes);
+    lkv_jw_number(w, "syncs", c->syncs);
+    lkv_jw_end_object(w);
+}
+
+static void write_batch_side(lkv_jw *w, const char *key, const lkv_bench_batch *b,
+                             const lkv_bench_batch_side *side)
+{
+    lkv_jw_begin_object(w, key, 0);
+    write_timing(w, &side->step);
+    lkv_jw_number(w, "median_per_sequence_s", side->step.median_s / b->sequences);
+    if (b->counted)
+        write_counters(w, &side->counters);
+    else
+        lkv_jw_null(w, "counters_per_step");
+    lkv_jw_end_object(w);
+}
+
+static void write_batch(lkv_jw *w, const lkv_bench_results *r)
+{
+    const lkv_bench_settings *s = &r->settings;
+    lkv_jw_begin_object(w, "batch", 0);
+    write_shape(w, "shape", &s->decode_shape);
+    lkv_jw_int(w, "layers", 1);
+    lkv_jw_string(w, "policy", "lazy");
+    lkv_jw_int(w, "slots", s->batch_slots);
+    lkv_jw_int(w, "budget", s->batch_slots);
+    lkv_jw_int(w, "window", s->window);
+    lkv_jw_begin_array(w, "results", 0);
+    for (int d = 0; d < r->n_devices; d++)
+        for (int i = 0; i < s->n_batches; i++) {
+            const lkv_bench_batch *b = lkv_bench_batch_at(r, d, i);
+            lkv_jw_begin_object(w, NULL, 0);
+            lkv_jw_string(w, "backend", r->devices[d].label);
+            lkv_jw_int(w, "sequences", s->batches[i]);
+            lkv_jw_string(w, "status", lkv_status_name(b->status));
+            if (b->status != LKV_OK) {
+                lkv_jw_string(w, "error", b->error);
+                lkv_jw_end_object(w);
+                continue;
+            }
+            lkv_jw_bool(w, "counted", b->counted);
+            write_batch_side(w, "batched", b, &b->batched);
+            write_batch_side(w, "per_sequence", b, &b->per_sequence);
+            lkv_jw_number(w, "per_sequence_over_batched",
+                          b->per_sequence.step.median_s / b->batched.step.median_s);
+            lkv_jw_end_object(w);
+        }
+    lkv_jw_end_array(w);
+    lkv_jw_end_object(w);
+}
+
 int lkv_bench_write_json(FILE *f, const lkv_bench_results *r)
 {
     lkv_jw w;
@@ -231,6 +295,7 @@ int lkv_bench_write_json(FILE *f, const lkv_bench_results *r)
     write_ops(&w, r);
     write_observation(&w, r);
     write_decode(&w, r);
+    write_batch(&w, r);
     lkv_jw_end_object(&w);
     return lkv_jw_finish(&w);
 }

@@ -1,9 +1,11 @@
 /* The whole benchmark: open the devices, measure each one's copy roofline,
  * time the ops per shape and length on inputs made once per shape, then the
- * public-API decode step on inputs made once for all devices. */
+ * public-API decode step and the batched decode step, each on inputs made
+ * once for all devices. */
 #include <string.h>
 
 #include "bench.h"
+#include "bench_batch.h"
 #include "bench_copy.h"
 #include "bench_decode.h"
 #include "bench_devices.h"
@@ -15,10 +17,11 @@
 #include "clock.h"
 
 /* Progress steps: per device the copy, per (shape, length) an upload and the
- * ops, per length the two decode runs. */
+ * ops, per length the two decode runs, per batch size its two ways. */
 static int progress_total(const lkv_bench_settings *s, int n_devices)
 {
-    int per_device = 1 + s->n_shapes * s->n_lengths * (1 + LKV_BENCH_OP_COUNT) + 2 * s->n_lengths;
+    int per_device = 1 + s->n_shapes * s->n_lengths * (1 + LKV_BENCH_OP_COUNT) + 2 * s->n_lengths +
+                     2 * s->n_batches;
     return n_devices * per_device;
 }
 
@@ -63,6 +66,25 @@ static lkv_status run_decode(lkv_runtime **rts, lkv_bench_results *r, lkv_bench_
     return LKV_OK;
 }
 
+static lkv_status run_batch(lkv_runtime **rts, lkv_bench_results *r, lkv_bench_progress *p)
+{
+    const lkv_bench_settings *s = &r->settings;
+    if (s->n_batches == 0)
+        return LKV_OK;
+    lkv_bench_decode_inputs in;
+    lkv_bench_progress_note(p, "making batch inputs");
+    lkv_status st = lkv_bench_decode_inputs_make(&s->decode_shape, s->batch_slots,
+                                                 lkv_bench_batch_tokens(s), s->seed, &in);
+    if (st != LKV_OK)
+        return st;
+    for (int d = 0; d < r->n_devices; d++)
+        for (int b = 0; b < s->n_batches; b++)
+            lkv_bench_batch_run(rts[d], s, &in, s->batches[b], r->devices[d].label, p,
+                                lkv_bench_batch_at(r, d, b));
+    lkv_bench_decode_inputs_free(&in);
+    return LKV_OK;
+}
+
 lkv_status lkv_bench_run(const lkv_bench_settings *s, lkv_bench_results *out)
 {
     double t0 = lkv_clock_seconds();
@@ -87,6 +109,8 @@ lkv_status lkv_bench_run(const lkv_bench_settings *s, lkv_bench_results *out)
     st = run_ops(rts, out, &p);
     if (st == LKV_OK)
         st = run_decode(rts, out, &p);
+    if (st == LKV_OK)
+        st = run_batch(rts, out, &p);
     lkv_bench_progress_end(&p);
     lkv_bench_devices_close(rts, n);
     out->peak_rss_bytes = lkv_bench_peak_rss();

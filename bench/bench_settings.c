@@ -11,6 +11,7 @@ void lkv_bench_settings_init(lkv_bench_settings *s, int quick)
 {
     static const int32_t full_lengths[] = {1024, 4096, 16384, 65536, 131072};
     static const int32_t quick_lengths[] = {1024, 4096};
+    static const int32_t full_batches[] = {1, 8, 64}, quick_batches[] = {1, 8};
     memset(s, 0, sizeof *s);
     s->quick = quick;
     const int32_t *lengths = quick ? quick_lengths : full_lengths;
@@ -30,6 +31,10 @@ void lkv_bench_settings_init(lkv_bench_settings *s, int quick)
     s->keep_percent = 50;
     s->window = 101; /* the LazyEviction authors' W */
     s->full_steps = quick ? 8 : 16;
+    /* The batched step: how the cost of a step spreads over the sequences. */
+    s->n_batches = quick ? 2 : 3;
+    memcpy(s->batches, quick ? quick_batches : full_batches, sizeof(int32_t) * (size_t)s->n_batches);
+    s->batch_slots = quick ? 1024 : 4096;
     s->seed = 1;
 }
 

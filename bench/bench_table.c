@@ -1,6 +1,7 @@
 /* The terminal report: machine and rooflines, one ops table per shape with a
- * column group per backend, the observation cost, the decode step, notes on
- * anything that failed. Plain ASCII, fixed widths, so it reads in a log. */
+ * column group per backend, the observation cost, the decode step, the
+ * batched decode step, notes on anything that failed. Plain ASCII, fixed
+ * widths, so it reads in a log. */
 #include <stdio.h>
 #include <string.h>
 
@@ -203,6 +204,68 @@ static void print_decode(FILE *f, const lkv_bench_results *r)
         }
 }
 
+/* A counter per step: whole when every step cost the same, as they do. */
+static void print_count(FILE *f, int width, double v, int counted)
+{
+    if (!counted)
+        fprintf(f, " %*s", width, "-");
+    else if (v == (double)(int64_t)v)
+        fprintf(f, " %*lld", width, (long long)v);
+    else
+        fprintf(f, " %*.1f", width, v);
+}
+
+/* " step  per-seq  launches  h2d B  d2h B  syncs |" */
+static void print_batch_side(FILE *f, const lkv_bench_batch_side *side, int32_t n, int counted)
+{
+    char step[16], per[16];
+    lkv_bench_format_time(side->step.median_s, step, sizeof step);
+    lkv_bench_format_time(side->step.median_s / n, per, sizeof per);
+    fprintf(f, " %9s %9s", step, per);
+    const lkv_bench_batch_counters *c = &side->counters;
+    print_count(f, 8, c->launches, counted);
+    print_count(f, 9, c->h2d_bytes, counted);
+    print_count(f, 9, c->d2h_bytes, counted);
+    print_count(f, 5, c->syncs, counted);
+    fputs(" |", f);
+}
+
+static void print_batch_row(FILE *f, const char *label, const lkv_bench_batch *b)
+{
+    fprintf(f, "%-10s %5d |", label, b->sequences);
+    if (b->status != LKV_OK) {
+        fprintf(f, " %s\n", b->status == LKV_UNSUPPORTED ? "skipped (see notes)" : "FAIL (see notes)");
+        return;
+    }
+    print_batch_side(f, &b->batched, b->sequences, b->counted);
+    print_batch_side(f, &b->per_sequence, b->sequences, b->counted);
+    fprintf(f, " %7.2fx\n", b->per_sequence.step.median_s / b->batched.step.median_s);
+}
+
+static void print_batch(FILE *f, const lkv_bench_results *r)
+{
+    const lkv_bench_settings *s = &r->settings;
+    if (s->n_batches == 0)
+        return;
+    char shape[48], len[16];
+    lkv_bench_shape_label(&s->decode_shape, shape, sizeof shape);
+    lkv_bench_format_length(s->batch_slots, len, sizeof len);
+    fprintf(f, "\nbatched decode step, %s, 1 layer, %s slots per sequence, lazy with no eviction "
+               "due:\none lkv_cache_decode_batch call per step vs one lkv_cache_decode per "
+               "sequence (+ sync, median);\ncounters per step from lkv_runtime_get_counters "
+               "(launches, host->device bytes, device->host bytes, host syncs)\n",
+            shape, len);
+    fprintf(f, "%-16s | %-54s | %-54s |\n", "", "batched: 1 call per step",
+            "per-sequence: n calls per step");
+    for (int side = 0; side < 2; side++)
+        fprintf(f, "%s %9s %9s %8s %9s %9s %5s", side ? " |" : "backend     seqs |", "step",
+                "per seq", "launches", "h2d B", "d2h B", "syncs");
+    fprintf(f, " | %8s\n", "speedup");
+    for (int d = 0; d < r->n_devices; d++)
+        for (int b = 0; b < s->n_batches; b++)
+            print_batch_row(f, r->devices[d].label, lkv_bench_batch_at(r, d, b));
+}
+
 /* One line per measurement that has no figure; "notes" heads the first. */
 static void note(FILE *f, int *count, const char *what, lkv_status st, const char *error)
 {
@@ -237,6 +300,16 @@ static void print_notes(FILE *f, const lkv_bench_results *r)
             if (dc->status != LKV_OK)
                 note(f, &count, what, dc->status, dc->error);
         }
+        for (int b = 0; b < s->n_batches; b++) {
+            const lkv_bench_batch *bt = lkv_bench_batch_at(r, d, b);
+            snprintf(what, sizeof what, "%s batch of %d", dv->label, bt->sequences ? bt->sequences
+                                                                                  : s->batches[b]);
+            if (bt->status != LKV_OK)
+                note(f, &count, what, bt->status, bt->error);
+            else if (!bt->counted && b == 0)
+                note(f, &count, what, LKV_UNSUPPORTED, "the backend keeps no device counters "
+                     "(lkv_runtime_get_counters reads 0): counters shown as -");
+        }
     }
 }
 
@@ -252,6 +325,7 @@ void lkv_bench_print_table(FILE *f, const lkv_bench_results *r)
         print_ops(f, r, sh);
     print_observation(f, r);
     print_decode(f, r);
+    print_batch(f, r);
     print_notes(f, r);
     char rss[32];
     lkv_bench_format_bytes((double)r->peak_rss_bytes, rss, sizeof rss);

@@ -7,7 +7,12 @@
  * double, rotation in float), attention by the cache, the output projection
  * and the residual; then RMSNorm, gate and up (again one matmul), SwiGLU, the
  * down projection and the residual. A prefill runs the FFN over the prompt in
- * chunks of rows so its scratch stays small. */
+ * chunks of rows so its scratch stays small.
+ *
+ * The attention of a layer is one lazykv call per cache: the lanes that share
+ * a cache (its sequences) go together through lkv_cache_decode_batch or
+ * lkv_cache_prefill_batch, so the cache stores, attends and observes them in
+ * one dispatch each. */
 #include "forward.h"
 
 #include <math.h>
@@ -36,6 +41,14 @@ struct lkv_forward {
     float *hb;                 /* [chunk][2 ffn]: gate, up */
     float *hb2;                /* [chunk][ffn] */
     float *cos_t, *sin_t;      /* [rows][half] */
+    /* one cache's lanes in a layer: the batch call's lists */
+    int32_t *group;            /* [max_lanes] lane indices, in lane order */
+    int32_t *seqs;             /* [max_lanes] their sequences */
+    int32_t *n_tok, *first;    /* [max_lanes] prompt tokens and first positions */
+    unsigned char *taken;      /* [max_lanes] lanes already in a call this layer */
+    float *pq, *pk, *pv, *pout; /* [max_lanes][qd | kvd] rows of lanes not side by side */
+    float *prompt;             /* the prompt's rows once per sequence of a shared cache */
+    size_t prompt_cap;         /* floats in prompt, grown by the prefills that need it */
 };
 
 /* What one call runs: a step (one row per lane) or a prompt (one row per
@@ -57,11 +70,34 @@ static float *alloc_floats(size_t n, int *failed)
 
 static void free_scratch(lkv_forward *fw)
 {
-    float *all[] = {fw->x,   fw->xn, fw->tmp, fw->qkv, fw->q,     fw->att,
-                    fw->k,   fw->v,  fw->hb,  fw->hb2, fw->cos_t, fw->sin_t};
+    float *all[] = {fw->x,     fw->xn,    fw->tmp, fw->qkv, fw->q,  fw->att,
+                    fw->k,     fw->v,     fw->hb,  fw->hb2, fw->pq, fw->pk,
+                    fw->pv,    fw->pout,  fw->cos_t, fw->sin_t, fw->prompt};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         free(all[i]);
     free(fw->inv_freq);
+    free(fw->group);
+    free(fw->seqs);
+    free(fw->n_tok);
+    free(fw->first);
+    free(fw->taken);
+}
+
+/* The lists and packed rows of the per-cache batch calls. */
+static int alloc_lists(lkv_forward *fw)
+{
+    size_t lanes = (size_t)fw->max_lanes, qd = (size_t)fw->qd, kvd = (size_t)fw->kvd;
+    int failed = 0;
+    fw->pq = alloc_floats(lanes * qd, &failed);
+    fw->pout = alloc_floats(lanes * qd, &failed);
+    fw->pk = alloc_floats(lanes * kvd, &failed);
+    fw->pv = alloc_floats(lanes * kvd, &failed);
+    fw->group = malloc(lanes * sizeof *fw->group);
+    fw->seqs = malloc(lanes * sizeof *fw->seqs);
+    fw->n_tok = malloc(lanes * sizeof *fw->n_tok);
+    fw->first = malloc(lanes * sizeof *fw->first);
+    fw->taken = malloc(lanes);
+    return failed || !fw->group || !fw->seqs || !fw->n_tok || !fw->first || !fw->taken;
 }
 
 static lkv_status alloc_scratch(lkv_forward *fw)
@@ -71,7 +107,8 @@ static lkv_status alloc_scratch(lkv_forward *fw)
     size_t dim = (size_t)c->dim, ffn = (size_t)c->ffn_dim;
     size_t qd = (size_t)fw->qd, kvd = (size_t)fw->kvd, half = (size_t)fw->half;
     double per_row = 3.0 * (double)dim + 3.0 * (double)qd + 4.0 * (double)kvd + 2.0 * (double)half;
-    double total = (double)rows * per_row + 3.0 * (double)chunk * (double)ffn;
+    double total = (double)rows * per_row + 3.0 * (double)chunk * (double)ffn +
+                   2.0 * (double)fw->max_lanes * (double)(qd + kvd);
     if (total * sizeof(float) > (double)(SIZE_MAX / 2))
         return lkv_fail(LKV_OUT_OF_MEMORY,
                         "forward pass scratch for %d lanes and %d-token prompts is too large",
@@ -90,6 +127,7 @@ static lkv_status alloc_scratch(lkv_forward *fw)
     fw->cos_t = alloc_floats(rows * half, &failed);
     fw->sin_t = alloc_floats(rows * half, &failed);
     fw->inv_freq = malloc(half * sizeof(double));
+    failed |= alloc_lists(fw);
     if (failed || !fw->inv_freq)
         return lkv_fail(LKV_OUT_OF_MEMORY,
                         "forward pass scratch for %d lanes and %d-token prompts: out of memory",
@@ -313,25 +351,121 @@ static void project_qkv(lkv_forward *fw, const lkv_model_layer *L, int32_t rows)
     }
 }
 
-/* Attention of every lane; a prompt's causal output comes from lane 0. */
+/* The lanes from i on that share lane i's cache, in lane order, into
+ * fw->group and fw->seqs: the sequence list of one batch call. */
+static int32_t gather_cache(lkv_forward *fw, const lkv_pass *p, int32_t i)
+{
+    int32_t m = 0;
+    for (int32_t j = i; j < p->n_lanes; j++)
+        if (!fw->taken[j] && p->lanes[j].cache == p->lanes[i].cache) {
+            fw->taken[j] = 1;
+            fw->group[m] = j;
+            fw->seqs[m++] = p->lanes[j].sequence;
+        }
+    return m;
+}
+
+/* Rows group[0..m) of src, `width` floats each, side by side in dst. */
+static void pack_rows(float *dst, const float *src, const int32_t *group, int32_t m, size_t width)
+{
+    for (int32_t k = 0; k < m; k++)
+        memcpy(dst + (size_t)k * width, src + (size_t)group[k] * width, width * sizeof(float));
+}
+
+static int consecutive(const int32_t *group, int32_t m)
+{
+    for (int32_t k = 1; k < m; k++)
+        if (group[k] != group[0] + k)
+            return 0;
+    return 1;
+}
+
+/* One step of the cache's m lanes. A decode row is its lane's, so lanes
+ * side by side pass their rows as they lie; others are packed and their
+ * outputs put back. */
+static lkv_status decode_cache(lkv_forward *fw, const lkv_pass *p, int32_t layer, int32_t m)
+{
+    size_t qd = (size_t)fw->qd, kvd = (size_t)fw->kvd, r0 = (size_t)fw->group[0];
+    int direct = consecutive(fw->group, m);
+    lkv_decode_batch_io io = {.n_sequences = m, .sequences = fw->seqs, .memory = LKV_MEMORY_HOST,
+                              .q = fw->q + r0 * qd, .k = fw->k + r0 * kvd, .v = fw->v + r0 * kvd,
+                              .out = fw->att + r0 * qd};
+    if (!direct) {
+        pack_rows(fw->pq, fw->q, fw->group, m, qd);
+        pack_rows(fw->pk, fw->k, fw->group, m, kvd);
+        pack_rows(fw->pv, fw->v, fw->group, m, kvd);
+        io.q = fw->pq, io.k = fw->pk, io.v = fw->pv, io.out = fw->pout;
+    }
+    lkv_status st = lkv_cache_decode_batch(p->lanes[fw->group[0]].cache, layer, &io);
+    for (int32_t k = 0; st == LKV_OK && !direct && k < m; k++)
+        memcpy(fw->att + (size_t)fw->group[k] * qd, fw->pout + (size_t)k * qd, qd * sizeof(float));
+    return st;
+}
+
+/* Room for `n` floats of repeated prompt rows; kept for the next prefill. */
+static lkv_status reserve_prompt(lkv_forward *fw, size_t n)
+{
+    if (n <= fw->prompt_cap)
+        return LKV_OK;
+    float *p = realloc(fw->prompt, n * sizeof(float));
+    if (!p)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "forward pass: out of memory for a prompt of %zu "
+                        "floats shared by several lanes of one cache", n);
+    fw->prompt = p;
+    fw->prompt_cap = n;
+    return LKV_OK;
+}
+
+/* The prompt into the cache's m lanes: every sequence takes the same rows,
+ * so a cache with several lanes gets them once per sequence, packed. Lane 0's
+ * cache also returns the causal output, lane 0's being its first sequence's. */
+static lkv_status prefill_cache(lkv_forward *fw, const lkv_pass *p, int32_t layer, int32_t m)
+{
+    size_t rows = (size_t)p->rows, qn = rows * (size_t)fw->qd, kvn = rows * (size_t)fw->kvd;
+    int with_out = fw->group[0] == 0;
+    for (int32_t k = 0; k < m; k++) {
+        fw->n_tok[k] = p->rows;
+        fw->first[k] = p->lanes[fw->group[k]].position;
+    }
+    lkv_prefill_batch_io io = {.n_sequences = m, .sequences = fw->seqs, .n_tokens = fw->n_tok,
+                               .first_position = fw->first, .memory = LKV_MEMORY_HOST,
+                               .q = fw->q, .k = fw->k, .v = fw->v,
+                               .out = with_out ? fw->att : NULL};
+    float *out = NULL;
+    if (m > 1) {
+        size_t mm = (size_t)m;
+        lkv_status st = reserve_prompt(fw, mm * (qn + 2 * kvn + (with_out ? qn : 0)));
+        if (st != LKV_OK)
+            return st;
+        float *q = fw->prompt, *k = q + mm * qn, *v = k + mm * kvn;
+        out = with_out ? v + mm * kvn : NULL;
+        for (size_t s = 0; s < mm; s++) {
+            memcpy(q + s * qn, fw->q, qn * sizeof(float));
+            memcpy(k + s * kvn, fw->k, kvn * sizeof(float));
+            memcpy(v + s * kvn, fw->v, kvn * sizeof(float));
+        }
+        io.q = q, io.k = k, io.v = v, io.out = out;
+    }
+    lkv_status st = lkv_cache_prefill_batch(p->lanes[fw->group[0]].cache, layer, &io);
+    if (st == LKV_OK && out)
+        memcpy(fw->att, out, qn * sizeof(float));
+    return st;
+}
+
+/* Attention of every lane, one batch call per cache; a prompt's causal
+ * output comes from lane 0. */
 static lkv_status attend(lkv_forward *fw, const lkv_pass *p, int32_t layer)
 {
+    memset(fw->taken, 0, (size_t)p->n_lanes);
     for (int32_t i = 0; i < p->n_lanes; i++) {
-        lkv_lane *ln = &p->lanes[i];
-        lkv_status st;
-        if (p->prefill) {
-            lkv_prefill_io io = {p->rows, fw->k, fw->v, fw->q, i == 0 ? fw->att : NULL,
-                                 ln->position, LKV_MEMORY_HOST, 0};
-            st = lkv_cache_prefill(ln->cache, ln->sequence, layer, &io);
-        } else {
-            lkv_decode_io io = {fw->q + (size_t)i * (size_t)fw->qd,
-                                fw->k + (size_t)i * (size_t)fw->kvd,
-                                fw->v + (size_t)i * (size_t)fw->kvd,
-                                fw->att + (size_t)i * (size_t)fw->qd, LKV_MEMORY_HOST};
-            st = lkv_cache_decode(ln->cache, ln->sequence, layer, &io);
-        }
+        if (fw->taken[i])
+            continue;
+        int32_t m = gather_cache(fw, p, i);
+        lkv_status st = p->prefill ? prefill_cache(fw, p, layer, m) : decode_cache(fw, p, layer, m);
         if (st != LKV_OK)
-            return lkv_fail_context(st, "lane %d, layer %d", i, layer);
+            return m > 1 ? lkv_fail_context(st, "lane %d and %d more of its cache, layer %d", i,
+                                            m - 1, layer)
+                         : lkv_fail_context(st, "lane %d, layer %d", i, layer);
     }
     return LKV_OK;
 }

@@ -1,10 +1,12 @@
 /* The Llama forward pass on the CPU, whose every attention goes through a
  * lazykv cache: RMSNorm, Q/K/V projections, RoPE, attention by
- * lkv_cache_prefill / lkv_cache_decode (the cache evicts by its policy), the
- * output projection, SwiGLU, the final norm and the (tied) classifier.
+ * lkv_cache_prefill_batch / lkv_cache_decode_batch (the cache evicts by its
+ * policy), the output projection, SwiGLU, the final norm and the (tied)
+ * classifier.
  *
  * Several lanes (each a cache and sequence, e.g. one per policy) may step
- * together; their matmuls share one pass over the weights. */
+ * together; their matmuls share one pass over the weights, and the lanes
+ * that are sequences of one cache share one batch call per layer. */
 #ifndef LKV_FORWARD_H
 #define LKV_FORWARD_H
 

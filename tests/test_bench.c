@@ -1,7 +1,8 @@
 /* The benchmark's arithmetic and writers, checked against numbers worked out
  * by hand: the bytes model, the unit formatting, the median, the plot's axis
- * mapping, and that the JSON and SVG say what the results hold. Nothing here
- * times anything: speed is shown by `lazykv bench`, never asserted. */
+ * mapping, that the JSON and SVG say what the results hold, and the batched
+ * decode step's device counters on the cpu oracle, which are exact. Nothing
+ * here asserts a time: speed is shown by `lazykv bench`, never asserted. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "bench.h"
+#include "bench_batch.h"
 #include "bench_inputs.h"
 #include "bench_svg_scale.h"
 #include "bench_timer.h"
@@ -216,6 +218,22 @@ static void fake_results(lkv_bench_results *r)
                 .lazy_max_ms = 2.0, .full_ms = 2.0, .full_max_ms = 2.5};
         }
     }
+    /* batches of 1 and 8: the batched step 1 ms and 2 ms, n per-sequence
+     * calls n ms; the cpu counts (3 launches whatever n), the gpu does not */
+    for (int d = 0; d < 2; d++)
+        for (int b = 0; b < s.n_batches; b++) {
+            int32_t n = s.batches[b];
+            lkv_bench_batch *bt = lkv_bench_batch_at(r, d, b);
+            *bt = (lkv_bench_batch){.status = LKV_OK, .sequences = n, .slots = s.batch_slots,
+                                    .counted = d == 0};
+            bt->batched.step = (lkv_bench_timing){.status = LKV_OK, .reps = 3,
+                                                  .median_s = b ? 2e-3 : 1e-3, .min_s = 1e-3};
+            bt->per_sequence.step = (lkv_bench_timing){.status = LKV_OK, .reps = 3,
+                                                       .median_s = n * 1e-3, .min_s = n * 1e-3};
+            bt->batched.counters = (lkv_bench_batch_counters){3, 3, 2816.0 * n, 1, 2304.0 * n, 1};
+            bt->per_sequence.counters = (lkv_bench_batch_counters){
+                3.0 * n, 3.0 * n, 2816.0 * n, n, 2304.0 * n, n};
+        }
     lkv_bench_timing *failed = lkv_bench_op_at(r, 1, 0, 0, LKV_BENCH_ATTEND_PLAIN);
     *failed = (lkv_bench_timing){.status = LKV_DEVICE_ERROR};
     strcpy(failed->error, "device lost");
@@ -262,6 +280,69 @@ Test(bench_json, results_parse_back_with_bytes_bandwidth_and_roofline_share)
     lkv_bench_results_free(&r);
 }
 
+Test(bench_json, batch_rows_carry_both_ways_their_ratio_and_the_counters)
+{
+    lkv_bench_results r;
+    fake_results(&r);
+    char *text = capture(write_json, &r);
+    lkv_json doc;
+    char err[256];
+    cr_assert_eq(lkv_json_parse(text, strlen(text), &doc, err, sizeof err), 0,
+                 "not JSON: %s", err);
+    const lkv_json *batch = member(&doc, "batch");
+    cr_assert_float_eq(member(batch, "slots")->number, 1024.0, 0.5, "the quick grid's slots");
+    const lkv_json *rows = member(batch, "results");
+    cr_assert_eq(rows->count, 2 * 2, "one entry per device and batch size");
+    const lkv_json *eight = &rows->items[1]; /* cpu, 8 sequences */
+    cr_assert_float_eq(member(eight, "sequences")->number, 8.0, 0.5);
+    const lkv_json *b = member(eight, "batched"), *p = member(eight, "per_sequence");
+    cr_assert_float_eq(member(b, "median_s")->number, 2e-3, 1e-12);
+    cr_assert_float_eq(member(b, "median_per_sequence_s")->number, 2.5e-4, 1e-12);
+    cr_assert_float_eq(member(p, "median_per_sequence_s")->number, 1e-3, 1e-12);
+    cr_assert_float_eq(member(eight, "per_sequence_over_batched")->number, 4.0, 1e-9);
+    const lkv_json *bc = member(b, "counters_per_step"), *pc = member(p, "counters_per_step");
+    cr_assert_float_eq(member(bc, "launches")->number, 3.0, 1e-9);
+    cr_assert_float_eq(member(pc, "launches")->number, 24.0, 1e-9);
+    cr_assert_float_eq(member(bc, "h2d_bytes")->number, 22528.0, 1e-9);
+    cr_assert_float_eq(member(bc, "syncs")->number, 1.0, 1e-9);
+    const lkv_json *gpu = member(&rows->items[2], "batched");
+    cr_assert_eq(member(gpu, "counters_per_step")->type, LKV_JSON_NULL,
+                 "a backend without counters has none, not zeros");
+    lkv_json_free(&doc);
+    free(text);
+    lkv_bench_results_free(&r);
+}
+
+static int write_table(FILE *f, const void *r)
+{
+    lkv_bench_print_table(f, r);
+    return 0;
+}
+
+Test(bench_table, batch_table_has_a_row_per_device_and_size_and_the_ratio)
+{
+    lkv_bench_results r;
+    fake_results(&r);
+    char *text = capture(write_table, &r);
+    const char *t = strstr(text, "batched decode step");
+    cr_assert_not_null(t, "%s", text);
+    cr_assert_not_null(strstr(t, "lkv_cache_decode_batch"));
+    /* cpu at 8: 2.00 ms a step, 250 us a sequence; 8 calls 8.00 ms, 4x */
+    const char *row = strstr(t, "cpu:0          8 |");
+    cr_assert_not_null(row, "%s", t);
+    char line[256];
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(row, "\n"), row);
+    cr_assert_not_null(strstr(line, "2.00 ms"), "%s", line);
+    cr_assert_not_null(strstr(line, "250 us"), "%s", line);
+    cr_assert_not_null(strstr(line, " 22528 "), "h2d bytes per step: %s", line);
+    cr_assert_not_null(strstr(line, "4.00x"), "%s", line);
+    const char *gpu = strstr(t, "gpu:0          8 |");
+    cr_assert_not_null(gpu);
+    cr_assert_not_null(strstr(t, "keeps no device counters"), "the uncounted backend is noted");
+    free(text);
+    lkv_bench_results_free(&r);
+}
+
 Test(bench_json, a_bf16_shape_is_labelled_and_typed_bf16)
 {
     lkv_bench_results r;
@@ -281,6 +362,85 @@ Test(bench_json, a_bf16_shape_is_labelled_and_typed_bf16)
     lkv_json_free(&doc);
     free(text);
     lkv_bench_results_free(&r);
+}
+
+/* ---- the batched decode step on the cpu oracle ---- */
+
+/* Both ways at each size, 128 slots a sequence, few steps: only the counters
+ * are looked at, and on the cpu backend they are exact. */
+static void cpu_batches(const int32_t *sizes, int n, lkv_bench_batch *out)
+{
+    lkv_bench_settings s;
+    lkv_bench_settings_init(&s, 1);
+    s.n_batches = n;
+    memcpy(s.batches, sizes, sizeof *sizes * (size_t)n);
+    s.batch_slots = 128;
+    s.max_warmup = 1;
+    s.min_reps = s.max_reps = 3;
+    lkv_runtime *rt = NULL;
+    TU_OK(lkv_runtime_open("cpu", &rt));
+    lkv_bench_decode_inputs in;
+    TU_OK(lkv_bench_decode_inputs_make(&s.decode_shape, s.batch_slots, lkv_bench_batch_tokens(&s),
+                                       s.seed, &in));
+    lkv_bench_progress p;
+    lkv_bench_progress_start(&p, 0, 2 * n);
+    for (int i = 0; i < n; i++) {
+        lkv_bench_batch_run(rt, &s, &in, sizes[i], "cpu", &p, &out[i]);
+        cr_assert_eq(out[i].status, LKV_OK, "batch of %d: %s", sizes[i], out[i].error);
+        cr_assert(out[i].counted, "the cpu backend keeps counters");
+    }
+    lkv_bench_decode_inputs_free(&in);
+    lkv_runtime_close(rt);
+}
+
+Test(bench_batch, a_batched_step_costs_the_launches_and_syncs_of_a_batch_of_one)
+{
+    const int32_t sizes[] = {1, 5};
+    lkv_bench_batch b[2];
+    cpu_batches(sizes, 2, b);
+    const lkv_bench_batch_counters *one = &b[0].batched.counters, *five = &b[1].batched.counters;
+    cr_assert(one->launches >= 3.0, "store, attend, observe: %g", one->launches);
+    cr_assert_eq(five->launches, one->launches);
+    cr_assert_eq(five->syncs, one->syncs);
+    cr_assert_eq(five->h2d_copies, one->h2d_copies, "q, k and v staged once each");
+    cr_assert_eq(five->d2h_copies, one->d2h_copies, "the outputs read back once");
+    cr_assert_eq(one->h2d_copies, 3.0);
+    cr_assert_eq(one->d2h_copies, 1.0);
+}
+
+Test(bench_batch, per_sequence_calls_cost_n_times_a_batch_of_one)
+{
+    const int32_t sizes[] = {1, 5};
+    lkv_bench_batch b[2];
+    cpu_batches(sizes, 2, b);
+    const lkv_bench_batch_counters *one = &b[0].per_sequence.counters;
+    const lkv_bench_batch_counters *five = &b[1].per_sequence.counters;
+    const lkv_bench_batch_counters *batched = &b[0].batched.counters;
+    cr_assert_eq(one->launches, batched->launches, "a per-sequence call is the batch of one");
+    cr_assert_eq(one->syncs, batched->syncs);
+    cr_assert_eq(five->launches, 5.0 * one->launches);
+    cr_assert_eq(five->syncs, 5.0 * one->syncs);
+    cr_assert_eq(five->h2d_copies, 5.0 * one->h2d_copies);
+    cr_assert_eq(five->d2h_copies, 5.0 * one->d2h_copies);
+}
+
+Test(bench_batch, both_ways_move_the_bytes_of_the_step_rows)
+{
+    const int32_t sizes[] = {1, 5};
+    lkv_bench_batch b[2];
+    cpu_batches(sizes, 2, b);
+    /* hq9/hkv3/d64: q 9*64, k and v 3*64 each, f32 in and out */
+    double in_row = (9 * 64 + 2 * 3 * 64) * 4.0, out_row = 9 * 64 * 4.0;
+    for (int i = 0; i < 2; i++) {
+        const lkv_bench_batch_side *sides[] = {&b[i].batched, &b[i].per_sequence};
+        for (int k = 0; k < 2; k++) {
+            cr_assert_eq(sides[k]->counters.h2d_bytes, sizes[i] * in_row, "%d sequences, %s",
+                         sizes[i], k ? "per-sequence" : "batched");
+            cr_assert_eq(sides[k]->counters.d2h_bytes, sizes[i] * out_row);
+            cr_assert_eq(sides[k]->step.status, LKV_OK);
+            cr_assert_eq(sides[k]->step.reps, 3);
+        }
+    }
 }
 
 /* ---- SVG ---- */
@@ -348,6 +508,14 @@ Test(bench_cli, a_bad_length_is_one_line_naming_it)
     char out[8192];
     cr_assert_eq(run("bench --lengths 1024,7", out, sizeof out), 2);
     cr_assert_not_null(strstr(out, "'7'"), "%s", out);
+    cr_assert_eq(count(out, "\n"), 1, "%s", out);
+}
+
+Test(bench_cli, a_bad_batch_size_is_one_line_naming_it)
+{
+    char out[8192];
+    cr_assert_eq(run("bench --batches 1,x", out, sizeof out), 2);
+    cr_assert_not_null(strstr(out, "'x'"), "%s", out);
     cr_assert_eq(count(out, "\n"), 1, "%s", out);
 }
 

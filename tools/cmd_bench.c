@@ -1,7 +1,8 @@
 /* `lazykv bench`: every backend's ops timed side by side on the same inputs,
  * against each backend's own copy bandwidth, plus the decode step with
- * eviction against the full cache; a table, and optionally JSON and an SVG
- * plot. The measuring lives in bench/; this file is the command line. */
+ * eviction against the full cache and the batched decode step against
+ * per-sequence calls; a table, and optionally JSON and an SVG plot. The
+ * measuring lives in bench/; this file is the command line. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +20,19 @@ static const char *const help =
     "lengths and head shapes; reports bytes moved, effective bandwidth and its\n"
     "share of the backend's own device copy bandwidth; the cost of observation\n"
     "(attend + probs vs plain); and a whole decode step through the public API,\n"
-    "LazyEviction at a 50% budget vs the full cache, with peak KV memory.\n"
+    "LazyEviction at a 50% budget vs the full cache, with peak KV memory; and the\n"
+    "batched decode step (one lkv_cache_decode_batch call for n sequences vs n\n"
+    "lkv_cache_decode calls) with the device counters each step costs.\n"
     "Times are host-observed (issue, then sync): median and min of timed runs.\n\n"
     "  --backends LIST   comma-separated specs (cpu,vulkan:0,...); default every\n"
     "                    available device, emulated ones included, cpu first\n"
     "  --lengths LIST    cache lengths in slots, e.g. 1024,4096 or 1K,128K\n"
     "                    (default 1K,4K,16K,64K,128K; with --quick 1K,4K)\n"
     "  --dtype f32|f16|bf16  K/V storage of every shape (default f16)\n"
+    "  --batches LIST    sequences per batched decode step, e.g. 1,8,64 (the\n"
+    "                    default; with --quick 1,8); 0 skips the batch table\n"
+    "  --batch-slots N   slots each sequence of a batch holds (default 4K;\n"
+    "                    with --quick 1K)\n"
     "  --quick           short lengths and timing, for a smoke test\n"
     "  --json FILE       write every measurement as JSON\n"
     "  --plot FILE       write an SVG plot: time per op vs cache length per\n"
@@ -35,7 +42,7 @@ static const char *const help =
     "bytes model and how to read the output.\n";
 
 typedef struct bench_opts {
-    const char *backends, *lengths, *json, *plot, *dtype;
+    const char *backends, *lengths, *json, *plot, *dtype, *batches, *batch_slots;
     int quick;
 } bench_opts;
 
@@ -57,6 +64,8 @@ static int parse(int argc, char **argv, bench_opts *o)
                           : !strcmp(a, "--json")     ? &o->json
                           : !strcmp(a, "--plot")     ? &o->plot
                           : !strcmp(a, "--dtype")    ? &o->dtype
+                          : !strcmp(a, "--batches")  ? &o->batches
+                          : !strcmp(a, "--batch-slots") ? &o->batch_slots
                                                      : NULL;
         if (!slot)
             return cli_error("bench", a[0] == '-' ? "unknown option '%s' (see --help)"
@@ -91,12 +100,13 @@ static int parse_backends(const char *list, lkv_bench_settings *s)
 #define MIN_LENGTH 16
 #define MAX_LENGTH (1 << 22)
 
-/* One entry: digits with an optional K (x1024). */
-static int parse_length(const char *list, const char *entry, size_t n, int32_t *out)
+/* One entry of option `opt`: digits with an optional K (x1024). */
+static int parse_length(const char *opt, const char *list, const char *entry, size_t n,
+                        int32_t *out)
 {
     char text[32];
     if (n == 0 || n >= sizeof text)
-        return cli_error("bench", "--lengths '%s': empty or overlong entry", list);
+        return cli_error("bench", "%s '%s': empty or overlong entry", opt, list);
     snprintf(text, sizeof text, "%.*s", (int)n, entry);
     char *end = NULL;
     errno = 0;
@@ -106,8 +116,8 @@ static int parse_length(const char *list, const char *entry, size_t n, int32_t *
         end++;
     }
     if (errno || end == text || *end || v < MIN_LENGTH || v > MAX_LENGTH)
-        return cli_error("bench", "--lengths entry '%s' is not a length in %d..%d (a number, "
-                         "optionally with K)", text, MIN_LENGTH, MAX_LENGTH);
+        return cli_error("bench", "%s entry '%s' is not a length in %d..%d (a number, "
+                         "optionally with K)", opt, text, MIN_LENGTH, MAX_LENGTH);
     *out = (int32_t)v;
     return 0;
 }
@@ -128,7 +138,7 @@ static int parse_lengths(const char *list, lkv_bench_settings *s)
         if (n == LKV_BENCH_MAX_LENGTHS)
             return cli_error("bench", "--lengths '%s': at most %d lengths", list,
                              LKV_BENCH_MAX_LENGTHS);
-        if (parse_length(list, p, len, &v[n]))
+        if (parse_length("--lengths", list, p, len, &v[n]))
             return 2;
         n++;
         p += len + (p[len] == ',');
@@ -141,6 +151,46 @@ static int parse_lengths(const char *list, lkv_bench_settings *s)
         if (i == 0 || v[i] != v[i - 1])
             s->lengths[s->n_lengths++] = v[i];
     return 0;
+}
+
+/* Ascending and distinct batch sizes, or "0" for none. */
+static int parse_batches(const char *list, lkv_bench_settings *s)
+{
+    if (!strcmp(list, "0")) {
+        s->n_batches = 0;
+        return 0;
+    }
+    int32_t v[LKV_BENCH_MAX_BATCHES];
+    int n = 0;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        char text[16], *end = NULL;
+        snprintf(text, sizeof text, "%.*s", (int)(len < sizeof text ? len : sizeof text - 1), p);
+        errno = 0;
+        long b = strtol(text, &end, 10);
+        if (n == LKV_BENCH_MAX_BATCHES)
+            return cli_error("bench", "--batches '%s': at most %d batch sizes", list,
+                             LKV_BENCH_MAX_BATCHES);
+        if (len == 0 || len >= sizeof text || errno || end == text || *end || b < 1 ||
+            b > LKV_BENCH_MAX_BATCH)
+            return cli_error("bench", "--batches entry '%.*s' is not a sequence count in 1..%d",
+                             (int)len, p, LKV_BENCH_MAX_BATCH);
+        v[n++] = (int32_t)b;
+        p += len + (p[len] == ',');
+    }
+    if (n == 0)
+        return cli_error("bench", "--batches is empty: give sizes such as 1,8,64, or 0 for none");
+    qsort(v, (size_t)n, sizeof v[0], cmp_i32);
+    s->n_batches = 0;
+    for (int i = 0; i < n; i++)
+        if (i == 0 || v[i] != v[i - 1])
+            s->batches[s->n_batches++] = v[i];
+    return 0;
+}
+
+static int parse_batch_slots(const char *text, lkv_bench_settings *s)
+{
+    return parse_length("--batch-slots", text, text, strlen(text), &s->batch_slots) ? 2 : 0;
 }
 
 static int parse_dtype(const char *text, lkv_bench_settings *s)
@@ -191,7 +241,9 @@ int cmd_bench(int argc, char **argv)
     s.progress = isatty(2);
     if ((o.backends && (rc = parse_backends(o.backends, &s))) ||
         (o.lengths && (rc = parse_lengths(o.lengths, &s))) ||
-        (o.dtype && (rc = parse_dtype(o.dtype, &s))))
+        (o.dtype && (rc = parse_dtype(o.dtype, &s))) ||
+        (o.batches && (rc = parse_batches(o.batches, &s))) ||
+        (o.batch_slots && (rc = parse_batch_slots(o.batch_slots, &s))))
         return rc;
     FILE *json = NULL, *plot = NULL;
     if ((rc = open_output(o.json, &json)) || (rc = open_output(o.plot, &plot))) {
