@@ -9,4 +9,5 @@ const lkv_backend_ops lkv_backend_cuda = {
     .open = lkv_cu_open,
     .open_external = lkv_cu_open_external,
     LKV_GPU_OPS_COMMON,
+    .row_steps = 1,
 };

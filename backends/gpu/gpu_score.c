@@ -34,10 +34,10 @@ lkv_status lkv_gpu_score(lkv_device *d, const lkv_score_args *a)
     lkv_status st = check(d, a);
     if (st != LKV_OK || a->n_rows <= 0)
         return st;
-    const int32_t *host[2] = {a->rows, a->row_n};
-    size_t counts[2] = {(size_t)a->n_rows, (size_t)a->n_rows};
-    lkv_gpu_ptr list[2];
-    st = lkv_gpu_upload(d, 2, host, counts, list);
+    const int32_t *host[3] = {a->rows, a->row_n, a->row_t};
+    size_t counts[3] = {(size_t)a->n_rows, (size_t)a->n_rows, (size_t)a->n_rows};
+    lkv_gpu_ptr list[3] = {0, 0, 0}; /* row_t 0: every row at t */
+    st = lkv_gpu_upload(d, a->row_t ? 3 : 2, host, counts, list);
     if (st != LKV_OK)
         return st;
     lkv_gpu_ptr pos = c->pos->ptr, last = c->state_a->ptr, mri = c->state_b->ptr;
@@ -48,8 +48,8 @@ lkv_status lkv_gpu_score(lkv_device *d, const lkv_score_args *a)
     uint64_t seed = a->seed;
     uint32_t gy = lkv_gpu_rows_y(d, n_rows);
     uint32_t gx = lkv_gpu_stride_blocks(lkv_gpu_longest(a->row_n, n_rows), LKV_SCORE_BLOCK);
-    void *args[] = {&list[0], &list[1], &pos,  &last, &mri,  &state,     &scores, &cap,
-                    &n_rows,  &kind,    &t,    &head, &tail, &pool, &per_group, &seed};
+    void *args[] = {&list[0], &list[1], &pos, &last, &mri, &state, &scores, &cap, &n_rows,
+                    &kind, &t, &list[2], &head, &tail, &pool, &per_group, &seed};
     st = lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_score_slots, gx, gy, 1, LKV_SCORE_BLOCK, args);
     if (st == LKV_OK && a->prior_kept && a->prior_k > 0)
         st = launch_prior(d, a, list[0], gy);

@@ -107,4 +107,5 @@ const lkv_backend_ops lkv_backend_hip = {
     .open = hip_open,
     .open_external = hip_open_external,
     LKV_GPU_OPS_COMMON,
+    .row_steps = 1,
 };

@@ -537,4 +537,5 @@ const lkv_backend_ops lkv_backend_gpu_emu = {
     .open = emu_open,
     .open_external = emu_open_external,
     LKV_GPU_OPS_COMMON,
+    .row_steps = 1,
 };

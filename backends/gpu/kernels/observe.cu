@@ -7,7 +7,8 @@
 // Launch: block LKV_OBSERVE_BLOCK (any multiple of 64), x = blocks over the
 // slots of the longest row (grid-stride), y = listed rows (grid-stride over
 // n_rows, so a grid smaller than the list is fine). rows/row_n: the listed
-// rows and their valid slot counts.
+// rows and their valid slot counts; row_t: each listed row's own step, or
+// null: every row at t.
 #include "lkv_gpu.h"
 
 // Start of `row` in a [rows][cap] array: 64-bit, rows * cap may pass 2^32.
@@ -17,19 +18,20 @@ LKV_DEV unsigned long long lkv_obs_row(int row, int cap)
 }
 
 LKV_KERNEL(lkv_observe_lazy)(const int *rows, const int *row_n, const float *probs, int *last,
-                             int *mri, int cap, int n_rows, int t, float alpha)
+                             int *mri, int cap, int n_rows, int t, const int *row_t,
+                             float alpha)
 {
     int stride = (int)(gridDim.x * blockDim.x);
     for (int r = (int)blockIdx.y; r < n_rows; r += (int)gridDim.y) {
         unsigned long long base = lkv_obs_row(rows[r], cap);
-        int n = row_n[r];
+        int n = row_n[r], tr = row_t ? row_t[r] : t;
         for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += stride) {
             unsigned long long x = base + (unsigned long long)i;
             if (probs[x] >= alpha) {
-                int gap = t - last[x];
+                int gap = tr - last[x];
                 if (gap > mri[x])
                     mri[x] = gap;
-                last[x] = t;
+                last[x] = tr;
             }
         }
     }

@@ -20,7 +20,8 @@
 // Launch: block LKV_SCORE_BLOCK (any multiple of 64), x = blocks over the
 // slots of the longest row (lkv_score_slots) or over prior_k
 // (lkv_score_prior), both grid-stride; y = listed rows, grid-stride over
-// n_rows.
+// n_rows. row_t: each listed row's own step for the recurrence score, or
+// null: every row at t.
 #include "lkv_gpu.h" // the kinds (lkv_score_kind) through lkv_kernel_abi.h
 
 // spec/policies.md section 1; an overflowing exp makes its term 0, never NaN.
@@ -96,12 +97,13 @@ LKV_DEV float lkv_group_mean(const int *rows, const float *state, int cap, int r
 
 LKV_KERNEL(lkv_score_slots)(const int *rows, const int *row_n, const int *pos, const int *last,
                             const int *mri, const float *state, float *scores, int cap,
-                            int n_rows, int kind, int t, int protect_head, int protect_tail,
-                            int pool_kernel, int rows_per_group, unsigned long long seed)
+                            int n_rows, int kind, int t, const int *row_t, int protect_head,
+                            int protect_tail, int pool_kernel, int rows_per_group,
+                            unsigned long long seed)
 {
     int stride = (int)(gridDim.x * blockDim.x);
     for (int r = (int)blockIdx.y; r < n_rows; r += (int)gridDim.y) {
-        int row = rows[r], n = row_n[r];
+        int row = rows[r], n = row_n[r], tr = row_t ? row_t[r] : t;
         unsigned long long base = (unsigned long long)row * (unsigned long long)cap;
         int lo = protect_head, hi = n - protect_tail;
         for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += stride) {
@@ -110,7 +112,7 @@ LKV_KERNEL(lkv_score_slots)(const int *rows, const int *row_n, const int *pos, c
             if (i < lo || i >= hi)
                 s = INFINITY;
             else if (kind == LKV_SCORE_RECURRENCE)
-                s = (float)lkv_lazy_score(mri[x], t - last[x]);
+                s = (float)lkv_lazy_score(mri[x], tr - last[x]);
             else if (kind == LKV_SCORE_STATE)
                 s = state[x];
             else if (kind == LKV_SCORE_GROUP_MEAN)
