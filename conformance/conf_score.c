@@ -19,7 +19,10 @@
  * Inputs include every edge the oracle defines: mri 0 (h2 = 0), huge mri
  * and delta (exp overflow must give 0, never NaN), protected regions that
  * cover short rows entirely, and in the "nan" variants NaN and +/-Inf in the
- * state (the oracle's max pooling skips NaN; sums propagate it). */
+ * state (the oracle's max pooling skips NaN; sums propagate it). The
+ * "steps=rows" cases give every listed row its own step (row_t), as a batch
+ * of sequences at different steps does, on a backend that says it honours
+ * them (row_steps). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -69,9 +72,10 @@ typedef struct score_case {
     lkv_dtype dtype;
     int kind; /* index into kinds[] */
     int nan;
+    int steps; /* 1: every listed row at its own step (row_t) */
     int32_t capacity, t, protect_head, protect_tail, prior_k;
     uint64_t seed;
-    int32_t rows[SCORE_MAX_ROWS], row_n[SCORE_MAX_ROWS];
+    int32_t rows[SCORE_MAX_ROWS], row_n[SCORE_MAX_ROWS], row_t[SCORE_MAX_ROWS];
     int cache, prior, scores;
 } score_case;
 
@@ -102,7 +106,8 @@ static float state_value(conf_rng *rng, int nan)
     return (float)pow(10.0, 3.0 - 12.0 * conf_rng_uniform(rng));
 }
 
-static void fill_row(conf_case *c, const score_case *sc, conf_rng *rng, int32_t row, int32_t n)
+static void fill_row(conf_case *c, const score_case *sc, conf_rng *rng, int32_t row, int32_t n,
+                     int32_t t)
 {
     int32_t *pos = conf_slot(c, sc->cache + CONF_POS, row, 0);
     int32_t *last = conf_slot(c, sc->cache + CONF_STATE_A, row, 0);
@@ -113,7 +118,7 @@ static void fill_row(conf_case *c, const score_case *sc, conf_rng *rng, int32_t 
     for (int32_t i = 0; i < n; i++) {
         pos[i] = p;
         p += 1 + conf_rng_below(rng, 3); /* eviction leaves gaps */
-        lazy_state(rng, sc->t, &last[i], &mri[i]);
+        lazy_state(rng, t, &last[i], &mri[i]);
         f[i] = state_value(rng, sc->nan);
     }
     conf_rng_subset(rng, n, sc->prior_k, prior);
@@ -144,6 +149,18 @@ static void draw_rows(score_case *sc, conf_rng *rng)
     sc->prior_k = prior < shortest ? prior : shortest;
 }
 
+/* A step in 1000..100999 that none of the first `i` rows has. */
+static int32_t distinct_step(conf_rng *rng, const int32_t *taken, int32_t i)
+{
+    for (;;) {
+        int32_t t = 1000 + conf_rng_below(rng, 100000), j = 0;
+        while (j < i && taken[j] != t)
+            j++;
+        if (j == i)
+            return t;
+    }
+}
+
 static int build(conf_case *c, void *params, conf_rng *rng)
 {
     score_case *sc = params;
@@ -160,7 +177,8 @@ static int build(conf_case *c, void *params, conf_rng *rng)
     if (c->failed_alloc)
         return 0;
     for (int32_t i = 0; i < sc->s.rows; i++) {
-        fill_row(c, sc, rng, sc->rows[i], sc->row_n[i]);
+        sc->row_t[i] = sc->steps ? distinct_step(rng, sc->row_t, i) : sc->t;
+        fill_row(c, sc, rng, sc->rows[i], sc->row_n[i], sc->row_t[i]);
         conf_allow(c, sc->scores, sc->rows[i], sc->row_n[i]);
     }
     for (int i = 0; i < CONF_CACHE_IMAGES; i++)
@@ -182,6 +200,7 @@ static lkv_status invoke(const conf_case *c, int side, const void *params)
         .rows_per_group = sc->s.rows_per_group,
         .kind = kinds[sc->kind].kind,
         .t = sc->t,
+        .row_t = sc->steps ? sc->row_t : NULL,
         .protect_head = sc->protect_head,
         .protect_tail = sc->protect_tail,
         .pool_kernel = kinds[sc->kind].pool_kernel,
@@ -206,8 +225,9 @@ static void check(const conf_case *c, const void *params, conf_verdict *v)
         break;
     }
     conf_check_guards(c, v);
-    conf_verdict_note(v, "t %d, protect %d+%d, prior %d", sc->t, sc->protect_head,
-                      sc->protect_tail, sc->prior_k);
+    conf_verdict_note(v, "t %d%s, protect %d+%d, prior %d", sc->steps ? sc->row_t[0] : sc->t,
+                      sc->steps ? " (first row's)" : "", sc->protect_head, sc->protect_tail,
+                      sc->prior_k);
 }
 
 static const conf_family family = {sizeof(score_case), build, invoke, check};
@@ -217,22 +237,33 @@ void conf_run_score(conf_run *r)
     const score_shape *grid = r->opt->quick ? quick_grid : full_grid;
     size_t shapes = r->opt->quick ? sizeof quick_grid / sizeof quick_grid[0]
                                   : sizeof full_grid / sizeof full_grid[0];
+    /* variants per kind: plain, nan (state kinds), steps=rows */
     size_t n_kinds = sizeof kinds / sizeof kinds[0], variants = 0;
     for (size_t k = 0; k < n_kinds; k++)
-        variants += 1 + (size_t)kinds[k].nan_variant;
+        variants += 2 + (size_t)kinds[k].nan_variant;
+    const lkv_backend_ops *ops = r->rt[CONF_TESTED]->ops;
     int total = (int)(shapes * variants * 2), index = 0;
     for (size_t k = 0; k < n_kinds; k++)
-        for (int nan = 0; nan <= kinds[k].nan_variant; nan++)
+        for (int v = 0; v < 3; v++) {
+            int nan = v == 1, steps = v == 2;
+            if (nan && !kinds[k].nan_variant)
+                continue;
             for (size_t i = 0; i < shapes; i++)
                 for (int dt = 0; dt < 2; dt++, index++) {
                     score_case sc = {.family = &family, .s = grid[i], .dtype = (lkv_dtype)dt,
-                                     .kind = (int)k, .nan = nan};
+                                     .kind = (int)k, .nan = nan, .steps = steps};
+                    const char *dtype = conf_dtype_name(sc.dtype);
                     char name[192];
                     snprintf(name, sizeof name, "score(kind=%s,n=%d,rows=%d%s,%s)",
-                             kinds[k].name, sc.s.n, sc.s.rows, nan ? ",nan" : "",
-                             conf_dtype_name(sc.dtype));
+                             kinds[k].name, sc.s.n, sc.s.rows,
+                             nan ? ",nan" : steps ? ",steps=rows" : "", dtype);
                     conf_progress(r, "score", index, total);
-                    conf_group_run(r, name, "score", conf_dtype_name(sc.dtype),
-                                   r->rt[CONF_TESTED]->ops->score != NULL, conf_case_seed, &sc);
+                    if (steps && ops->score && !ops->row_steps)
+                        conf_group_skip(r, name, "score", dtype, "row steps unsupported: the "
+                                        "backend's row_steps is 0, so core never passes row_t");
+                    else
+                        conf_group_run(r, name, "score", dtype, ops->score != NULL,
+                                       conf_case_seed, &sc);
                 }
+        }
 }
