@@ -4,7 +4,8 @@
  *   the backend's cache, per-sequence calls,
  *   the backend's cache, batch calls (lkv_cache_prefill_batch/decode_batch),
  * and after every tick every sequence that moved is compared: its length and
- * step, and every layer's and head's kept positions and policy state. The
+ * step and every layer's and head's kept positions, and every fourth tick
+ * and at the end the policy state of every slot too. The
  * schedule is what the batch calls promise to handle: sequences joining at
  * different ticks (so steps differ within a batch) with ragged prompts, some
  * longer than the budget (one of `capacity` tokens, which brings the early
@@ -259,6 +260,24 @@ static void fail_both(batch_run *br, const char *what, lkv_status st)
     conf_diff_fail(&br->oracle, what, st);
 }
 
+/* Sequence s on the three engines: the batch calls' snapshot against the
+ * two others, read once. */
+static void compare_seq(batch_run *br, int32_t s, int states, const char *when)
+{
+    conf_snapshot snap[ENGINES] = {{0}};
+    int ok = 1;
+    for (int k = 0; k < ENGINES && ok; k++)
+        ok = conf_snapshot_take(&snap[k], &br->self, br->cache[k], s, states);
+    if (ok) {
+        conf_snapshot_compare(&br->self, &snap[E_SINGLE], &snap[E_BATCH], when);
+        conf_snapshot_compare(&br->oracle, &snap[E_ORACLE], &snap[E_BATCH], when);
+    } else {
+        conf_diff_fail(&br->oracle, br->self.error, br->self.failed);
+    }
+    for (int k = 0; k < ENGINES; k++)
+        conf_snapshot_free(&snap[k]);
+}
+
 /* Outputs of the tick (prefill and decode, every layer) and the snapshots
  * of every sequence that moved. */
 static void compare_tick(batch_run *br, const tick *t, int32_t at)
@@ -279,11 +298,10 @@ static void compare_tick(batch_run *br, const tick *t, int32_t at)
         conf_engine_compare_out(&br->oracle, io->dout[E_ORACLE] + dofs,
                                 io->dout[E_BATCH] + dofs, dn, when);
     }
-    for (int32_t i = 0; i < t->n_pre + t->n_dec; i++) {
-        int32_t s = i < t->n_pre ? t->pre[i] : t->dec[i - t->n_pre];
-        conf_engine_compare_seq(&br->self, br->cache[E_SINGLE], s, br->cache[E_BATCH], s, when);
-        conf_engine_compare_seq(&br->oracle, br->cache[E_ORACLE], s, br->cache[E_BATCH], s, when);
-    }
+    /* every sequence that moved: positions every tick, states at checkpoints */
+    int states = at % 4 == 3 || at + 1 == br->b->ticks;
+    for (int32_t i = 0; i < t->n_pre + t->n_dec; i++)
+        compare_seq(br, i < t->n_pre ? t->pre[i] : t->dec[i - t->n_pre], states, when);
     conf_engine_compare_stats(&br->self, br->cache[E_SINGLE], br->cache[E_BATCH], when);
     conf_engine_compare_stats(&br->oracle, br->cache[E_ORACLE], br->cache[E_BATCH], when);
 }
@@ -333,6 +351,8 @@ static void run_seed(conf_run *r, const batch_shape *b, const char *name, uint64
         conf_rng_init(&rng, seed, name);
         run_ticks(&br, &rng, seed);
     }
+    for (int32_t s = 0; s < b->engine.seqs && !br.self.failed; s++)
+        compare_seq(&br, s, 1, "at the end");
     conf_engine_verdict(&br.self, "the backend's per-sequence calls", self);
     conf_engine_verdict(&br.oracle, "the oracle's per-sequence calls", oracle);
     free_run(&br);
@@ -346,12 +366,17 @@ static const lkv_policy_kind policies[] = {
 };
 
 /* (seqs, layers, hq, hkv, gqa, dtype): GQA 2:1 grouped in f32, expanded in
- * f16; the full grid adds a wider batch, 4:1, in bf16. */
-static const conf_engine_shape quick_shapes[] = {
-    {LKV_POLICY_FULL, 6, 2, 4, 2, LKV_GQA_GROUPED, LKV_DTYPE_F32},
+ * f16; the full grid adds 3 layers of both and a wider batch, 4:1, in bf16.
+ * A per-sequence decode call costs about 4 ms on lavapipe (2 on PoCL), so
+ * the quick grid gives each policy one of the first two shapes, alternating,
+ * over 10 ticks (about 0.4 s a case there, 3 s on the CPU SIMT emulator,
+ * whose launches cost about 10 ms); the full grid runs all of them
+ * over 30. */
+static const conf_engine_shape shapes[] = {
+    {LKV_POLICY_FULL, 5, 2, 4, 2, LKV_GQA_GROUPED, LKV_DTYPE_F32},
+    {LKV_POLICY_FULL, 5, 2, 4, 2, LKV_GQA_EXPANDED, LKV_DTYPE_F16},
+    {LKV_POLICY_FULL, 7, 3, 4, 2, LKV_GQA_GROUPED, LKV_DTYPE_F32},
     {LKV_POLICY_FULL, 5, 3, 4, 2, LKV_GQA_EXPANDED, LKV_DTYPE_F16},
-};
-static const conf_engine_shape full_extra[] = {
     {LKV_POLICY_FULL, 9, 3, 8, 2, LKV_GQA_GROUPED, LKV_DTYPE_BF16},
 };
 
@@ -406,16 +431,14 @@ void conf_run_batch(conf_run *r)
 {
     const lkv_backend_ops *ops = r->rt[CONF_TESTED]->ops;
     int supported = ops->attend && ops->observe && ops->score && ops->select && ops->compact;
-    size_t nq = sizeof quick_shapes / sizeof quick_shapes[0];
-    size_t nf = r->opt->quick ? 0 : sizeof full_extra / sizeof full_extra[0];
+    size_t ns = r->opt->quick ? 1 : sizeof shapes / sizeof shapes[0]; /* quick: see shapes */
     size_t np = sizeof policies / sizeof policies[0];
-    int count = (int)((nq + nf) * np), index = 0;
+    int count = (int)(ns * np), index = 0;
     int saved = r->seeds; /* long runs, one seed quick, at most two full (as replays) */
     r->seeds = r->opt->quick ? 1 : (saved < 2 ? saved : 2);
-    for (size_t i = 0; i < nq + nf; i++)
+    for (size_t i = 0; i < ns; i++)
         for (size_t p = 0; p < np; p++, index++) {
-            batch_shape b = {i < nq ? quick_shapes[i] : full_extra[i - nq],
-                             r->opt->quick ? 20 : 30};
+            batch_shape b = {shapes[r->opt->quick ? p % 2 : i], r->opt->quick ? 10 : 30};
             b.engine.policy = policies[p];
             conf_progress(r, "batch", index, count);
             if (supported) {

@@ -151,93 +151,125 @@ static int state_close(float want, float got)
     return fabs((double)got - want) <= 1e-6 + 1e-3 * fabs((double)want);
 }
 
-typedef struct slot_arrays {
-    int32_t *pos, *a, *b;
-    float *f;
-} slot_arrays;
+/* The arrays a policy's state lives in: lazy's integer pair, or state_f. */
+static int reads_ints(lkv_policy_kind p) { return p == LKV_POLICY_LAZY; }
 
-static int read_row(const lkv_cache *c, int32_t seq, int32_t layer, int32_t head, int32_t cap,
-                    slot_arrays *s, int32_t *n)
+void conf_snapshot_free(conf_snapshot *s)
 {
-    lkv_slot_view view = {cap, s->pos, s->a, s->b, s->f};
-    return lkv_cache_read_slots(c, seq, layer, head, &view, n) == LKV_OK;
-}
-
-static void compare_row(conf_diff *d, const slot_arrays *w, const slot_arrays *g, int32_t n,
-                        const char *where)
-{
-    for (int32_t i = 0; i < n; i++) {
-        if (w->pos[i] != g->pos[i] || w->a[i] != g->a[i] || w->b[i] != g->b[i] ||
-            !state_close(w->f[i], g->f[i])) {
-            note_mismatch(d, "%s slot %d: want position %d state (%d, %d, %.9g), got position %d "
-                          "state (%d, %d, %.9g)", where, i, w->pos[i], w->a[i], w->b[i],
-                          (double)w->f[i], g->pos[i], g->a[i], g->b[i], (double)g->f[i]);
-            return;
-        }
-    }
-}
-
-static void alloc_arrays(slot_arrays *s, int32_t cap)
-{
-    s->pos = malloc(sizeof(int32_t) * (size_t)cap);
-    s->a = malloc(sizeof(int32_t) * (size_t)cap);
-    s->b = malloc(sizeof(int32_t) * (size_t)cap);
-    s->f = malloc(sizeof(float) * (size_t)cap);
-}
-
-static void free_arrays(slot_arrays *s)
-{
+    free(s->n);
     free(s->pos);
     free(s->a);
     free(s->b);
     free(s->f);
+    memset(s, 0, sizeof *s);
+}
+
+int conf_snapshot_take(conf_snapshot *s, conf_diff *d, const lkv_cache *c, int32_t seq,
+                       int states)
+{
+    conf_snapshot_free(s);
+    lkv_cache_config cfg;
+    lkv_status st = lkv_cache_get_config(c, &cfg);
+    if (st == LKV_OK)
+        st = lkv_cache_sequence_info(c, seq, &s->length, &s->step);
+    if (st != LKV_OK) {
+        conf_diff_fail(d, "lkv_cache_sequence_info", st);
+        return 0;
+    }
+    s->seq = seq;
+    s->layers = cfg.layers;
+    s->heads = lkv_cache_heads(c);
+    s->cap = cfg.capacity;
+    s->states = states;
+    s->ints = reads_ints(cfg.policy.kind);
+    size_t slots = (size_t)s->layers * (size_t)s->heads * (size_t)s->cap;
+    s->n = calloc((size_t)s->layers * (size_t)s->heads, sizeof(int32_t));
+    s->pos = calloc(slots, sizeof(int32_t));
+    if (states && s->ints) {
+        s->a = calloc(slots, sizeof(int32_t));
+        s->b = calloc(slots, sizeof(int32_t));
+    } else if (states) {
+        s->f = calloc(slots, sizeof(float));
+    }
+    if (!s->n || !s->pos || (states && !s->f && !(s->a && s->b))) {
+        conf_diff_fail(d, "host memory", LKV_OUT_OF_MEMORY);
+        return 0;
+    }
+    for (int32_t r = 0; r < s->layers * s->heads; r++) {
+        size_t o = (size_t)r * (size_t)s->cap;
+        lkv_slot_view view = {s->cap, s->pos + o, s->a ? s->a + o : NULL, s->b ? s->b + o : NULL,
+                              s->f ? s->f + o : NULL};
+        st = lkv_cache_read_slots(c, seq, r / s->heads, r % s->heads, &view, &s->n[r]);
+        if (st != LKV_OK) {
+            conf_diff_fail(d, "lkv_cache_read_slots", st);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int slot_differs(const conf_snapshot *w, const conf_snapshot *g, size_t i, int states)
+{
+    if (w->pos[i] != g->pos[i])
+        return 1;
+    if (!states)
+        return 0;
+    return w->ints ? w->a[i] != g->a[i] || w->b[i] != g->b[i] : !state_close(w->f[i], g->f[i]);
+}
+
+static void describe_slot(conf_diff *d, const conf_snapshot *w, const conf_snapshot *g, size_t i,
+                          int32_t slot, const char *where, int states)
+{
+    if (!states)
+        note_mismatch(d, "%s slot %d: position %d, want %d", where, slot, g->pos[i], w->pos[i]);
+    else if (w->ints)
+        note_mismatch(d, "%s slot %d: position %d state (%d, %d), want position %d state (%d, "
+                      "%d)", where, slot, g->pos[i], g->a[i], g->b[i], w->pos[i], w->a[i],
+                      w->b[i]);
+    else
+        note_mismatch(d, "%s slot %d: position %d state %.9g, want position %d state %.9g", where,
+                      slot, g->pos[i], (double)g->f[i], w->pos[i], (double)w->f[i]);
+}
+
+int conf_snapshot_compare(conf_diff *d, const conf_snapshot *w, const conf_snapshot *g,
+                          const char *when)
+{
+    d->compared++;
+    if (w->length != g->length || w->step != g->step) {
+        note_mismatch(d, "%s: sequence %d holds %d tokens at step %d, want %d at step %d", when,
+                      g->seq, g->length, g->step, w->length, w->step);
+        return 1;
+    }
+    int states = w->states && g->states;
+    for (int32_t r = 0; r < w->layers * w->heads; r++) {
+        char where[160];
+        snprintf(where, sizeof where, "%s: sequence %d layer %d head %d", when, g->seq,
+                 r / w->heads, r % w->heads);
+        if (w->n[r] != g->n[r]) {
+            note_mismatch(d, "%s: %d slots, want %d", where, g->n[r], w->n[r]);
+            return 1;
+        }
+        for (int32_t i = 0; i < w->n[r]; i++) {
+            size_t at = (size_t)r * (size_t)w->cap + (size_t)i;
+            if (slot_differs(w, g, at, states)) {
+                describe_slot(d, w, g, at, i, where, states);
+                return 1;
+            }
+        }
+    }
+    return 0;
 }
 
 int conf_engine_compare_seq(conf_diff *d, const lkv_cache *want, int32_t ws, const lkv_cache *got,
-                            int32_t gs, const char *when)
+                            int32_t gs, int states, const char *when)
 {
-    int64_t before = d->mismatches;
-    d->compared++;
-    int32_t wl = 0, wt = 0, gl = 0, gt = 0;
-    lkv_status st = lkv_cache_sequence_info(want, ws, &wl, &wt);
-    if (st == LKV_OK)
-        st = lkv_cache_sequence_info(got, gs, &gl, &gt);
-    if (st != LKV_OK) {
-        conf_diff_fail(d, "lkv_cache_sequence_info", st);
-        return 1;
-    }
-    if (wl != gl || wt != gt) {
-        note_mismatch(d, "%s: sequence %d holds %d tokens at step %d, want %d at step %d", when,
-                      gs, gl, gt, wl, wt);
-        return 1;
-    }
-    lkv_cache_config cfg;
-    lkv_cache_get_config(want, &cfg);
-    int32_t heads = lkv_cache_heads(want);
-    slot_arrays w, g;
-    alloc_arrays(&w, cfg.capacity);
-    alloc_arrays(&g, cfg.capacity);
-    int ok = w.pos && w.a && w.b && w.f && g.pos && g.a && g.b && g.f;
-    if (!ok)
-        conf_diff_fail(d, "host memory", LKV_OUT_OF_MEMORY);
-    for (int32_t l = 0; ok && l < cfg.layers && d->mismatches == before; l++)
-        for (int32_t h = 0; h < heads && d->mismatches == before; h++) {
-            int32_t wn = 0, gn = 0;
-            char where[160];
-            snprintf(where, sizeof where, "%s: sequence %d layer %d head %d", when, gs, l, h);
-            if (!read_row(want, ws, l, h, cfg.capacity, &w, &wn) ||
-                !read_row(got, gs, l, h, cfg.capacity, &g, &gn)) {
-                conf_diff_fail(d, "lkv_cache_read_slots", LKV_DEVICE_ERROR);
-                ok = 0;
-            } else if (wn != gn) {
-                note_mismatch(d, "%s: %d slots, want %d", where, gn, wn);
-            } else {
-                compare_row(d, &w, &g, wn, where);
-            }
-        }
-    free_arrays(&w);
-    free_arrays(&g);
-    return d->mismatches != before;
+    conf_snapshot w = {0}, g = {0};
+    int differs = 0;
+    if (conf_snapshot_take(&w, d, want, ws, states) && conf_snapshot_take(&g, d, got, gs, states))
+        differs = conf_snapshot_compare(d, &w, &g, when);
+    conf_snapshot_free(&w);
+    conf_snapshot_free(&g);
+    return differs;
 }
 
 void conf_engine_compare_stats(conf_diff *d, const lkv_cache *want, const lkv_cache *got,

@@ -292,10 +292,29 @@ typedef struct conf_diff {
 void conf_diff_init(conf_diff *d);
 /* Records the first failed call (`what` names it) with lkv_last_error(). */
 void conf_diff_fail(conf_diff *d, const char *what, lkv_status st);
-/* Sequence gs of `got` against ws of `want`: length, step, and every layer's
- * and head's positions and states. 1 when they differ. */
+/* One sequence as lkv_cache_read_slots shows it: every layer's and head's
+ * kept positions and, with `states`, the policy's state (lazy: state_a and
+ * state_b; the others: state_f), plus its length and step. Every row read
+ * is a device read-back, the cost of these families on a software GPU:
+ * positions are compared after every step, states at checkpoints. */
+typedef struct conf_snapshot {
+    int32_t seq, length, step, layers, heads, cap;
+    int states, ints;
+    int32_t *n;           /* [layers * heads] */
+    int32_t *pos, *a, *b; /* [layers * heads][cap] */
+    float *f;
+} conf_snapshot;
+
+/* 0 (with *d failed) when a call fails. Frees what *s held first. */
+int conf_snapshot_take(conf_snapshot *s, conf_diff *d, const lkv_cache *c, int32_t seq,
+                       int states);
+void conf_snapshot_free(conf_snapshot *s);
+/* 1 when `got` differs from `want` (the states only when both hold them). */
+int conf_snapshot_compare(conf_diff *d, const conf_snapshot *want, const conf_snapshot *got,
+                          const char *when);
+/* Sequence gs of `got` against ws of `want`: both taken, then compared. */
 int conf_engine_compare_seq(conf_diff *d, const lkv_cache *want, int32_t ws,
-                            const lkv_cache *got, int32_t gs, const char *when);
+                            const lkv_cache *got, int32_t gs, int states, const char *when);
 /* slots in use, evictions, tokens evicted. */
 void conf_engine_compare_stats(conf_diff *d, const lkv_cache *want, const lkv_cache *got,
                                const char *when);

@@ -105,7 +105,7 @@ typedef struct fork_run {
 } fork_run;
 
 /* One step of stream 0 for R and `seqs`, each compared against R. */
-static void fork_step(fork_run *f, const int32_t *seqs, int32_t n, int split)
+static void fork_step(fork_run *f, const int32_t *seqs, int32_t n, int split, int states)
 {
     int32_t layers = f->e->layers, mid = split ? 1 : layers;
     lkv_status st = step(f->ref, f->e, f->seed, S, 0, f->index, f->ref_out, 0, layers);
@@ -126,7 +126,7 @@ static void fork_step(fork_run *f, const int32_t *seqs, int32_t n, int split)
     snprintf(when, sizeof when, "step of token %d", f->index);
     f->index++;
     for (int32_t i = 0; i < n; i++) {
-        conf_engine_compare_seq(&f->d, f->ref, S, f->c, seqs[i], when);
+        conf_engine_compare_seq(&f->d, f->ref, S, f->c, seqs[i], states, when);
         conf_engine_compare_out(&f->d, f->ref_out, f->out[seqs[i]], (size_t)layers * MAX_W,
                                 when);
     }
@@ -141,7 +141,7 @@ static void fork_at(fork_run *f, int32_t src, int32_t dst)
     }
     char when[48];
     snprintf(when, sizeof when, "fork %d -> %d", src, dst);
-    conf_engine_compare_seq(&f->d, f->c, src, f->c, dst, when);
+    conf_engine_compare_seq(&f->d, f->c, src, f->c, dst, 1, when);
     check_slots(&f->d, f->c, FORK_SEQS, when);
 }
 
@@ -162,17 +162,17 @@ static void fork_run_all(fork_run *f)
     }
     f->index = prompt;
     static const int32_t s1[] = {S}, s2[] = {S, F1}, s3[] = {S, F1, F2};
-    for (int32_t i = 0; i < 5 && !f->d.failed; i++)
-        fork_step(f, s1, 1, 0);
+    for (int32_t i = 0; i < 4 && !f->d.failed; i++)
+        fork_step(f, s1, 1, 0, 0);
     fork_at(f, S, F1);
     for (int32_t i = 0; i < 4 && !f->d.failed; i++)
-        fork_step(f, s2, 2, i == 2 && e->layers > 1);
+        fork_step(f, s2, 2, i == 2 && e->layers > 1, i == 3);
     expect_refused(&f->d, lkv_cache_fork_sequence(f->c, F1, F1), "fork onto itself");
     expect_refused(&f->d, lkv_cache_fork_sequence(f->c, F1, FORK_SEQS), "fork out of range");
     if (!f->d.failed)
         fork_at(f, F1, F2);
-    for (int32_t i = 0; i < 10 && !f->d.failed; i++)
-        fork_step(f, s3, 3, 0);
+    for (int32_t i = 0; i < 5 && !f->d.failed; i++)
+        fork_step(f, s3, 3, 0, i == 4);
 }
 
 static void fork_seed(conf_run *r, const void *proto, uint64_t seed)
@@ -208,7 +208,7 @@ static void fork_seed(conf_run *r, const void *proto, uint64_t seed)
 /* ---- truncate ---- */
 
 #define TRUNC_SEQS 2
-#define TRUNC_TICKS 24
+#define TRUNC_TICKS 14
 
 typedef struct rows_copy {
     int32_t n[8 * 3];
@@ -285,9 +285,9 @@ done:
     free(pos), free(a), free(b), free(f);
 }
 
-static void trunc_compare(trunc_run *tr, int32_t seq, const char *when)
+static void trunc_compare(trunc_run *tr, int32_t seq, int states, const char *when)
 {
-    conf_engine_compare_seq(&tr->d, tr->c[0], seq, tr->c[1], seq, when);
+    conf_engine_compare_seq(&tr->d, tr->c[0], seq, tr->c[1], seq, states, when);
     conf_engine_compare_stats(&tr->d, tr->c[0], tr->c[1], when);
 }
 
@@ -325,7 +325,7 @@ static void trunc_step(trunc_run *tr, int32_t seq)
     char when[64];
     snprintf(when, sizeof when, "step of sequence %d token %d", seq, tr->index[seq] - 1);
     conf_engine_compare_out(&tr->d, tr->out[0], tr->out[1], (size_t)tr->e->layers * MAX_W, when);
-    trunc_compare(tr, seq, when);
+    trunc_compare(tr, seq, 0, when);
     check_position(tr, seq, n_before);
 }
 
@@ -363,7 +363,7 @@ static void trunc_drop(trunc_run *tr, int32_t seq, conf_rng *rng)
     char when[64];
     snprintf(when, sizeof when, "truncate of %d tokens of sequence %d", drop, seq);
     rows(tr, seq, 1, n - drop, when);
-    trunc_compare(tr, seq, when);
+    trunc_compare(tr, seq, 1, when);
     /* the dropped tokens were the newest: the next one takes the first's place */
     tr->expect_pos[seq] = drop > 0 ? newest - drop + 1 : newest + 1;
 }
@@ -386,7 +386,7 @@ static void trunc_run_all(trunc_run *tr, conf_rng *rng)
         tr->index[s] = prompt;
         tr->since[s] = evictions(tr->c[1]) != ev ? 0 : prompt;
         tr->expect_pos[s] = -1;
-        trunc_compare(tr, s, "after prefill");
+        trunc_compare(tr, s, 1, "after prefill");
     }
     for (int32_t t = 0; t < TRUNC_TICKS && !tr->d.failed; t++)
         for (int32_t s = 0; s < TRUNC_SEQS && !tr->d.failed; s++) {
@@ -396,6 +396,8 @@ static void trunc_run_all(trunc_run *tr, conf_rng *rng)
             trunc_refusals(tr, s);
             trunc_drop(tr, s, rng);
         }
+    for (int32_t s = 0; s < TRUNC_SEQS && !tr->d.failed; s++)
+        trunc_compare(tr, s, 1, "at the end");
 }
 
 static void trunc_seed(conf_run *r, const void *proto, uint64_t seed)
