@@ -1,7 +1,9 @@
 /* Chunked prefill: two caches of four sequences, all given the same
  * prompt: in the first, sequence k gets it in k + 1 chunks (cut at random,
  * the last chunk at least 9 tokens long: longer than every policy's voting
- * window here, so the header's promise of an exact reproduction applies);
+ * window here, so the header's promise of an exact reproduction applies;
+ * sequence 1's first chunk is a single token, the prompt's last query for
+ * a moment, which a chunked tova once let vote);
  * in the twin every sequence gets it in one shot. Then the same decode
  * steps for all. After the prompt and after steps 3 and 6, each
  * sequence must hold what the same sequence of the twin holds (every
@@ -60,6 +62,8 @@ static void plan_cuts(chunked_run *cr, conf_rng *rng)
         cut[0] = 0;
         for (int32_t i = 0; i < k; i++)
             cut[i + 1] = inner[i] + 1;
+        if (k == 1) /* a first chunk of one token: its query is the prompt's last so far */
+            cut[1] = 1;
         cut[k + 1] = cr->prompt;
         cr->cut[1][k][0] = 0;
         cr->cut[1][k][1] = cr->prompt;
