@@ -252,6 +252,77 @@ void conf_run_select(conf_run *r);
 void conf_run_compact(conf_run *r);
 void conf_run_store(conf_run *r);
 void conf_run_replay(conf_run *r);
+void conf_run_batch(conf_run *r);
+void conf_run_chunked(conf_run *r);
+void conf_run_lifecycle(conf_run *r);
+
+/* ---- the engine API's families: shared harness (conf_engine.c) --------- */
+
+#define CONF_ENGINE_HEAD_DIM 16
+
+/* A cache of `seqs` sequences under one policy, with budgets of a few dozen
+ * tokens (conf_engine.c says which). */
+typedef struct conf_engine_shape {
+    lkv_policy_kind policy;
+    int32_t seqs, layers, q_heads, kv_heads;
+    lkv_gqa_mode gqa;
+    lkv_dtype dtype;
+} conf_engine_shape;
+
+lkv_status conf_engine_cache(lkv_runtime *rt, const conf_engine_shape *shape, lkv_cache **out);
+int32_t conf_engine_longest(lkv_policy_kind p);  /* the longest prompt the families use */
+int32_t conf_engine_budget(lkv_policy_kind p);   /* 0: no budget */
+int32_t conf_engine_capacity(lkv_policy_kind p);
+float conf_engine_spread(lkv_policy_kind p);     /* logit noise of the inputs */
+
+/* Token `index` of input stream `stream` at `layer`: q [q_heads][16] (may
+ * be NULL), k and v [kv_heads][16], the same on every host. */
+void conf_engine_token(const conf_engine_shape *shape, uint64_t seed, int32_t stream,
+                       int32_t layer, int32_t index, float *q, float *k, float *v);
+
+/* Differences between two runs, counted as they are found; the first kept. */
+typedef struct conf_diff {
+    int64_t compared, mismatches, nonfinite;
+    char first[480];
+    double num, den, worst; /* output NMSE parts, largest difference */
+    char out_where[200];
+    lkv_status failed;      /* a call failed: the comparison stopped */
+    char error[400];
+} conf_diff;
+
+void conf_diff_init(conf_diff *d);
+/* Records the first failed call (`what` names it) with lkv_last_error(). */
+void conf_diff_fail(conf_diff *d, const char *what, lkv_status st);
+/* One sequence as lkv_cache_read_slots shows it: every layer's and head's
+ * kept positions and, with `states`, the policy's state (lazy: state_a and
+ * state_b; the others: state_f), plus its length and step. Every row read
+ * is a device read-back, the cost of these families on a software GPU:
+ * positions are compared after every step, states at checkpoints. */
+typedef struct conf_snapshot {
+    int32_t seq, length, step, layers, heads, cap;
+    int states, ints;
+    int32_t *n;           /* [layers * heads] */
+    int32_t *pos, *a, *b; /* [layers * heads][cap] */
+    float *f;
+} conf_snapshot;
+
+/* 0 (with *d failed) when a call fails. Frees what *s held first. */
+int conf_snapshot_take(conf_snapshot *s, conf_diff *d, const lkv_cache *c, int32_t seq,
+                       int states);
+void conf_snapshot_free(conf_snapshot *s);
+/* 1 when `got` differs from `want` (the states only when both hold them). */
+int conf_snapshot_compare(conf_diff *d, const conf_snapshot *want, const conf_snapshot *got,
+                          const char *when);
+/* Sequence gs of `got` against ws of `want`: both taken, then compared. */
+int conf_engine_compare_seq(conf_diff *d, const lkv_cache *want, int32_t ws,
+                            const lkv_cache *got, int32_t gs, int states, const char *when);
+/* slots in use, evictions, tokens evicted. */
+void conf_engine_compare_stats(conf_diff *d, const lkv_cache *want, const lkv_cache *got,
+                               const char *when);
+void conf_engine_compare_out(conf_diff *d, const float *want, const float *got, size_t n,
+                             const char *when);
+/* The checks of a run compared against `what` ("per-sequence calls"). */
+void conf_engine_verdict(const conf_diff *d, const char *what, conf_verdict *v);
 
 /* ---- random traces (conf_trace.c) -------------------------------------- */
 

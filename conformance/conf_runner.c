@@ -1,6 +1,7 @@
 /* lkv_conformance_run: one backend through every case family, in the order
  * a kernel author wants to hear about them (attend first: it is the one with
- * the hard numerics), replays last (they need every eviction op). */
+ * the hard numerics), replays and the engine API's families last (they need
+ * every eviction op). */
 #include <stdio.h>
 #include <string.h>
 
@@ -23,7 +24,8 @@ static const struct {
     {LKV_CONF_ATTEND, conf_run_attend},   {LKV_CONF_OBSERVE, conf_run_observe},
     {LKV_CONF_SCORE, conf_run_score},     {LKV_CONF_SELECT, conf_run_select},
     {LKV_CONF_COMPACT, conf_run_compact}, {LKV_CONF_STORE, conf_run_store},
-    {LKV_CONF_REPLAY, conf_run_replay},
+    {LKV_CONF_REPLAY, conf_run_replay},   {LKV_CONF_BATCH, conf_run_batch},
+    {LKV_CONF_CHUNKED, conf_run_chunked}, {LKV_CONF_LIFECYCLE, conf_run_lifecycle},
 };
 
 static void print_header(const conf_run *r)

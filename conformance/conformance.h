@@ -36,8 +36,11 @@ enum {
     LKV_CONF_SELECT = 1 << 3,
     LKV_CONF_COMPACT = 1 << 4,
     LKV_CONF_REPLAY = 1 << 5,
-    LKV_CONF_STORE = 1 << 6,
-    LKV_CONF_ALL = (1 << 7) - 1
+    LKV_CONF_STORE = 1 << 6,     /* store against the oracle, bit for bit */
+    LKV_CONF_BATCH = 1 << 7,     /* batched decode/prefill against per-sequence calls */
+    LKV_CONF_CHUNKED = 1 << 8,   /* chunked prefill against one-shot */
+    LKV_CONF_LIFECYCLE = 1 << 9, /* fork and truncate */
+    LKV_CONF_ALL = (1 << 10) - 1
 };
 
 /* One case and seed, as reported. Strings live until the callback returns. */

@@ -12,7 +12,10 @@
 /* This chunk's voting queries, as prompt indices [*out_first, total): the
  * policy's plan on the prompt as it stands after the chunk. A chunk that is
  * not the last votes only when every prompt query votes (h2o): the others
- * vote with the prompt's last queries, which only the last chunk knows. */
+ * vote with the prompt's last queries, which only the last chunk knows.
+ * "Every query" must hold however long the prompt grows (up to capacity;
+ * a plan's first voter never moves back as the prompt grows), not just for
+ * the prompt so far: tova's last query is query 0 of a one-token prefix. */
 static int chunk_votes(const lkv_cache *c, int32_t prefix, int32_t n, int more,
                        lkv_vote_plan *plan, int32_t *out_first)
 {
@@ -21,7 +24,10 @@ static int chunk_votes(const lkv_cache *c, int32_t prefix, int32_t n, int more,
     plan->first = total;
     if (!c->rules->prefill_votes || !c->rules->prefill_votes(&c->cfg.policy, total, plan))
         return 0;
-    if (more && (plan->first > 0 || !plan->causal))
+    lkv_vote_plan longest = {.first = 1};
+    if (more && (plan->first > 0 || !plan->causal ||
+                 !c->rules->prefill_votes(&c->cfg.policy, c->cfg.capacity, &longest) ||
+                 longest.first > 0 || !longest.causal))
         return 0;
     *out_first = plan->first > prefix ? plan->first : prefix;
     return *out_first < total;

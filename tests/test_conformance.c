@@ -23,7 +23,8 @@
  * runs in bf16. */
 #define SMALL_CASES                                                                              \
     "attend(d=64,n=1,*|attend(d=64,n=1000,*|attend(d=128,n=257,*|attend(d=33,n=500,*|"          \
-    "observe(*|score(*|select(*|compact(*|replay(*"
+    "observe(*|score(*|select(*|compact(*|replay(*|batch(*|chunked(*|fork(*|truncate(*"
+
 
 /* ---- the broken ops ---- */
 
@@ -114,6 +115,26 @@ static lkv_status select_on_coarse_scores(lkv_device *dev, const lkv_select_args
     return st;
 }
 
+/* Every row observed at the dispatch's step, whatever row_t says. */
+static lkv_status observe_ignoring_row_steps(lkv_device *dev, const lkv_observe_args *a)
+{
+    lkv_observe_args one = *a;
+    one.row_t = NULL;
+    return lkv_backend_cpu.observe(dev, &one);
+}
+
+/* The cache's state_f is its sixth buffer; the engine allocates it last,
+ * and a fork copies it with one copy of the sequence's rows. A copy that
+ * skips every sixth call drops it (the cpu's only copies are fork's). */
+static lkv_status copy_without_state_f(lkv_device *dev, lkv_buffer *dst, size_t dst_off,
+                                       const lkv_buffer *src, size_t src_off, size_t bytes)
+{
+    static unsigned calls;
+    if (++calls % 6 == 0)
+        return LKV_OK;
+    return lkv_backend_cpu.copy(dev, dst, dst_off, src, src_off, bytes);
+}
+
 /* ---- running the suite on a hand-made runtime ---- */
 
 #define MAX_CASES 512
@@ -193,7 +214,15 @@ Test(conformance, the_honest_cpu_passes_every_case)
     for (int i = 0; i < t.count; i++)
         expect_outcome(&t, i, LKV_CONF_PASS, NULL);
     cr_expect_eq(t.sum.fail + t.sum.skip + t.sum.xfail, 0);
-    cr_expect_eq(t.sum.pass, t.count * 2 - 7, "two seeds per op case, one per replay");
+    int one_seed = 0;
+    for (int i = 0; i < t.count; i++)
+        one_seed += has(t.c[i].name, "replay(") || has(t.c[i].name, "batch(") ||
+                    has(t.c[i].name, "chunked(") || has(t.c[i].name, "fork(") ||
+                    has(t.c[i].name, "truncate(");
+    cr_expect_eq(one_seed, 7 + 14 + 7 + 14, "replays, batch (two results each), chunked, fork "
+                 "and truncate: one case per policy");
+    cr_expect_eq(t.sum.pass, t.count * 2 - one_seed,
+                 "two seeds per op case, one per replay and engine case");
 }
 
 Test(conformance, a_flipped_attention_sign_fails_every_case_with_an_output)
@@ -257,6 +286,41 @@ Test(conformance, one_float_past_n_fails_every_case_with_probabilities)
     for (int i = 0; i < t.count; i++)
         expect_outcome(&t, i, has(t.c[i].name, "probs=none") ? LKV_CONF_PASS : LKV_CONF_FAIL,
                        "guard");
+}
+
+/* The batch calls observe sequences at different steps in one dispatch;
+ * an observe that takes the dispatch's step for every row stamps the wrong
+ * step on lazy's important slots, which only the batched runs expose. */
+Test(conformance, an_observe_ignoring_row_steps_fails_the_lazy_batch_cases_only)
+{
+    static tally t;
+    lkv_backend_ops broken = lkv_backend_cpu;
+    broken.observe = observe_ignoring_row_steps;
+    run_suite(&broken, "row-steps", LKV_CONF_BATCH | LKV_CONF_CHUNKED | LKV_CONF_LIFECYCLE, &t);
+    int bitten = 0;
+    for (int i = 0; i < t.count; i++) {
+        int bites = has(t.c[i].name, "batch(policy=lazy,");
+        bitten += bites;
+        expect_outcome(&t, i, bites ? LKV_CONF_FAIL : LKV_CONF_PASS, "mismatches");
+    }
+    cr_expect_eq(bitten, 2, "the lazy batch case and its comparison with the oracle");
+}
+
+/* A fork that leaves state_f behind: every policy that keeps its state
+ * there (h2o, tova, snapkv, nacl; not lazy, streaming or full) diverges
+ * from the source continuing alone. */
+Test(conformance, a_fork_that_drops_state_f_fails_the_fork_cases_that_keep_it)
+{
+    static tally t;
+    lkv_backend_ops broken = lkv_backend_cpu;
+    broken.copy = copy_without_state_f;
+    run_suite(&broken, "fork", LKV_CONF_LIFECYCLE, &t);
+    for (int i = 0; i < t.count; i++) {
+        int bites = has(t.c[i].name, "fork(") && !has(t.c[i].name, "fork(policy=lazy,") &&
+                    !has(t.c[i].name, "fork(policy=full,") &&
+                    !has(t.c[i].name, "fork(policy=streaming,");
+        expect_outcome(&t, i, bites ? LKV_CONF_FAIL : LKV_CONF_PASS, "mismatches");
+    }
 }
 
 Test(conformance, a_missing_op_skips_its_cases_and_the_replays)

@@ -16,8 +16,10 @@ static const char *const help =
     "                          [--seeds N] [--only FAMILY[,FAMILY...]] [--filter PATTERNS]\n\n"
     "Runs every op (attend, observe, score, select, compact) of a backend over a\n"
     "named grid of shapes, storage types and seeds against the cpu oracle on the\n"
-    "same inputs, checks guard bytes around every output, and replays long random\n"
-    "traces through every policy on both. One line per case, a summary per backend.\n\n"
+    "same inputs, checks guard bytes around every output, replays long random\n"
+    "traces through every policy on both, and drives the engine API (batch calls,\n"
+    "chunked prefill, fork, truncate) against per-sequence calls and the oracle.\n"
+    "One line per case, a summary per backend.\n\n"
     "  --backend SPEC   backends to check: cpu, vulkan, vulkan:1, ... (comma list).\n"
     "                   Default: every available device but the cpu (emulated ones\n"
     "                   included), SKIP rows for the unavailable backends, and the\n"
@@ -26,7 +28,8 @@ static const char *const help =
     "  --json FILE      one JSON object per case and seed (- for standard output,\n"
     "                   the table then goes to standard error)\n"
     "  --seeds N        seeds per op case (default 2 quick, 3 full; replays use 1 / 2)\n"
-    "  --only FAMILIES  attend, observe, score, select, compact, replay (comma list)\n"
+    "  --only FAMILIES  attend, observe, score, select, compact, replay, batch,\n"
+    "                   chunked, lifecycle, store (comma list)\n"
     "  --filter PATTERNS  only the cases whose name matches: '*' matches anything,\n"
     "                   '|' separates alternatives, e.g. 'attend(d=64,*|select(*'\n\n"
     "LAZYKV_REQUIRE_BACKENDS=vulkan,opencl turns the SKIP of an unavailable listed\n"
@@ -160,7 +163,9 @@ static int parse_only(const char *list, unsigned *out)
         unsigned bit;
     } names[] = {{"attend", LKV_CONF_ATTEND},   {"observe", LKV_CONF_OBSERVE},
                  {"score", LKV_CONF_SCORE},     {"select", LKV_CONF_SELECT},
-                 {"compact", LKV_CONF_COMPACT}, {"replay", LKV_CONF_REPLAY}};
+                 {"compact", LKV_CONF_COMPACT}, {"replay", LKV_CONF_REPLAY},
+                 {"batch", LKV_CONF_BATCH},     {"chunked", LKV_CONF_CHUNKED},
+                 {"lifecycle", LKV_CONF_LIFECYCLE}, {"store", LKV_CONF_STORE}};
     *out = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ","), i;
@@ -169,7 +174,8 @@ static int parse_only(const char *list, unsigned *out)
                 break;
         if (i == sizeof names / sizeof names[0])
             return cli_error("conformance", "--only: unknown family '%.*s': expected attend, "
-                             "observe, score, select, compact or replay", (int)n, p);
+                             "observe, score, select, compact, replay, batch, chunked, lifecycle or store",
+                             (int)n, p);
         *out |= names[i].bit;
         p += n + (p[n] == ',');
     }
