@@ -1,8 +1,9 @@
 // attend, pass 3 of 4 (mirrors backends/vulkan/shaders/attend_combine.comp): per query head,
 // merge the split partials into out = sum_s o_s exp(m_s - M) / L and the
 // log-sum-exp M + log L, where M = max_s m_s and L = sum_s l_s exp(m_s - M).
-// Launch: x = query heads of the chunk (a work-group each), work-items over
-// dimensions. Partials and lse are chunk-relative, out is the group's.
+// Launch: x = listed groups x query heads of the chunk (a work-group each),
+// work-items over dimensions. Partials are the group's (from its list
+// entry), lse is [listed group][query head of the chunk], out is the call's.
 // With no valid slot, out is 0 and lse is -inf, as on the CPU; with valid
 // slots whose every logit is -inf, out is NaN, as the CPU's exp(-inf - -inf).
 // Differs from the shader: max is fmax (passes over NaN, what GLSL max does
@@ -10,17 +11,19 @@
 // Without an output the host binds lse as a stand-in for outv; has_out is 0
 // then and outv is never written, so the aliasing is harmless.
 
-LKV_KERNEL lkv_attend_combine(LKV_BIND(const float, part), LKV_BIND(float, outv),
-                              LKV_BIND(float, lse), uint n_splits, uint dim, uint qh_first,
-                              uint out_base, uint has_out)
+LKV_KERNEL lkv_attend_combine(LKV_BIND(const uint, list), LKV_BIND(const float, part),
+                              LKV_BIND(float, outv), LKV_BIND(float, lse), uint dim, uint nqh,
+                              uint qh_first, uint has_out)
 {
+    LKV_OPEN(const uint, list);
     LKV_OPEN(const float, part);
     LKV_OPEN(float, outv);
     LKV_OPEN(float, lse);
     uint tid = get_local_id(0);
-    uint rel = get_group_id(0), qh = qh_first + rel;
+    uint x = get_group_id(0), g = x / nqh, rel = x % nqh, qh = qh_first + rel;
+    uint n_splits = list[ATT_LIST * g + ATT_SPLITS], out_base = list[ATT_LIST * g + ATT_Q];
     uint stride = dim + 2u;
-    uint base = rel * n_splits * stride;
+    uint base = list[ATT_LIST * g + ATT_PARTS] + rel * n_splits * stride;
     float big = as_float(0xff800000u);
     for (uint s = 0u; s < n_splits; s++)
         big = fmax(big, part[base + s * stride]);
@@ -40,5 +43,5 @@ LKV_KERNEL lkv_attend_combine(LKV_BIND(const float, part), LKV_BIND(float, outv)
                                           : as_float(0x7fc00000u);
         }
     if (tid == 0u)
-        lse[rel] = big + log(total);
+        lse[x] = big + log(total);
 }

@@ -4,8 +4,9 @@
 // dimensions (one per work-item), and writes per query head m = max logit,
 // l = sum exp(logit - m) and o[e] = sum exp(logit - m) V[i][e]. V is read
 // once per cache head for the whole block.
-// Launch: x = splits, y = cache heads of the chunk, z = query-head blocks *
-// dimension blocks. Logits and partials are chunk-relative; partials are
+// Launch: x = splits (the most of a listed group), y = listed groups x cache
+// heads of the chunk, z = query-head blocks *
+// dimension blocks. Logits and partials are per listed group; partials are
 // [query heads of the chunk][n_splits][dim + 2] (m, l, o...).
 // Differs from the CPU oracle: f32, exponentials against the split's own
 // maximum (rescaled in pass 3) instead of the global one, sums in tree order.
@@ -13,17 +14,26 @@
 // subnormals; max is fmax, which passes over NaN (what GLSL max does on the
 // usual drivers, where it is left undefined).
 
-LKV_KERNEL lkv_attend_split(LKV_BIND(const KV_T, v), LKV_BIND(const float, logits),
-                            LKV_BIND(float, part), uint n, uint cap, uint dim, uint per,
-                            uint kv_skew, uint split_len, uint n_splits, uint dblocks)
+LKV_KERNEL lkv_attend_split(LKV_BIND(const uint, list), LKV_BIND(const KV_T, v),
+                            LKV_BIND(const float, logits_all), LKV_BIND(float, part),
+                            uint cap, uint dim, uint per, uint nch, uint kv_skew, uint dblocks)
 {
+    LKV_OPEN(const uint, list);
     LKV_OPEN(const KV_T, v);
-    LKV_OPEN(const float, logits);
+    LKV_OPEN(const float, logits_all);
     LKV_OPEN(float, part);
     __local float weight[QBLOCK * LKV_WG];
     __local float red[QBLOCK * LKV_WG];
     uint tid = get_local_id(0);
-    uint split = get_group_id(0), chr = get_group_id(1);
+    uint split = get_group_id(0), g = (uint)get_group_id(1) / nch, chr = (uint)get_group_id(1) % nch;
+    uint n = list[ATT_LIST * g + ATT_N], n_splits = list[ATT_LIST * g + ATT_SPLITS];
+    // The grid has the most splits of a listed group; a group with fewer
+    // leaves the rest (the whole work-group alike, before any barrier).
+    if (split >= n_splits)
+        return;
+    uint row = list[ATT_LIST * g + ATT_ROW] + chr, split_len = list[ATT_LIST * g + ATT_SPLIT];
+    __global const float *logits = logits_all + list[ATT_LIST * g + ATT_LOGITS];
+    __global float *gpart = part + list[ATT_LIST * g + ATT_PARTS];
     uint qb = (uint)get_group_id(2) / dblocks, db = (uint)get_group_id(2) % dblocks;
     uint j0 = qb * QBLOCK, jn = min(QBLOCK, per - j0);
     uint qh0 = chr * per + j0; // chunk-relative query head
@@ -44,7 +54,7 @@ LKV_KERNEL lkv_attend_split(LKV_BIND(const KV_T, v), LKV_BIND(const float, logit
         uint cn = min((uint)LKV_WG, s1 - c);
         if (e < dim)
             for (uint t = 0u; t < cn; t++) {
-                float val = LOAD_KV(v, kv_skew + (chr * cap + c + t) * dim + e);
+                float val = LOAD_KV(v, kv_skew + (row * cap + c + t) * dim + e);
                 for (uint j = 0u; j < jn; j++)
                     acc[j] += weight[j * LKV_WG + t] * val;
             }
@@ -59,10 +69,10 @@ LKV_KERNEL lkv_attend_split(LKV_BIND(const KV_T, v), LKV_BIND(const float, logit
     for (uint j = 0u; j < jn; j++) {
         uint base = ((qh0 + j) * n_splits + split) * stride;
         if (e < dim)
-            part[base + 2u + e] = acc[j];
+            gpart[base + 2u + e] = acc[j];
         if (db == 0u && tid == 0u) {
-            part[base] = m[j];
-            part[base + 1u] = red[j * LKV_WG];
+            gpart[base] = m[j];
+            gpart[base + 1u] = red[j * LKV_WG];
         }
     }
 }

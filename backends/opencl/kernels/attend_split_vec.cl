@@ -6,7 +6,8 @@
 // per slot) and the group's work-items are split into lanes that take
 // alternate slots, so V loads, weight loads and loop overhead drop about 4x.
 // Lanes are summed in local memory at the end.
-// Launch: x = splits, y = cache heads of the chunk, z = query-head blocks.
+// Launch: x = splits (the most of a listed group), y = listed groups x cache
+// heads of the chunk, z = query-head blocks.
 // Differs from the CPU oracle: f32, exponentials against the split's own
 // maximum (rescaled in pass 3), sums in lane-then-slot order.
 // Differs from the shader: f16 is read through vload_half4, which keeps
@@ -18,19 +19,28 @@ static float4 load4(__global const KV_T *v, uint idx4)
     return LOAD_KV4(v, idx4);
 }
 
-LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const KV_T, v), LKV_BIND(const float, logits),
-                                LKV_BIND(float, part), uint n, uint cap, uint dim, uint per,
-                                uint kv_skew, uint split_len, uint n_splits,
+LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const uint, list), LKV_BIND(const KV_T, v),
+                                LKV_BIND(const float, logits_all), LKV_BIND(float, part),
+                                uint cap, uint dim, uint per, uint nch, uint kv_skew,
                                 uint dblocks) // unused: one block covers every dimension
 {
+    LKV_OPEN(const uint, list);
     LKV_OPEN(const KV_T, v);
-    LKV_OPEN(const float, logits);
+    LKV_OPEN(const float, logits_all);
     LKV_OPEN(float, part);
     __local float weight[QBLOCK * LKV_WG];
     __local float red[QBLOCK * LKV_WG];
     __local float4 lanes_sum[LKV_WG];
     uint tid = get_local_id(0);
-    uint split = get_group_id(0), chr = get_group_id(1);
+    uint split = get_group_id(0), g = (uint)get_group_id(1) / nch, chr = (uint)get_group_id(1) % nch;
+    uint n = list[ATT_LIST * g + ATT_N], n_splits = list[ATT_LIST * g + ATT_SPLITS];
+    // The grid has the most splits of a listed group; a group with fewer
+    // leaves the rest (the whole work-group alike, before any barrier).
+    if (split >= n_splits)
+        return;
+    uint row = list[ATT_LIST * g + ATT_ROW] + chr, split_len = list[ATT_LIST * g + ATT_SPLIT];
+    __global const float *logits = logits_all + list[ATT_LIST * g + ATT_LOGITS];
+    __global float *gpart = part + list[ATT_LIST * g + ATT_PARTS];
     uint j0 = (uint)get_group_id(2) * QBLOCK, jn = min(QBLOCK, per - j0);
     uint qh0 = chr * per + j0; // chunk-relative query head
     uint s0 = split * split_len, s1 = min(n, s0 + split_len);
@@ -48,7 +58,7 @@ LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const KV_T, v), LKV_BIND(const float, l
         l[j] = 0.0f;
         acc[j] = (float4)(0.0f);
     }
-    uint row4 = (kv_skew + chr * cap * dim) / 4u;
+    uint row4 = (kv_skew + row * cap * dim) / 4u;
     for (uint c = s0; c < s1; c += LKV_WG) {
         lkv_split_weights(logits, qh0, n, c + tid, s1, jn, m, weight, tid, l);
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -75,14 +85,14 @@ LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const KV_T, v), LKV_BIND(const float, l
             float4 sum = (float4)(0.0f);
             for (uint ln = 0u; ln < lanes; ln++)
                 sum += lanes_sum[ln * d4 + tid];
-            part[base + 2u + 4u * tid] = sum.x;
-            part[base + 3u + 4u * tid] = sum.y;
-            part[base + 4u + 4u * tid] = sum.z;
-            part[base + 5u + 4u * tid] = sum.w;
+            gpart[base + 2u + 4u * tid] = sum.x;
+            gpart[base + 3u + 4u * tid] = sum.y;
+            gpart[base + 4u + 4u * tid] = sum.z;
+            gpart[base + 5u + 4u * tid] = sum.w;
         }
         if (tid == 0u) {
-            part[base] = m[j];
-            part[base + 1u] = red[j * LKV_WG];
+            gpart[base] = m[j];
+            gpart[base + 1u] = red[j * LKV_WG];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }

@@ -84,6 +84,18 @@ static void lkv_reduce_qblock(__local float *red, uint tid, int take_max)
     }
 }
 
+// attend's group list (backends/bind/bind_attend.c writes it; the same
+// columns as backends/vulkan/shaders/attend_list.glsl, which says what each
+// holds): ATT_LIST words per listed group.
+#define ATT_LIST 7u
+#define ATT_ROW 0u
+#define ATT_N 1u
+#define ATT_SPLIT 2u
+#define ATT_SPLITS 3u
+#define ATT_LOGITS 4u
+#define ATT_PARTS 5u
+#define ATT_Q 6u
+
 // attend's split passes, step 1: each of the jn query heads' largest logit
 // over slots s0 .. s1 into m[], the same in every work-item.
 static void lkv_split_max(__global const float *logits, uint qh0, uint n, uint s0, uint s1,

@@ -5,30 +5,30 @@
 // query heads and a block of dimensions (one per invocation), and writes per
 // query head m = max logit, l = sum exp(logit - m) and o[e] = sum exp(logit -
 // m) V[i][e]. V is read once per cache head for the whole block.
-// Launch: x = splits, y = cache heads of the chunk, z = query-head blocks *
-// dimension blocks. Logits and partials are chunk-relative; partials are
+// Launch: x = splits (the most of a listed group), y = listed groups x cache
+// heads of the chunk, z = query-head blocks *
+// dimension blocks. Logits and partials are per listed group; partials are
 // [query heads of the chunk][n_splits][dim + 2] (m, l, o...).
 // Differs from the CPU oracle: f32, exponentials against the split's own
 // maximum (rescaled in pass 3) instead of the global one, sums in tree order.
 #include "kv_storage.glsl"
+#include "attend_list.glsl"
 
 layout(local_size_x_id = 0) in;
 #define WG gl_WorkGroupSize.x
 
 layout(push_constant) uniform Params {
-    uint n;
     uint cap;
     uint dim;
     uint per;
+    uint nch; // cache heads of the chunk
     uint kv_skew;
-    uint split_len;
-    uint n_splits;
     uint dblocks;
 } pc;
 
-layout(std430, binding = 0) readonly buffer Values { KV_T v[]; };
-layout(std430, binding = 1) readonly buffer Logits { float logits[]; };
-layout(std430, binding = 2) writeonly buffer Partials { float part[]; };
+layout(std430, binding = 1) readonly buffer Values { KV_T v[]; };
+layout(std430, binding = 2) readonly buffer Logits { float logits[]; };
+layout(std430, binding = 3) writeonly buffer Partials { float part[]; };
 
 shared float weight[QBLOCK][WG];
 shared float red[QBLOCK][WG];
@@ -49,18 +49,25 @@ void reduce(bool take_max)
 void main()
 {
     uint tid = gl_LocalInvocationID.x;
-    uint split = gl_WorkGroupID.x, chr = gl_WorkGroupID.y;
+    uint split = gl_WorkGroupID.x, g = gl_WorkGroupID.y / pc.nch, chr = gl_WorkGroupID.y % pc.nch;
+    uint n = list[ATT_LIST * g + ATT_N], n_splits = list[ATT_LIST * g + ATT_SPLITS];
+    // The grid has the most splits of a listed group; a group with fewer
+    // leaves the rest (the whole workgroup alike, before any barrier).
+    if (split >= n_splits)
+        return;
+    uint row = list[ATT_LIST * g + ATT_ROW] + chr, split_len = list[ATT_LIST * g + ATT_SPLIT];
+    uint lbase = list[ATT_LIST * g + ATT_LOGITS], pbase = list[ATT_LIST * g + ATT_PARTS];
     uint qb = gl_WorkGroupID.z / pc.dblocks, db = gl_WorkGroupID.z % pc.dblocks;
     uint j0 = qb * QBLOCK, jn = min(QBLOCK, pc.per - j0);
     uint qh0 = chr * pc.per + j0; // chunk-relative query head
-    uint s0 = split * pc.split_len, s1 = min(pc.n, s0 + pc.split_len);
+    uint s0 = split * split_len, s1 = min(n, s0 + split_len);
 
     float m[QBLOCK];
     for (uint j = 0u; j < QBLOCK; j++)
         m[j] = uintBitsToFloat(0xff800000u);
     for (uint i = s0 + tid; i < s1; i += WG)
         for (uint j = 0u; j < jn; j++)
-            m[j] = max(m[j], logits[(qh0 + j) * pc.n + i]);
+            m[j] = max(m[j], logits[lbase + (qh0 + j) * n + i]);
     for (uint j = 0u; j < QBLOCK; j++)
         red[j][tid] = m[j];
     barrier();
@@ -81,7 +88,7 @@ void main()
             // A split whose logits are all -inf contributes nothing (the CPU's
             // 0), not exp(-inf - -inf) = NaN.
             bool live = i < s1 && j < jn && m[j] != uintBitsToFloat(0xff800000u);
-            float w = live ? exp(logits[(qh0 + j) * pc.n + i] - m[j]) : 0.0;
+            float w = live ? exp(logits[lbase + (qh0 + j) * n + i] - m[j]) : 0.0;
             weight[j][tid] = w;
             l[j] += w;
         }
@@ -89,7 +96,7 @@ void main()
         uint cn = min(WG, s1 - c);
         if (e < pc.dim)
             for (uint t = 0u; t < cn; t++) {
-                float val = LOAD_KV(v, pc.kv_skew + (chr * pc.cap + c + t) * pc.dim + e);
+                float val = LOAD_KV(v, pc.kv_skew + (row * pc.cap + c + t) * pc.dim + e);
                 for (uint j = 0u; j < jn; j++)
                     acc[j] += weight[j][t] * val;
             }
@@ -102,7 +109,7 @@ void main()
 
     uint stride = pc.dim + 2u;
     for (uint j = 0u; j < jn; j++) {
-        uint base = ((qh0 + j) * pc.n_splits + split) * stride;
+        uint base = pbase + ((qh0 + j) * n_splits + split) * stride;
         if (e < pc.dim)
             part[base + 2u + e] = acc[j];
         if (db == 0u && tid == 0u) {

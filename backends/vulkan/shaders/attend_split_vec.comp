@@ -8,32 +8,32 @@
 // that take alternate slots, so V loads, weight loads and loop overhead drop
 // about 4x.
 // Lanes are summed in shared memory at the end.
-// Launch: x = splits, y = cache heads of the chunk, z = query-head blocks.
+// Launch: x = splits (the most of a listed group), y = listed groups x cache
+// heads of the chunk, z = query-head blocks.
 // Differs from the CPU oracle: f32, exponentials against the split's own
 // maximum (rescaled in pass 3), sums in lane-then-slot order.
 #include "kv_storage.glsl"
+#include "attend_list.glsl"
 
 layout(local_size_x_id = 0) in;
 #define WG gl_WorkGroupSize.x
 
 layout(push_constant) uniform Params {
-    uint n;
     uint cap;
     uint dim;
     uint per;
+    uint nch; // cache heads of the chunk
     uint kv_skew;
-    uint split_len;
-    uint n_splits;
     uint dblocks; // unused here: one block covers every dimension
 } pc;
 
 #ifdef LKV_KV16
-layout(std430, binding = 0) readonly buffer Values { uvec2 v[]; };
+layout(std430, binding = 1) readonly buffer Values { uvec2 v[]; };
 #else
-layout(std430, binding = 0) readonly buffer Values { vec4 v[]; };
+layout(std430, binding = 1) readonly buffer Values { vec4 v[]; };
 #endif
-layout(std430, binding = 1) readonly buffer Logits { float logits[]; };
-layout(std430, binding = 2) writeonly buffer Partials { float part[]; };
+layout(std430, binding = 2) readonly buffer Logits { float logits[]; };
+layout(std430, binding = 3) writeonly buffer Partials { float part[]; };
 
 shared float weight[QBLOCK][WG];
 shared float red[QBLOCK][WG];
@@ -64,10 +64,17 @@ void reduce(bool take_max)
 void main()
 {
     uint tid = gl_LocalInvocationID.x;
-    uint split = gl_WorkGroupID.x, chr = gl_WorkGroupID.y;
+    uint split = gl_WorkGroupID.x, g = gl_WorkGroupID.y / pc.nch, chr = gl_WorkGroupID.y % pc.nch;
+    uint n = list[ATT_LIST * g + ATT_N], n_splits = list[ATT_LIST * g + ATT_SPLITS];
+    // The grid has the most splits of a listed group; a group with fewer
+    // leaves the rest (the whole workgroup alike, before any barrier).
+    if (split >= n_splits)
+        return;
+    uint row = list[ATT_LIST * g + ATT_ROW] + chr, split_len = list[ATT_LIST * g + ATT_SPLIT];
+    uint lbase = list[ATT_LIST * g + ATT_LOGITS], pbase = list[ATT_LIST * g + ATT_PARTS];
     uint j0 = gl_WorkGroupID.z * QBLOCK, jn = min(QBLOCK, pc.per - j0);
     uint qh0 = chr * pc.per + j0; // chunk-relative query head
-    uint s0 = split * pc.split_len, s1 = min(pc.n, s0 + pc.split_len);
+    uint s0 = split * split_len, s1 = min(n, s0 + split_len);
     uint d4 = pc.dim / 4u;           // 4-element units per row
     uint lanes = WG / d4;            // slots taken side by side
     uint lane = tid / d4, u = tid % d4;
@@ -78,7 +85,7 @@ void main()
         m[j] = uintBitsToFloat(0xff800000u);
     for (uint i = s0 + tid; i < s1; i += WG)
         for (uint j = 0u; j < jn; j++)
-            m[j] = max(m[j], logits[(qh0 + j) * pc.n + i]);
+            m[j] = max(m[j], logits[lbase + (qh0 + j) * n + i]);
     for (uint j = 0u; j < QBLOCK; j++)
         red[j][tid] = m[j];
     barrier();
@@ -93,14 +100,14 @@ void main()
         l[j] = 0.0;
         acc[j] = vec4(0.0);
     }
-    uint row4 = (pc.kv_skew + chr * pc.cap * pc.dim) / 4u;
+    uint row4 = (pc.kv_skew + row * pc.cap * pc.dim) / 4u;
     for (uint c = s0; c < s1; c += WG) {
         uint i = c + tid;
         for (uint j = 0u; j < QBLOCK; j++) {
             // A split whose logits are all -inf contributes nothing (the CPU's
             // 0), not exp(-inf - -inf) = NaN.
             bool live = i < s1 && j < jn && m[j] != uintBitsToFloat(0xff800000u);
-            float w = live ? exp(logits[(qh0 + j) * pc.n + i] - m[j]) : 0.0;
+            float w = live ? exp(logits[lbase + (qh0 + j) * n + i] - m[j]) : 0.0;
             weight[j][tid] = w;
             l[j] += w;
         }
@@ -123,7 +130,7 @@ void main()
     for (uint j = 0u; j < jn; j++) {
         lanes_sum[tid] = working ? acc[j] : vec4(0.0);
         barrier();
-        uint base = ((qh0 + j) * pc.n_splits + split) * stride;
+        uint base = pbase + ((qh0 + j) * n_splits + split) * stride;
         if (tid < d4) {
             vec4 sum = vec4(0.0);
             for (uint ln = 0u; ln < lanes; ln++)
