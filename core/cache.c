@@ -378,6 +378,18 @@ lkv_status lkv_check_list(lkv_cache *c, const int32_t *seqs, int32_t n, const ch
     return st;
 }
 
+lkv_status lkv_check_batch(lkv_cache *c, const void *io, int32_t layer, const int32_t *seqs,
+                           int32_t n, lkv_memory memory, const char *call)
+{
+    if (!c || !io)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL", call, c ? "io" : "cache");
+    if (layer < 0 || layer >= c->cfg.layers)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "layer %d is out of range: the cache has %d", layer,
+                        c->cfg.layers);
+    lkv_status st = lkv_check_list(c, seqs, n, call);
+    return st == LKV_OK ? lkv_check_memory(c, memory, call) : st;
+}
+
 lkv_status lkv_check_memory(const lkv_cache *c, lkv_memory memory, const char *call)
 {
     if (memory == LKV_MEMORY_HOST)

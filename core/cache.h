@@ -125,6 +125,11 @@ lkv_status lkv_check_seq(const lkv_cache *c, int32_t seq);
 /* The sequence list of a batch call: 1..sequences distinct indices in range. */
 lkv_status lkv_check_list(lkv_cache *c, const int32_t *seqs, int32_t n, const char *call);
 
+/* The checks every batch call starts with: non-NULL cache and io, layer
+ * in range, the sequence list, the memory kind. */
+lkv_status lkv_check_batch(lkv_cache *c, const void *io, int32_t layer, const int32_t *seqs,
+                           int32_t n, lkv_memory memory, const char *call);
+
 /* A memory kind the call accepts: host always; device when the backend
  * wraps and stores device memory. */
 lkv_status lkv_check_memory(const lkv_cache *c, lkv_memory memory, const char *call);

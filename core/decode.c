@@ -71,14 +71,8 @@ static lkv_status check_arrays(const lkv_cache *c, int32_t layer, const lkv_deco
 static lkv_status check_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
                                int given, const char *call)
 {
-    if (!c || !io)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL", call, c ? "io" : "cache");
-    if (layer < 0 || layer >= c->cfg.layers)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "layer %d is out of range: the cache has %d", layer,
-                        c->cfg.layers);
-    lkv_status st = lkv_check_list(c, io->sequences, io->n_sequences, call);
-    if (st == LKV_OK)
-        st = lkv_check_memory(c, io->memory, call);
+    lkv_status st = lkv_check_batch(c, io, layer, io ? io->sequences : NULL,
+                                    io ? io->n_sequences : 0, io ? io->memory : 0, call);
     for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++)
         st = check_order(c, io->sequences[i], layer, given);
     return st == LKV_OK ? check_arrays(c, layer, io, given) : st;

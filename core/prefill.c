@@ -144,16 +144,10 @@ static lkv_status check_votes(const lkv_cache *c, int32_t layer, const lkv_prefi
 static lkv_status check_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
                                 int given, const char *call)
 {
-    if (!c || !io)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL", call, c ? "io" : "cache");
-    if (layer < 0 || layer >= c->cfg.layers)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "layer %d is out of range: the cache has %d", layer,
-                        c->cfg.layers);
-    lkv_status st = lkv_check_list(c, io->sequences, io->n_sequences, call);
+    lkv_status st = lkv_check_batch(c, io, layer, io ? io->sequences : NULL,
+                                    io ? io->n_sequences : 0, io ? io->memory : 0, call);
     if (st == LKV_OK && !io->n_tokens)
         st = lkv_fail(LKV_INVALID_ARGUMENT, "%s: n_tokens is NULL", call);
-    if (st == LKV_OK)
-        st = lkv_check_memory(c, io->memory, call);
     for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++) {
         int32_t seq = io->sequences[i];
         st = check_room(c, seq, layer, io->n_tokens[i]);
