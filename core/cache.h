@@ -95,6 +95,26 @@ lkv_status lkv_cache_write_rows(lkv_cache *c, int32_t seq, int32_t layer, lkv_bu
  * unreachable). */
 void lkv_cache_unappend(lkv_cache *c, int32_t seq, int32_t layer, int32_t count);
 
+/* A batch call's arrays as device buffers: host arrays staged in the
+ * cache's grow-only buffers, device arrays borrowed as views, which
+ * lkv_cache_release_inputs frees. */
+typedef struct lkv_inputs {
+    const lkv_buffer *q, *k, *v;
+    lkv_buffer *out;
+    lkv_buffer *views[4];
+} lkv_inputs;
+
+/* One array into `*out`: with `device`, a view of `a` when its handle is
+ * set (into *view); else, when `host` is given, `stage` grown to `bytes` and
+ * written from it when `upload` (an output is only reserved). */
+lkv_status lkv_cache_take_input(lkv_cache *c, int device, lkv_device_array a, const float *host,
+                                lkv_stage *stage, size_t bytes, int upload, lkv_buffer **view,
+                                const lkv_buffer **out);
+void lkv_cache_release_inputs(lkv_cache *c, lkv_inputs *in);
+
+/* Whether the policy observes at step t, and with which kind. */
+int lkv_observes_at(const lkv_cache *c, int32_t t, lkv_observe_kind *out_kind);
+
 /* Grows a staging buffer to at least `bytes`. */
 lkv_status lkv_stage_reserve(lkv_cache *c, lkv_stage *stage, size_t bytes);
 

@@ -78,65 +78,30 @@ static lkv_status check_decode(lkv_cache *c, int32_t layer, const lkv_decode_bat
     return st == LKV_OK ? check_arrays(c, layer, io, given) : st;
 }
 
-/* The step's inputs as device buffers: host arrays staged (one write each),
- * device arrays borrowed. views[] holds what must be freed afterwards. */
-typedef struct lkv_step_io {
-    const lkv_buffer *q, *k, *v;
-    lkv_buffer *out;
-    lkv_buffer *views[4];
-} lkv_step_io;
-
-static void release_io(lkv_cache *c, lkv_step_io *s)
-{
-    for (int i = 0; i < 4; i++)
-        if (s->views[i])
-            c->ops->free(c->dev, s->views[i]);
-}
-
-static lkv_status borrow(lkv_cache *c, lkv_device_array a, size_t bytes, lkv_buffer **out)
-{
-    return c->ops->wrap(c->dev, a.handle, a.offset, bytes, out);
-}
-
-static lkv_status stage_host(lkv_cache *c, lkv_stage *stage, const float *x, size_t bytes,
-                             const lkv_buffer **out)
-{
-    lkv_status st = lkv_stage_reserve(c, stage, bytes);
-    if (st == LKV_OK && x)
-        st = c->ops->write(c->dev, stage->buf, 0, x, bytes);
-    *out = stage->buf;
-    return st;
-}
-
-static lkv_status prepare_io(lkv_cache *c, const lkv_decode_batch_io *io, lkv_step_io *s)
+/* The step's inputs: one staging write per host array, a view per device
+ * array; k and v are not staged for a backend that writes rows itself. */
+static lkv_status prepare_io(lkv_cache *c, const lkv_decode_batch_io *io, lkv_inputs *s)
 {
     size_t n = (size_t)io->n_sequences;
     size_t qb = n * (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim * 4;
     size_t kvb = n * (size_t)c->cfg.kv_heads * (size_t)c->cfg.head_dim * 4;
+    int dev = io->memory == LKV_MEMORY_DEVICE, kv = dev || c->ops->store;
     memset(s, 0, sizeof *s);
-    if (io->memory == LKV_MEMORY_DEVICE) {
-        lkv_status st = borrow(c, io->k_dev, kvb, &s->views[0]);
-        if (st == LKV_OK)
-            st = borrow(c, io->v_dev, kvb, &s->views[1]);
-        if (st == LKV_OK)
-            st = borrow(c, io->q_dev, qb, &s->views[2]);
-        if (st == LKV_OK)
-            st = borrow(c, io->out_dev, qb, &s->views[3]);
-        s->k = s->views[0], s->v = s->views[1], s->q = s->views[2], s->out = s->views[3];
-        return st;
-    }
     lkv_status st = LKV_OK;
-    if (c->ops->store) /* else rows are written from the host arrays */
-        st = stage_host(c, &c->stage_k, io->k, kvb, &s->k);
-    if (st == LKV_OK && c->ops->store)
-        st = stage_host(c, &c->stage_v, io->v, kvb, &s->v);
-    if (st == LKV_OK && io->q)
-        st = stage_host(c, &c->stage_q, io->q, qb, &s->q);
-    if (st == LKV_OK && io->out) {
-        const lkv_buffer *out = NULL;
-        st = stage_host(c, &c->stage_out, NULL, qb, &out);
-        s->out = (lkv_buffer *)out;
-    }
+    if (kv)
+        st = lkv_cache_take_input(c, dev, io->k_dev, io->k, &c->stage_k, kvb, 1, &s->views[0],
+                                  &s->k);
+    if (st == LKV_OK && kv)
+        st = lkv_cache_take_input(c, dev, io->v_dev, io->v, &c->stage_v, kvb, 1, &s->views[1],
+                                  &s->v);
+    if (st == LKV_OK)
+        st = lkv_cache_take_input(c, dev, io->q_dev, io->q, &c->stage_q, qb, 1, &s->views[2],
+                                  &s->q);
+    const lkv_buffer *out = NULL;
+    if (st == LKV_OK)
+        st = lkv_cache_take_input(c, dev, io->out_dev, io->out, &c->stage_out, qb, 0,
+                                  &s->views[3], &out);
+    s->out = (lkv_buffer *)out;
     return st;
 }
 
@@ -148,11 +113,9 @@ static lkv_status observe_step(lkv_cache *c, const int32_t *seqs, int32_t n, int
     for (int kind = 0; kind < 3 && st == LKV_OK; kind++) {
         int32_t m = 0;
         for (int32_t i = 0; i < n; i++) {
-            lkv_observe_kind k = c->rules->observe_kind;
+            lkv_observe_kind k;
             int32_t t = c->seq_steps[i];
-            int observing = c->rules->observe_at ? c->rules->observe_at(&c->cfg.policy, t, &k)
-                                                 : c->rules->observes;
-            if (observing && (int)k == kind) {
+            if (lkv_observes_at(c, t, &k) && (int)k == kind) {
                 c->lists.src_token[m] = seqs[i]; /* free after store: reused as lists */
                 c->lists.slot0[m++] = t;
             }
@@ -166,12 +129,10 @@ static lkv_status observe_step(lkv_cache *c, const int32_t *seqs, int32_t n, int
 
 static int any_observing(const lkv_cache *c, int32_t n)
 {
-    for (int32_t i = 0; i < n; i++) {
-        lkv_observe_kind k = c->rules->observe_kind;
-        if (c->rules->observe_at ? c->rules->observe_at(&c->cfg.policy, c->seq_steps[i], &k)
-                                 : c->rules->observes)
+    lkv_observe_kind k;
+    for (int32_t i = 0; i < n; i++)
+        if (lkv_observes_at(c, c->seq_steps[i], &k))
             return 1;
-    }
     return 0;
 }
 
@@ -189,7 +150,7 @@ static lkv_status make_room(lkv_cache *c, const int32_t *seqs, int32_t n, int32_
 }
 
 static lkv_status run_step(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
-                           const float *given, const lkv_step_io *s)
+                           const float *given, const lkv_inputs *s)
 {
     int32_t n = io->n_sequences;
     for (int32_t i = 0; i < n; i++) {
@@ -237,11 +198,11 @@ lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_i
      * layer 0), as one batch scored on the previous step's state. */
     if ((st = make_room(c, io->sequences, n, layer)) != LKV_OK)
         return st;
-    lkv_step_io s;
+    lkv_inputs s;
     st = prepare_io(c, io, &s);
     if (st == LKV_OK)
         st = run_step(c, layer, io, given, &s);
-    release_io(c, &s);
+    lkv_cache_release_inputs(c, &s);
     if (st != LKV_OK)
         return st;
     for (int32_t i = 0; i < n; i++) {

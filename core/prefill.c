@@ -170,59 +170,35 @@ static lkv_status check_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_b
     return st;
 }
 
-typedef struct lkv_chunk_io {
-    const lkv_buffer *q, *k, *v;
-    lkv_buffer *out;
-    lkv_buffer *views[4];
-    int32_t tokens;
-} lkv_chunk_io;
-
-static lkv_status take(lkv_cache *c, int device, lkv_device_array a, const float *host,
-                       lkv_stage *stage, size_t bytes, int upload, lkv_buffer **view,
-                       const lkv_buffer **out)
-{
-    if (device) {
-        lkv_status st = a.handle ? c->ops->wrap(c->dev, a.handle, a.offset, bytes, view) : LKV_OK;
-        *out = *view;
-        return st;
-    }
-    if (!host)
-        return LKV_OK;
-    lkv_status st = lkv_stage_reserve(c, stage, bytes);
-    if (st == LKV_OK && upload)
-        st = c->ops->write(c->dev, stage->buf, 0, host, bytes);
-    *out = stage->buf;
-    return st;
-}
-
 static lkv_status prepare_chunk(lkv_cache *c, const lkv_prefill_batch_io *io, int given,
-                                lkv_chunk_io *s)
+                                lkv_inputs *s)
 {
     memset(s, 0, sizeof *s);
+    int32_t tokens = 0;
     for (int32_t i = 0; i < io->n_sequences; i++)
-        s->tokens += io->n_tokens[i];
-    size_t t = (size_t)s->tokens;
+        tokens += io->n_tokens[i];
+    size_t t = (size_t)tokens;
     size_t qb = t * (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim * 4;
     size_t kvb = t * (size_t)c->cfg.kv_heads * (size_t)c->cfg.head_dim * 4;
     int dev = io->memory == LKV_MEMORY_DEVICE, store = c->ops->store != NULL;
-    lkv_status st = lkv_lists_reserve(c, s->tokens);
+    lkv_status st = lkv_lists_reserve(c, tokens);
     if (st == LKV_OK && (store || dev))
-        st = take(c, dev, io->k_dev, io->k, &c->stage_k, kvb, 1, &s->views[0], &s->k);
+        st = lkv_cache_take_input(c, dev, io->k_dev, io->k, &c->stage_k, kvb, 1, &s->views[0], &s->k);
     if (st == LKV_OK && (store || dev))
-        st = take(c, dev, io->v_dev, io->v, &c->stage_v, kvb, 1, &s->views[1], &s->v);
+        st = lkv_cache_take_input(c, dev, io->v_dev, io->v, &c->stage_v, kvb, 1, &s->views[1], &s->v);
     int attend = !given && (dev ? io->out_dev.handle != 0 : io->out != NULL);
     if (st == LKV_OK && attend)
-        st = take(c, dev, io->q_dev, io->q, &c->stage_q, qb, 1, &s->views[2], &s->q);
+        st = lkv_cache_take_input(c, dev, io->q_dev, io->q, &c->stage_q, qb, 1, &s->views[2], &s->q);
     const lkv_buffer *out = NULL;
     if (st == LKV_OK && attend)
-        st = take(c, dev, io->out_dev, io->out, &c->stage_out, qb, 0, &s->views[3], &out);
+        st = lkv_cache_take_input(c, dev, io->out_dev, io->out, &c->stage_out, qb, 0, &s->views[3], &out);
     s->out = (lkv_buffer *)out;
     return st;
 }
 
 /* Causal outputs of every chunk query of every sequence: one attend. */
 static lkv_status attend_chunks(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
-                                const lkv_chunk_io *s)
+                                const lkv_inputs *s)
 {
     int32_t g = 0;
     for (int32_t i = 0; i < io->n_sequences; i++) {
@@ -312,7 +288,7 @@ static lkv_status vote(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *
 }
 
 static lkv_status run_chunk(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
-                            const float *given, const lkv_chunk_io *s)
+                            const float *given, const lkv_inputs *s)
 {
     int32_t n = io->n_sequences, at = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -383,13 +359,11 @@ lkv_status lkv_core_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_batch
         if (layer == 0 && !s->prompt_open)
             s->next_position = io_first(io, i);
     }
-    lkv_chunk_io s;
+    lkv_inputs s;
     st = prepare_chunk(c, io, given != NULL, &s);
     if (st == LKV_OK)
         st = run_chunk(c, layer, io, given, &s);
-    for (int i = 0; i < 4; i++)
-        if (s.views[i])
-            c->ops->free(c->dev, s.views[i]);
+    lkv_cache_release_inputs(c, &s);
     if (st != LKV_OK) {
         for (int32_t i = 0; i < io->n_sequences; i++)
             c->seqs[io->sequences[i]].next_position = c->seq_steps[i];

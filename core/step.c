@@ -105,6 +105,38 @@ lkv_status lkv_cache_store(lkv_cache *c, const int32_t *seqs, int32_t n, int32_t
     return LKV_OK;
 }
 
+lkv_status lkv_cache_take_input(lkv_cache *c, int device, lkv_device_array a, const float *host,
+                                lkv_stage *stage, size_t bytes, int upload, lkv_buffer **view,
+                                const lkv_buffer **out)
+{
+    if (device) {
+        lkv_status st = a.handle ? c->ops->wrap(c->dev, a.handle, a.offset, bytes, view) : LKV_OK;
+        *out = *view;
+        return st;
+    }
+    if (!host)
+        return LKV_OK;
+    lkv_status st = lkv_stage_reserve(c, stage, bytes);
+    if (st == LKV_OK && upload)
+        st = c->ops->write(c->dev, stage->buf, 0, host, bytes);
+    *out = stage->buf;
+    return st;
+}
+
+void lkv_cache_release_inputs(lkv_cache *c, lkv_inputs *in)
+{
+    for (int i = 0; i < 4; i++)
+        if (in->views[i])
+            c->ops->free(c->dev, in->views[i]);
+}
+
+int lkv_observes_at(const lkv_cache *c, int32_t t, lkv_observe_kind *out_kind)
+{
+    *out_kind = c->rules->observe_kind;
+    return c->rules->observe_at ? c->rules->observe_at(&c->cfg.policy, t, out_kind)
+                                : c->rules->observes;
+}
+
 lkv_status lkv_cache_attend(lkv_cache *c, int32_t n_groups, const lkv_buffer *q, lkv_buffer *out,
                             int want_probs)
 {
