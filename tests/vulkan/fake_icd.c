@@ -19,7 +19,8 @@ typedef struct fake_instance {
     uintptr_t loader_data;
 } fake_instance;
 
-static void *cpu_caps; /* what the initializer keeps */
+/* volatile: an optimizing build would otherwise drop a block nothing reads */
+static void *volatile cpu_caps; /* what the initializer keeps */
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 
 static void detect_cpu(void)
