@@ -273,7 +273,7 @@ static lkv_status run_batch(lkv_device *d, const lkv_attend_args *a, const atten
         {s->cap, s->dim, s->per, b->nch, b->ch_first, k.skew, a->scale};
     lkv_bind_buf b1[4] = {list, k.bind, lkv_bind_whole(d, a->q), logits};
     st = lkv_bind_dispatch(d, logits_pipe(s, k.skew), b1, &lp,
-                           lkv_bind_groups(d, b->max_n, (int64_t)rows * s->qblocks), rows, s->qblocks);
+                           lkv_bind_slot_groups(d, b->max_n, (int64_t)rows * s->qblocks), rows, s->qblocks);
     struct { uint32_t cap, dim, per, nch, kv_skew, dblocks; } sp =
         {s->cap, s->dim, s->per, b->nch, v.skew, s->dblocks};
     lkv_bind_buf b2[4] = {list, v.bind, logits, parts};
@@ -295,7 +295,7 @@ static lkv_status run_batch(lkv_device *d, const lkv_attend_args *a, const atten
         {s->cap, s->per, b->nch, pr.skew, a->reduce == LKV_REDUCE_MAX};
     lkv_bind_buf b4[4] = {list, logits, lse, pr.bind};
     return lkv_bind_dispatch(d, LKV_BIND_PIPE_attend_probs, b4, &pp,
-                             lkv_bind_groups(d, b->max_n, rows), rows, 1);
+                             lkv_bind_slot_groups(d, b->max_n, rows), rows, 1);
 }
 
 /* The cache's dtype has pipelines here. q and out are bound whole: they

@@ -56,6 +56,7 @@ typedef struct lkv_bind_window {
 typedef struct lkv_bind_limits {
     uint32_t wg;          /* work-group size: a power of two */
     uint32_t max_groups;  /* work-groups worth launching at once (kernels loop over the rest) */
+    uint32_t max_slot_groups; /* the same for kernels of one slot per work-item (see bind_window.c) */
     uint32_t max_count[2]; /* most work-groups along x and along y of one dispatch */
     uint64_t max_range;   /* most bytes one binding spans */
     uint64_t align;       /* binding offsets are multiples of this (>= 4) */
@@ -198,6 +199,9 @@ int64_t lkv_bind_rows_fit(lkv_device *d, uint64_t row_bytes);
 /* Work-groups along x for `items` invocations in each of `rows` rows of a
  * grid-stride dispatch: one per item, within the device's budget. */
 uint32_t lkv_bind_groups(lkv_device *d, int64_t items, int64_t rows);
+/* The same for a kernel whose work-items each read one slot's K row or
+ * logit (attend's logits and probs), within max_slot_groups. */
+uint32_t lkv_bind_slot_groups(lkv_device *d, int64_t items, int64_t rows);
 /* Room for an op's lists of `n_rows` entries of `ncols` columns. */
 size_t lkv_bind_list_bytes(lkv_device *d, int32_t n_rows, int ncols);
 lkv_status lkv_bind_list_room(lkv_device *d, int32_t n_rows, int ncols);

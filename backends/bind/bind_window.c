@@ -48,15 +48,32 @@ int64_t lkv_bind_rows_fit(lkv_device *d, uint64_t row_bytes)
     return (int64_t)((lim->max_range - lim->align - 4) / row_bytes);
 }
 
-uint32_t lkv_bind_groups(lkv_device *d, int64_t items, int64_t rows)
+static uint32_t groups_within(const lkv_bind_limits *lim, uint32_t most, int64_t items,
+                              int64_t rows)
 {
-    const lkv_bind_limits *lim = lkv_bind_lim(d);
     int64_t g = (items + lim->wg - 1) / lim->wg;
-    int64_t budget = lim->max_groups / (rows > 0 ? rows : 1);
+    int64_t budget = most / (rows > 0 ? rows : 1);
     budget = budget < 1 ? 1 : budget;
     g = g > budget ? budget : g; /* the kernels loop grid-stride over the rest */
     g = g > lim->max_count[0] ? lim->max_count[0] : g;
     return g < 1 ? 1 : (uint32_t)g;
+}
+
+uint32_t lkv_bind_groups(lkv_device *d, int64_t items, int64_t rows)
+{
+    return groups_within(lkv_bind_lim(d), lkv_bind_lim(d)->max_groups, items, rows);
+}
+
+/* A device on the CPU runs a work-group's items one after another, so an
+ * item that loops grid-stride reads slots a whole grid apart: at the CPU
+ * budget and a batch of 64 rows, 5 work-groups a row, each item strides
+ * 320 K rows, which no prefetcher follows (PoCL's logits ran 1.8x slower
+ * per byte than its V pass). One slot per item reads K in order; these
+ * kernels keep no per-group state, so the extra groups cost only their
+ * launch. */
+uint32_t lkv_bind_slot_groups(lkv_device *d, int64_t items, int64_t rows)
+{
+    return groups_within(lkv_bind_lim(d), lkv_bind_lim(d)->max_slot_groups, items, rows);
 }
 
 int32_t lkv_bind_longest(const int32_t *v, int32_t first, int32_t len)

@@ -24,6 +24,7 @@ static lkv_status settings(lkv_device *d)
     lkv_bind_limits *lim = &d->bind.lim;
     d->bind.drv = &lkv_cl_bind_driver;
     lim->max_groups = lkv_bind_group_budget((d->info.type & LKV_CL_DEVICE_TYPE_CPU) != 0);
+    lim->max_slot_groups = lkv_bind_group_budget(0);
     lim->max_count[0] = lim->max_count[1] = 65535;
     lim->align = 16; /* offsets are kernel arguments: only the 16-byte loads care */
     lim->max_range = d->info.max_alloc < LKV_CL_MAX_RANGE ? d->info.max_alloc : LKV_CL_MAX_RANGE;

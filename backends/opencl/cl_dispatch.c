@@ -62,17 +62,30 @@ static uint64_t arena_at(const lkv_device *d)
     return (d->arena_used + align - 1) / align * align;
 }
 
-/* The arena grows to hold an op's lists; it is rewound only after a finish,
- * when no queued write still reads arena_host (that finish is the one host
- * wait an op may make: recycling the arena, counted as a sync). */
+void lkv_cl_drained(lkv_device *d)
+{
+    d->arena_used = 0;
+}
+
+/* Lists and staged writes fill the arena until the queue drains, which a
+ * host-I/O step does when it reads its output back. Only when they overflow
+ * it first does the host wait (recycling the arena, counted as a sync), and
+ * the arena then doubles, up to LKV_CL_ARENA_MAX, so the next such run
+ * fits: device-I/O steps, which never drain, wait once per that many bytes. */
+#define LKV_CL_ARENA_MIN ((size_t)1 << 20)
+#define LKV_CL_ARENA_MAX ((size_t)32 << 20)
+
 lkv_status lkv_cl_list_room(lkv_device *d, size_t bytes)
 {
     if (d->arena && arena_at(d) + bytes <= d->arena->size)
         return LKV_OK;
+    size_t have = d->arena ? (size_t)d->arena->size : 0;
+    size_t want = have < LKV_CL_ARENA_MIN ? LKV_CL_ARENA_MIN
+                  : have < LKV_CL_ARENA_MAX && d->arena_used > 0 ? have * 2 : have;
     /* The first arena has nothing queued on it to wait for. */
     lkv_status st = d->arena ? lkv_cl_finish(d, "recycling the row-list arena") : LKV_OK;
-    size_t want = bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : bytes;
-    if (st == LKV_OK && (!d->arena || d->arena->size < want)) {
+    want = want < bytes ? bytes : want;
+    if (st == LKV_OK && want > have) {
         unsigned char *host = malloc(want + want / 4 + 16);
         st = host ? lkv_cl_reserve(d, &d->arena, want)
                   : lkv_fail(LKV_OUT_OF_MEMORY, "opencl: out of host memory for row lists");

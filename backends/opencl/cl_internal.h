@@ -69,9 +69,9 @@ struct lkv_device {
     cl_command_queue queue; /* in order: each command sees the ones before it */
     int external;           /* context and queue are the engine's (retained, not made) */
     lkv_cl_pipe pipes[LKV_BIND_PIPE_COUNT];
-    /* Row lists: written into `arena` from a host copy that must stay
-     * untouched until the queue has run the write, so the arena is
-     * rewound only after a finish (cl_dispatch.c). */
+    /* Row lists and staged writes: written into `arena` from a host copy
+     * that must stay untouched until the queue has run the write, so the
+     * arena is rewound only once the queue has drained (cl_dispatch.c). */
     lkv_buffer *arena;
     unsigned char *arena_host;
     uint64_t arena_used;
@@ -156,11 +156,14 @@ lkv_status lkv_cl_list_put(lkv_device *d, const uint32_t *words, size_t bytes,
                            lkv_bind_buf *out_bind);
 /* Copies `bytes` of src into the arena's host side (room made by
  * list_room) and enqueues their write to dst at `off`, unwaited: the host
- * copy stays untouched until a finish, as the lists' do. */
+ * copy stays untouched until the queue drains, as the lists' do. */
 lkv_status lkv_cl_put_staged(lkv_device *d, const lkv_buffer *dst, uint64_t off, const void *src,
                              size_t bytes);
 /* clFinish, counted as a sync. */
 lkv_status lkv_cl_finish(lkv_device *d, const char *why);
+/* The queue has run everything enqueued so far (a finish or a blocking
+ * read returned): no queued write still reads the arena's host side. */
+void lkv_cl_drained(lkv_device *d);
 
 /* cl_backend.c: the driver table of the shared plans. */
 extern const lkv_bind_driver lkv_cl_bind_driver;

@@ -5,16 +5,18 @@
  * Copies and fills are queued in order with the kernels. No entry waits
  * but read, sync and a write too large to stage: a write of up to
  * LKV_CL_STAGED_WRITE bytes is copied into the row-list arena's host side
- * and enqueued unblocking, so a decode step's inputs cost no host wait;
- * a larger one blocks (counted as a sync), so the caller's memory is free
- * when it returns. */
+ * and enqueued unblocking, so a decode step's inputs cost no host wait
+ * (a batch of 64 sequences' q, k and v is a few hundred KiB); a larger one
+ * blocks (counted as a sync), so the caller's memory is free when it
+ * returns. A blocking read or a finish drains the in-order queue, so
+ * after either the arena is rewound for free (cl_dispatch.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl_internal.h"
 #include "error.h"
 
-#define LKV_CL_STAGED_WRITE ((size_t)64 << 10)
+#define LKV_CL_STAGED_WRITE ((size_t)8 << 20)
 
 static lkv_status check_range(const lkv_buffer *b, size_t off, size_t bytes, const char *what)
 {
@@ -28,6 +30,8 @@ lkv_status lkv_cl_finish(lkv_device *d, const char *why)
 {
     d->bind.count.syncs++;
     lkv_status st = lkv_cl_check(d->lib.fn.clFinish(d->queue), "clFinish");
+    if (st == LKV_OK)
+        lkv_cl_drained(d);
     return st == LKV_OK ? st : lkv_fail_context(st, "%s", why);
 }
 
@@ -142,10 +146,13 @@ lkv_status lkv_cl_read(lkv_device *d, const lkv_buffer *src, size_t off, void *d
     d->bind.count.d2h_copies++;
     d->bind.count.d2h_bytes += (int64_t)n;
     d->bind.count.syncs++;
-    return lkv_cl_check(d->lib.fn.clEnqueueReadBuffer(d->queue, src->mem, LKV_CL_TRUE,
-                                                      (size_t)(src->base + off), n, dst, 0, NULL,
-                                                      NULL),
-                        "clEnqueueReadBuffer");
+    st = lkv_cl_check(d->lib.fn.clEnqueueReadBuffer(d->queue, src->mem, LKV_CL_TRUE,
+                                                    (size_t)(src->base + off), n, dst, 0, NULL,
+                                                    NULL),
+                      "clEnqueueReadBuffer");
+    if (st == LKV_OK)
+        lkv_cl_drained(d);
+    return st;
 }
 
 lkv_status lkv_cl_copy(lkv_device *d, lkv_buffer *dst, size_t dst_off, const lkv_buffer *src,

@@ -62,6 +62,7 @@ lkv_status lkv_vk_settings(lkv_device *d)
     d->vi.fn.vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem_props);
     d->bind.drv = &lkv_vk_bind_driver;
     d->bind.lim.max_groups = lkv_bind_group_budget(d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU);
+    d->bind.lim.max_slot_groups = lkv_bind_group_budget(0);
     lkv_status st = workgroup_size(d);
     if (st == LKV_OK)
         st = binding_limits(d);

@@ -1168,3 +1168,77 @@ Test(opencl_decode, bad_input_gives_the_cpu_backend_statuses)
                            "output %d after the bad calls: %g on opencl, %g on cpu", i, out_cl[i],
                            out_cpu[i]);
 }
+
+/* ---- a host batch step waits once ---- */
+
+#define HB_SEQS 64
+#define HB_STEPS 40
+
+/* HB_STEPS batch steps of HB_SEQS sequences forked from one prompt, with
+ * evictions every 16 steps, host arrays in and out; the last step's
+ * outputs go to `out`, the syncs of each step to `syncs` (when not NULL). */
+static void host_batch_run(lkv_runtime *rt, float *out, int64_t *syncs)
+{
+    lkv_cache_config cfg = lazy_config(LKV_DTYPE_F16, 64, 64);
+    cfg.layers = 1;
+    cfg.sequences = HB_SEQS;
+    lkv_cache *c = NULL;
+    TU_OK(lkv_cache_create(rt, &cfg, &c));
+    uint64_t rng = 11;
+    size_t qs = 8 * 64, kvs = 2 * 64;
+    float *prompt_k = tu_alloc_normal(40 * kvs, &rng, 1.0),
+          *prompt_v = tu_alloc_normal(40 * kvs, &rng, 1.0);
+    lkv_prefill_io pio = {.n_tokens = 40, .k = prompt_k, .v = prompt_v,
+                          .memory = LKV_MEMORY_HOST};
+    TU_OK(lkv_cache_prefill(c, 0, 0, &pio));
+    for (int32_t j = 1; j < HB_SEQS; j++)
+        TU_OK(lkv_cache_fork_sequence(c, 0, j));
+    float *q = tu_alloc_normal(HB_SEQS * qs, &rng, 1.0), *k = tu_alloc_normal(HB_SEQS * kvs, &rng, 1.0),
+          *v = tu_alloc_normal(HB_SEQS * kvs, &rng, 1.0);
+    int32_t seqs[HB_SEQS];
+    for (int32_t j = 0; j < HB_SEQS; j++)
+        seqs[j] = HB_SEQS - 1 - j; /* any order */
+    for (int step = 0; step < HB_STEPS; step++) {
+        tu_fill_normal(q, HB_SEQS * qs, &rng, 1.0);
+        tu_fill_normal(k, HB_SEQS * kvs, &rng, 1.0);
+        tu_fill_normal(v, HB_SEQS * kvs, &rng, 1.0);
+        lkv_counters a, b;
+        TU_OK(lkv_runtime_get_counters(rt, &a));
+        lkv_decode_batch_io io = {.n_sequences = HB_SEQS, .sequences = seqs,
+                                  .memory = LKV_MEMORY_HOST, .q = q, .k = k, .v = v, .out = out};
+        TU_OK(lkv_cache_decode_batch(c, 0, &io));
+        TU_OK(lkv_runtime_get_counters(rt, &b));
+        if (syncs)
+            syncs[step] = b.syncs - a.syncs;
+    }
+    free(prompt_k);
+    free(prompt_v);
+    free(q);
+    free(k);
+    free(v);
+    lkv_cache_destroy(c);
+}
+
+/* The q, k and v rows of 64 sequences (196 KiB) are staged like a small
+ * write, and the arena is rewound when the step reads its output back: every
+ * step, an evicting one included, waits for the queue exactly once (that
+ * read), and computes what the cpu oracle computes. */
+Test(opencl_decode, a_host_batch_step_of_64_sequences_waits_once)
+{
+    fresh_cache();
+    lkv_runtime *rt = opencl_or_skip();
+    size_t n = (size_t)HB_SEQS * 8 * 64;
+    float *cl = malloc(sizeof(float) * n), *cpu = malloc(sizeof(float) * n);
+    int64_t syncs[HB_STEPS];
+    host_batch_run(rt, cl, syncs);
+    lkv_runtime_close(rt);
+    host_batch_run(tu_runtime(), cpu, NULL);
+    for (int s = 0; s < HB_STEPS; s++)
+        cr_assert_eq(syncs[s], 1, "step %d waited %lld times for the queue", s,
+                     (long long)syncs[s]);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_float_eq(cl[i], cpu[i], 1e-4f * fmaxf(1.0f, fabsf(cpu[i])),
+                           "output %zu of the last step: %g on opencl, %g on cpu", i, cl[i], cpu[i]);
+    free(cl);
+    free(cpu);
+}
