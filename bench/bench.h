@@ -86,6 +86,7 @@ typedef struct lkv_bench_settings {
     size_t copy_bytes;            /* buffer size of the copy-bandwidth roofline */
     int32_t keep_percent;         /* select/compact keep and the decode budget, % of length */
     int32_t window;               /* lazy eviction period W of the decode step */
+    int32_t decode_budget;        /* the decode step's lazy budget B; 0: keep_percent */
     int32_t full_steps;           /* timed decode steps of the full cache */
     int n_batches;                /* batched decode step: sequences per batch, */
     int32_t batches[LKV_BENCH_MAX_BATCHES]; /* ascending, distinct */

@@ -152,21 +152,21 @@ void lkv_bench_decode_run(lkv_runtime *rt, const lkv_bench_settings *s,
 {
     memset(out, 0, sizeof *out);
     out->length = length;
-    out->budget = lkv_bench_keep(s, length);
+    out->budget = s->decode_budget > 0 ? s->decode_budget : lkv_bench_keep(s, length);
     out->window = s->window;
     out->lazy_steps = s->window;
     out->full_steps = s->full_steps;
     char len_text[16];
     lkv_bench_format_length(length, len_text, sizeof len_text);
     lkv_bench_progress_step(progress, "%s %s decode step, lazy", label, len_text);
-    int too_short = out->budget < s->window;
+    int too_short = out->budget < s->window || out->budget > length;
     lkv_status st = too_short ? LKV_UNSUPPORTED : run_lazy(rt, s, in, out);
     lkv_bench_progress_step(progress, "%s %s decode step, full", label, len_text);
     if (too_short) {
         out->status = LKV_UNSUPPORTED;
         snprintf(out->error, sizeof out->error,
-                 "length %d too short: the lazy budget %d is below the window %d", length,
-                 out->budget, s->window);
+                 "length %d: the lazy budget %d is below the window %d or above the length",
+                 length, out->budget, s->window);
     } else if (st != LKV_OK) {
         record_failure(out, st, "lazy");
     } else if ((st = run_full(rt, s, in, out)) != LKV_OK) {

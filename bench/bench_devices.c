@@ -27,15 +27,16 @@ static lkv_status list_reports(report_list *out)
     return st;
 }
 
-/* Every available device as "backend:index", cpu first. */
+/* Every available device as "backend:index", the host backends first (cpu,
+ * then ref, the oracle it is measured against). */
 static int default_specs(const report_list *l, char specs[][LKV_BENCH_SPEC_LEN])
 {
     int n = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < l->count && n < LKV_BENCH_MAX_DEVICES; i++) {
             const lkv_device_report *r = &l->reps[i];
-            int is_cpu = strcmp(r->backend, "cpu") == 0;
-            if (!r->available || r->device < 0 || is_cpu != (pass == 0))
+            int host = strcmp(r->backend, "cpu") == 0 || strcmp(r->backend, "ref") == 0;
+            if (!r->available || r->device < 0 || host != (pass == 0))
                 continue;
             snprintf(specs[n++], LKV_BENCH_SPEC_LEN, "%s:%d", r->backend, r->device);
         }

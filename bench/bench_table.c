@@ -187,10 +187,15 @@ static void print_decode(FILE *f, const lkv_bench_results *r)
     const lkv_bench_settings *s = &r->settings;
     char shape[48];
     lkv_bench_shape_label(&s->decode_shape, shape, sizeof shape);
+    char budget[48];
+    if (s->decode_budget > 0)
+        snprintf(budget, sizeof budget, "%d slots", s->decode_budget);
+    else
+        snprintf(budget, sizeof budget, "%d%% of the sequence", s->keep_percent);
     fprintf(f, "\ndecode step through the public API (lkv_cache_decode + sync), %s, 1 layer:\n"
-               "lazy at budget %d%% of the sequence, window %d (mean over one eviction period) "
-               "vs the full cache\n",
-            shape, s->keep_percent, s->window);
+               "lazy at budget %s, window %d (mean over one eviction period; max: the "
+               "evicting step) vs the full cache\n",
+            shape, budget, s->window);
     fprintf(f, "%-18s | %-17s | %-17s | %9s | %-21s | %s\n", "", "lazy ms/step",
             "full ms/step", "", "lazy KV bytes", "full KV bytes");
     fprintf(f, "%-10s %7s | %8s %8s | %8s %8s | %9s | %10s %10s | %10s %10s\n", "backend",

@@ -14,7 +14,7 @@
  *
  * Two results per case: `batch(...)` is the batch calls against the same
  * backend's per-sequence calls (identical decisions, outputs within attend's
- * threshold); `batch(...,vs=cpu)` the batch calls against the oracle's
+ * threshold); `batch(...,vs=ref)` the batch calls against the oracle's
  * per-sequence calls, where a backend's known deviations (f32 lazy scores)
  * may apply. */
 #include <stdio.h>
@@ -396,7 +396,7 @@ static void run_case(conf_run *r, const batch_shape *b)
 {
     char name[192], vs[192];
     case_name(name, sizeof name, b, "");
-    case_name(vs, sizeof vs, b, ",vs=cpu");
+    case_name(vs, sizeof vs, b, ",vs=ref");
     const char *filter = r->opt->filter;
     int want_self = !filter || conf_glob_match(filter, name);
     int want_vs = !filter || conf_glob_match(filter, vs);

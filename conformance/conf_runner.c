@@ -33,7 +33,7 @@ static void print_header(const conf_run *r)
     FILE *t = r->opt->table;
     if (!t)
         return;
-    fprintf(t, "\n%s: %s against the cpu oracle; %s grid, %d seed(s) per case\n", r->label,
+    fprintf(t, "\n%s: %s against the ref oracle; %s grid, %d seed(s) per case\n", r->label,
             r->device, r->opt->quick ? "quick" : "full", r->seeds);
     conf_table_row(t, "", "CASE", "SEEDS", 0, "WORST SEED: MEASURE / THRESHOLD");
     fputc('\n', t);
@@ -63,9 +63,9 @@ lkv_status lkv_conformance_run(const lkv_conformance_options *opt, lkv_runtime *
                         !opt ? "opt" : !under_test ? "under_test" : "out_summary");
     lkv_runtime *oracle = opt->oracle;
     if (!oracle) {
-        lkv_status st = lkv_runtime_open("cpu", &oracle);
+        lkv_status st = lkv_runtime_open("ref", &oracle);
         if (st != LKV_OK)
-            return lkv_fail_context(st, "conformance: cannot open the cpu oracle");
+            return lkv_fail_context(st, "conformance: cannot open the ref oracle");
     }
     char own_label[64];
     snprintf(own_label, sizeof own_label, "%s:%d", under_test->info.backend,

@@ -66,7 +66,7 @@ typedef struct lkv_conformance_options {
     unsigned ops;           /* LKV_CONF_* mask; 0 means all */
     const char *filter;     /* case-name patterns ('*' wildcard, '|' between
                                alternatives); NULL: every case */
-    lkv_runtime *oracle;    /* the reference; NULL: the suite opens "cpu" itself */
+    lkv_runtime *oracle;    /* the reference; NULL: the suite opens "ref" itself */
     FILE *table;            /* one line per case, then the summary; NULL: none */
     FILE *json;             /* one JSON object per case and seed; NULL: none */
     FILE *progress;         /* a progress line for long runs; NULL: none */

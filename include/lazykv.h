@@ -96,8 +96,12 @@ typedef struct lkv_runtime lkv_runtime;
  *   "auto"        try the GPU backends in the registry's order (cuda, hip,
  *                 vulkan, opencl; `lazykv devices` lists them), then cpu;
  *                 CPU-emulated GPU devices (lavapipe, PoCL) are passed over
- *                 for the native cpu
- *   "cpu"         the plain-C oracle backend (always available)
+ *                 for the native cpu; never ref
+ *   "cpu"         the fast CPU backend (always available): SIMD kernels for
+ *                 this CPU (LAZYKV_CPU_ISA=generic|avx2|avx512 forces one),
+ *                 LAZYKV_CPU_THREADS threads
+ *   "ref"         the plain-C oracle every backend is checked against
+ *                 (always available; slow by design)
  *   "cuda", "vulkan:1", ...   a backend and optionally a device index
  * A NULL or empty spec reads the LAZYKV_BACKEND environment variable and falls
  * back to "auto". Naming a backend that is unavailable is an error, never a

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "error.h"
 #include "forward_ops.h"
 #include "matmul.h"
@@ -31,6 +32,7 @@
 struct lkv_forward {
     const lkv_model *m;
     lkv_pool *pool;
+    double cache_s; /* seconds inside lkv_cache_decode_batch, all steps */
     int32_t max_lanes, max_prompt, rows, chunk;
     int32_t qd, kvd, half;
     double *inv_freq;          /* [half] theta^(-2i / head_dim) */
@@ -396,7 +398,9 @@ static lkv_status decode_cache(lkv_forward *fw, const lkv_pass *p, int32_t layer
         pack_rows(fw->pv, fw->v, fw->group, m, kvd);
         io.q = fw->pq, io.k = fw->pk, io.v = fw->pv, io.out = fw->pout;
     }
+    double t0 = lkv_clock_seconds();
     lkv_status st = lkv_cache_decode_batch(p->lanes[fw->group[0]].cache, layer, &io);
+    fw->cache_s += lkv_clock_seconds() - t0;
     for (int32_t k = 0; st == LKV_OK && !direct && k < m; k++)
         memcpy(fw->att + (size_t)fw->group[k] * qd, fw->pout + (size_t)k * qd, qd * sizeof(float));
     return st;
@@ -598,4 +602,9 @@ lkv_status lkv_forward_step(lkv_forward *fw, lkv_lane *lanes, int32_t n_lanes,
     for (int32_t i = 0; i < n_lanes; i++)
         lanes[i].position += 1;
     return LKV_OK;
+}
+
+double lkv_forward_cache_seconds(const lkv_forward *fw)
+{
+    return fw ? fw->cache_s : 0.0;
 }

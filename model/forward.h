@@ -31,6 +31,10 @@ typedef struct lkv_forward lkv_forward;
  * `max_prompt` tokens. The pool is borrowed. */
 lkv_status lkv_forward_create(const lkv_model *m, lkv_pool *pool, int32_t max_lanes,
                               int32_t max_prompt, lkv_forward **out_fw);
+/* Seconds the decode steps so far spent inside lazykv's cache calls
+ * (store, attention, observation, evictions): the share of a step that is
+ * lazykv's, the rest being the model's matmuls. */
+double lkv_forward_cache_seconds(const lkv_forward *fw);
 void lkv_forward_free(lkv_forward *fw);
 
 /* Runs a prompt. Every lane gets the same tokens; since prefill attention is

@@ -18,9 +18,11 @@ typedef struct lkv_backend_entry {
 extern const lkv_backend_entry lkv_backend_registry[];
 extern const int lkv_backend_registry_count;
 
-/* The oracle, always built: the conformance suite and the tests compare
- * every other backend with it. The other backends' tables are declared by
- * their own folders (e.g. vk_internal.h); only the registry names them. */
+/* The host backends, always built: ref, the oracle the conformance suite
+ * and the tests compare every other backend with, and cpu, auto's last
+ * resort. The other backends' tables are declared by their own folders
+ * (e.g. vk_internal.h); only the registry names them. */
+extern const lkv_backend_ops lkv_backend_ref;
 extern const lkv_backend_ops lkv_backend_cpu;
 
 #endif /* LKV_REGISTRY_H */

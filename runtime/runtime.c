@@ -124,10 +124,17 @@ static const lkv_backend_entry *entry_of(const lkv_device_report *r)
     return find_backend(r->backend, strlen(r->backend));
 }
 
+/* The host backends: cpu is auto's last resort, ref (the oracle) never its
+ * choice. */
+static int host_backend(const char *name)
+{
+    return strcmp(name, "cpu") == 0 || strcmp(name, "ref") == 0;
+}
+
 /* A device `auto` may take: real (not an emulation on the CPU) and usable. */
 static int auto_candidate(const lkv_device_report *r)
 {
-    return r->device >= 0 && r->available && !r->emulated && strcmp(r->backend, "cpu") != 0;
+    return r->device >= 0 && r->available && !r->emulated && !host_backend(r->backend);
 }
 
 /* Why `auto` passed over a backend, for the one-line summary. */
@@ -196,7 +203,7 @@ static lkv_status open_auto(lkv_runtime **out_rt)
     for (int i = 0; st == LKV_OK && i < lkv_backend_registry_count; i++) {
         const char *name = lkv_backend_registry[i].name;
         size_t used = strlen(notes);
-        if (strcmp(name, "cpu") != 0)
+        if (!host_backend(name))
             snprintf(notes + used, sizeof notes - used, "%s%s: %s", used ? ", " : "", name,
                      passed_over(reps, n, name));
     }
@@ -288,7 +295,7 @@ lkv_status lkv_runtime_open_external(const lkv_external_device *ext, lkv_runtime
         return lkv_fail(LKV_UNAVAILABLE, "backend '%s' is unavailable: %s", e->name, e->missing);
     if (!e->ops->open_external)
         return lkv_fail(LKV_UNSUPPORTED, "backend '%s' cannot be opened on external objects%s",
-                        e->name, strcmp(e->name, "cpu") == 0 ? " (it has none to borrow)" : "");
+                        e->name, host_backend(e->name) ? " (it has none to borrow)" : "");
     lkv_runtime *rt = calloc(1, sizeof *rt);
     if (!rt)
         return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory opening the runtime");

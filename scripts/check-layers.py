@@ -10,8 +10,10 @@ The stack, bottom to top (README "Layout" draws it):
   backends/  one folder per backend, plus the host toolkits shared by
              several backends (gpu/ for CUDA and HIP, bind/ for Vulkan and
              OpenCL, host/ for all four GPU backends, plan/ for the launch
-             plans of both families); a backend may include a toolkit, never
-             another backend, and a toolkit never includes a backend; gpu/
+             plans of both families, hostmem/ for ref and cpu); a backend
+             may include a toolkit, never another backend (but for the
+             BACKEND_BASES edges below), and a toolkit never includes a
+             backend; gpu/
              and bind/ may include host/ and plan/, which include no other
              toolkit
   runtime/   the registry, open and `auto`, the device list
@@ -49,11 +51,17 @@ LAYERS = {
     "tests": 8,
     "fuzz": 8,
 }
-TOOLKITS = {"gpu", "bind", "host", "plan"}
+TOOLKITS = {"gpu", "bind", "host", "plan", "hostmem"}
 # Toolkits built on another toolkit: gpu/ and bind/ take their locked
 # entries from host/ and their launch plans from plan/; host/ and plan/
 # stand on core alone.
 TOOLKIT_BASES = {"gpu": {"host", "plan"}, "bind": {"host", "plan"}}
+# A backend built on another backend's published header, with the reason.
+BACKEND_BASES = {
+    ("cpu", "backends/ref/ref_ops.h"):
+        "cpu runs the oracle's own code for the ops it has not made fast, so "
+        "each op keeps one reference implementation",
+}
 # Upward edges that are meant, each with its reason.
 ALLOWED = {
     ("backends/gpu/kernels/lkv_gpu.h", "tests/gpu_emu/gpu_emu.h"):
@@ -104,6 +112,8 @@ def check_edge(src, dst):
         if bs == bd or bd is None:
             return None
         if bd in TOOLKITS and bs not in TOOLKITS:
+            return None
+        if (bs, "/".join(pd)) in BACKEND_BASES:
             return None
         if bd in TOOLKITS and bs in TOOLKITS:
             if bd in TOOLKIT_BASES.get(bs, ()):

@@ -190,7 +190,7 @@ static void without_drivers(char *env, size_t len)
     env[0] = '\0';
     for (int i = 0; i < lkv_backend_registry_count; i++) {
         const char *name = lkv_backend_registry[i].name;
-        if (!strcmp(name, "cpu"))
+        if (!strcmp(name, "cpu") || !strcmp(name, "ref"))
             continue;
         at += (size_t)snprintf(env + at, len - at, "LAZYKV_");
         for (const char *c = name; *c && at + 1 < len; c++)
@@ -202,7 +202,7 @@ static void without_drivers(char *env, size_t len)
 
 /* Without its drivers (named libraries that do not exist), every GPU
  * backend of the registry is FAIL with the reason, built in or not, and cpu
- * is PASS. */
+ * and ref are PASS (auto takes cpu, never the oracle). */
 Test(cli, devices_passes_cpu_and_fails_gpu_backends_without_drivers_with_reason)
 {
     char env[1024];
@@ -213,10 +213,12 @@ Test(cli, devices_passes_cpu_and_fails_gpu_backends_without_drivers_with_reason)
     const char *reason;
     device_line(r.out, "cpu", status, sizeof status, &reason);
     cr_assert_str_eq(status, "PASS", "cpu is not PASS: %s", r.out);
+    device_line(r.out, "ref", status, sizeof status, &reason);
+    cr_assert_str_eq(status, "PASS", "ref is not PASS: %s", r.out);
     int gpus = 0;
     for (int i = 0; i < lkv_backend_registry_count; i++) {
         const char *name = lkv_backend_registry[i].name;
-        if (!strcmp(name, "cpu"))
+        if (!strcmp(name, "cpu") || !strcmp(name, "ref"))
             continue;
         gpus++;
         device_line(r.out, name, status, sizeof status, &reason);

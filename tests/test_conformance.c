@@ -1,8 +1,8 @@
 /* The conformance suite catches what it is for. Each test hands the suite a
- * backend built here from the cpu oracle's ops table with one op broken on
+ * backend built here from the oracle's (ref's) ops table with one op broken on
  * purpose (a sign flipped, two kept slots swapped, one float written past
  * n), wrapped in an lkv_runtime this file constructs itself, and checks that
- * exactly the cases exercising that op fail while the honest cpu passes
+ * exactly the cases exercising that op fail while the fast cpu backend passes
  * everything. The small shapes of the quick grid keep it fast (the whole grid
  * runs as the conformance_quick_cpu ctest); the command's exit codes are
  * checked through $LKV_CLI. */
@@ -30,16 +30,16 @@
 
 static lkv_status flip_out_sign(lkv_device *dev, const lkv_attend_args *a)
 {
-    lkv_status st = lkv_backend_cpu.attend(dev, a);
+    lkv_status st = lkv_backend_ref.attend(dev, a);
     if (st != LKV_OK || !a->out)
         return st;
     size_t n = (size_t)a->n_groups * (size_t)a->q_heads * (size_t)a->cache->head_dim;
     float *x = malloc(sizeof *x * n);
     cr_assert_not_null(x);
-    TU_OK(lkv_backend_cpu.read(dev, a->out, 0, x, sizeof *x * n));
+    TU_OK(lkv_backend_ref.read(dev, a->out, 0, x, sizeof *x * n));
     for (size_t i = 0; i < n; i++)
         x[i] = -x[i];
-    TU_OK(lkv_backend_cpu.write(dev, a->out, 0, x, sizeof *x * n));
+    TU_OK(lkv_backend_ref.write(dev, a->out, 0, x, sizeof *x * n));
     free(x);
     return LKV_OK;
 }
@@ -48,16 +48,16 @@ static lkv_status flip_out_sign(lkv_device *dev, const lkv_attend_args *a)
  * same set, no longer in ascending order. */
 static lkv_status swap_two_kept(lkv_device *dev, const lkv_select_args *a)
 {
-    lkv_status st = lkv_backend_cpu.select(dev, a);
+    lkv_status st = lkv_backend_ref.select(dev, a);
     for (int32_t r = 0; st == LKV_OK && r < a->n_rows; r++) {
         if (a->row_k[r] < 2)
             continue;
         size_t off = (size_t)a->rows[r] * (size_t)a->capacity * sizeof(int32_t);
         int32_t two[2], swapped[2];
-        TU_OK(lkv_backend_cpu.read(dev, a->kept, off, two, sizeof two));
+        TU_OK(lkv_backend_ref.read(dev, a->kept, off, two, sizeof two));
         swapped[0] = two[1];
         swapped[1] = two[0];
-        TU_OK(lkv_backend_cpu.write(dev, a->kept, off, swapped, sizeof swapped));
+        TU_OK(lkv_backend_ref.write(dev, a->kept, off, swapped, sizeof swapped));
     }
     return st;
 }
@@ -65,13 +65,13 @@ static lkv_status swap_two_kept(lkv_device *dev, const lkv_select_args *a)
 /* One float at slot n of the first row: a classic `i <= n` loop bound. */
 static lkv_status probs_one_past_n(lkv_device *dev, const lkv_attend_args *a)
 {
-    lkv_status st = lkv_backend_cpu.attend(dev, a);
+    lkv_status st = lkv_backend_ref.attend(dev, a);
     if (st != LKV_OK || !a->probs || a->group_n[0] >= a->cache->capacity)
         return st;
     float stray = 0.5f;
     size_t off = ((size_t)a->group_row0[0] * (size_t)a->cache->capacity +
                   (size_t)a->group_n[0]) * sizeof(float);
-    TU_OK(lkv_backend_cpu.write(dev, a->probs, off, &stray, sizeof stray));
+    TU_OK(lkv_backend_ref.write(dev, a->probs, off, &stray, sizeof stray));
     return LKV_OK;
 }
 
@@ -81,12 +81,12 @@ static lkv_status probs_one_past_n(lkv_device *dev, const lkv_attend_args *a)
 static lkv_status bf16_read_as_f16(lkv_device *dev, const lkv_attend_args *a)
 {
     if (a->cache->dtype != LKV_DTYPE_BF16)
-        return lkv_backend_cpu.attend(dev, a);
+        return lkv_backend_ref.attend(dev, a);
     lkv_cache_buffers cache = *a->cache;
     cache.dtype = LKV_DTYPE_F16;
     lkv_attend_args b = *a;
     b.cache = &cache;
-    return lkv_backend_cpu.attend(dev, &b);
+    return lkv_backend_ref.attend(dev, &b);
 }
 
 /* Ranks scores with two mantissa bits fewer: scores up to four floats apart
@@ -100,17 +100,17 @@ static lkv_status select_on_coarse_scores(lkv_device *dev, const lkv_select_args
     size_t n = (size_t)rows * (size_t)a->capacity;
     uint32_t *bits = malloc(sizeof *bits * n);
     cr_assert_not_null(bits);
-    TU_OK(lkv_backend_cpu.read(dev, a->scores, 0, bits, sizeof *bits * n));
+    TU_OK(lkv_backend_ref.read(dev, a->scores, 0, bits, sizeof *bits * n));
     for (size_t i = 0; i < n; i++)
         if ((bits[i] & 0x7f800000u) != 0x7f800000u) /* finite: truncate */
             bits[i] &= ~3u;
     lkv_buffer *coarse = NULL;
-    TU_OK(lkv_backend_cpu.alloc(dev, sizeof *bits * n, &coarse));
-    TU_OK(lkv_backend_cpu.write(dev, coarse, 0, bits, sizeof *bits * n));
+    TU_OK(lkv_backend_ref.alloc(dev, sizeof *bits * n, &coarse));
+    TU_OK(lkv_backend_ref.write(dev, coarse, 0, bits, sizeof *bits * n));
     lkv_select_args b = *a;
     b.scores = coarse;
-    lkv_status st = lkv_backend_cpu.select(dev, &b);
-    lkv_backend_cpu.free(dev, coarse);
+    lkv_status st = lkv_backend_ref.select(dev, &b);
+    lkv_backend_ref.free(dev, coarse);
     free(bits);
     return st;
 }
@@ -120,7 +120,7 @@ static lkv_status observe_ignoring_row_steps(lkv_device *dev, const lkv_observe_
 {
     lkv_observe_args one = *a;
     one.row_t = NULL;
-    return lkv_backend_cpu.observe(dev, &one);
+    return lkv_backend_ref.observe(dev, &one);
 }
 
 /* The cache's state_f is its sixth buffer; the engine allocates it last,
@@ -132,7 +132,7 @@ static lkv_status copy_without_state_f(lkv_device *dev, lkv_buffer *dst, size_t 
     static unsigned calls;
     if (++calls % 6 == 0)
         return LKV_OK;
-    return lkv_backend_cpu.copy(dev, dst, dst_off, src, src_off, bytes);
+    return lkv_backend_ref.copy(dev, dst, dst_off, src, src_off, bytes);
 }
 
 /* ---- running the suite on a hand-made runtime ---- */
@@ -228,7 +228,7 @@ Test(conformance, the_honest_cpu_passes_every_case)
 Test(conformance, a_flipped_attention_sign_fails_every_case_with_an_output)
 {
     static tally t;
-    lkv_backend_ops broken = lkv_backend_cpu;
+    lkv_backend_ops broken = lkv_backend_ref;
     broken.attend = flip_out_sign;
     run_suite(&broken, "flipped", LKV_CONF_ATTEND | LKV_CONF_OBSERVE, &t);
     for (int i = 0; i < t.count; i++) {
@@ -240,7 +240,7 @@ Test(conformance, a_flipped_attention_sign_fails_every_case_with_an_output)
 Test(conformance, an_attend_reading_bf16_as_f16_fails_the_bf16_cases_only)
 {
     static tally t;
-    lkv_backend_ops broken = lkv_backend_cpu;
+    lkv_backend_ops broken = lkv_backend_ref;
     broken.attend = bf16_read_as_f16;
     run_suite(&broken, "bf16-as-f16", LKV_CONF_ATTEND, &t);
     int bf16 = 0;
@@ -256,7 +256,7 @@ Test(conformance, an_attend_reading_bf16_as_f16_fails_the_bf16_cases_only)
 Test(conformance, two_swapped_kept_slots_fail_the_select_cases_that_keep_two)
 {
     static tally t;
-    lkv_backend_ops broken = lkv_backend_cpu;
+    lkv_backend_ops broken = lkv_backend_ref;
     broken.select = swap_two_kept;
     run_suite(&broken, "swapped", LKV_CONF_SCORE | LKV_CONF_SELECT | LKV_CONF_COMPACT, &t);
     for (int i = 0; i < t.count; i++) {
@@ -269,7 +269,7 @@ Test(conformance, two_swapped_kept_slots_fail_the_select_cases_that_keep_two)
 Test(conformance, a_select_that_rounds_its_keys_passes_on_near_ties_only)
 {
     static tally t;
-    lkv_backend_ops coarse = lkv_backend_cpu;
+    lkv_backend_ops coarse = lkv_backend_ref;
     coarse.select = select_on_coarse_scores;
     run_suite(&coarse, "coarse", LKV_CONF_SELECT, &t);
     for (int i = 0; i < t.count; i++)
@@ -280,7 +280,7 @@ Test(conformance, a_select_that_rounds_its_keys_passes_on_near_ties_only)
 Test(conformance, one_float_past_n_fails_every_case_with_probabilities)
 {
     static tally t;
-    lkv_backend_ops broken = lkv_backend_cpu;
+    lkv_backend_ops broken = lkv_backend_ref;
     broken.attend = probs_one_past_n;
     run_suite(&broken, "overrun", LKV_CONF_ATTEND, &t);
     for (int i = 0; i < t.count; i++)
@@ -294,7 +294,7 @@ Test(conformance, one_float_past_n_fails_every_case_with_probabilities)
 Test(conformance, an_observe_ignoring_row_steps_fails_the_lazy_batch_cases_only)
 {
     static tally t;
-    lkv_backend_ops broken = lkv_backend_cpu;
+    lkv_backend_ops broken = lkv_backend_ref;
     broken.observe = observe_ignoring_row_steps;
     run_suite(&broken, "row-steps", LKV_CONF_BATCH | LKV_CONF_CHUNKED | LKV_CONF_LIFECYCLE, &t);
     int bitten = 0;
@@ -312,7 +312,7 @@ Test(conformance, an_observe_ignoring_row_steps_fails_the_lazy_batch_cases_only)
 Test(conformance, a_fork_that_drops_state_f_fails_the_fork_cases_that_keep_it)
 {
     static tally t;
-    lkv_backend_ops broken = lkv_backend_cpu;
+    lkv_backend_ops broken = lkv_backend_ref;
     broken.copy = copy_without_state_f;
     run_suite(&broken, "fork", LKV_CONF_LIFECYCLE, &t);
     for (int i = 0; i < t.count; i++) {
@@ -326,7 +326,7 @@ Test(conformance, a_fork_that_drops_state_f_fails_the_fork_cases_that_keep_it)
 Test(conformance, a_missing_op_skips_its_cases_and_the_replays)
 {
     static tally t;
-    lkv_backend_ops partial = lkv_backend_cpu;
+    lkv_backend_ops partial = lkv_backend_ref;
     partial.compact = NULL;
     run_suite(&partial, "partial", LKV_CONF_SELECT | LKV_CONF_COMPACT | LKV_CONF_REPLAY, &t);
     for (int i = 0; i < t.count; i++)

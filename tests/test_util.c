@@ -14,7 +14,7 @@ static lkv_runtime *shared_rt;
 lkv_runtime *tu_runtime(void)
 {
     if (!shared_rt)
-        TU_OK(lkv_runtime_open("cpu", &shared_rt));
+        TU_OK(lkv_runtime_open("ref", &shared_rt));
     return shared_rt;
 }
 

@@ -33,6 +33,11 @@ static const char *const help =
     "                    default; with --quick 1,8); 0 skips the batch table\n"
     "  --batch-slots N   slots each sequence of a batch holds (default 4K;\n"
     "                    with --quick 1K)\n"
+    "  --decode-shape Q/KV/D  the decode step's query heads, KV heads and head\n"
+    "                    dim (default 9/3/64, SmolLM2-135M's)\n"
+    "  --window N        its eviction period W (default 101)\n"
+    "  --budget N        its lazy budget B in slots (default 50% of each length;\n"
+    "                    a length below B is skipped for the decode step)\n"
     "  --quick           short lengths and timing, for a smoke test\n"
     "  --json FILE       write every measurement as JSON\n"
     "  --plot FILE       write an SVG plot: time per op vs cache length per\n"
@@ -43,6 +48,7 @@ static const char *const help =
 
 typedef struct bench_opts {
     const char *backends, *lengths, *json, *plot, *dtype, *batches, *batch_slots;
+    const char *decode_shape, *window, *budget;
     int quick;
 } bench_opts;
 
@@ -66,6 +72,9 @@ static int parse(int argc, char **argv, bench_opts *o)
                           : !strcmp(a, "--dtype")    ? &o->dtype
                           : !strcmp(a, "--batches")  ? &o->batches
                           : !strcmp(a, "--batch-slots") ? &o->batch_slots
+                          : !strcmp(a, "--decode-shape") ? &o->decode_shape
+                          : !strcmp(a, "--window")   ? &o->window
+                          : !strcmp(a, "--budget")   ? &o->budget
                                                      : NULL;
         if (!slot)
             return cli_error("bench", a[0] == '-' ? "unknown option '%s' (see --help)"
@@ -193,6 +202,33 @@ static int parse_batch_slots(const char *text, lkv_bench_settings *s)
     return parse_length("--batch-slots", text, text, strlen(text), &s->batch_slots) ? 2 : 0;
 }
 
+/* Q/KV/D: heads that divide, each in range. */
+static int parse_decode_shape(const char *text, lkv_bench_settings *s)
+{
+    int q = 0, kv = 0, d = 0, used = 0;
+    if (sscanf(text, "%d/%d/%d%n", &q, &kv, &d, &used) != 3 || text[used] || q < 1 || q > 256 ||
+        kv < 1 || q % kv || d < 1 || d > 1024)
+        return cli_error("bench", "--decode-shape '%s' is not Q/KV/D with 1 <= Q <= 256, KV "
+                         "dividing Q and 1 <= D <= 1024 (e.g. 28/28/128)", text);
+    s->decode_shape.like = "--decode-shape";
+    s->decode_shape.q_heads = q;
+    s->decode_shape.kv_heads = kv;
+    s->decode_shape.head_dim = d;
+    return 0;
+}
+
+static int parse_count(const char *opt, const char *text, int32_t lo, int32_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > MAX_LENGTH)
+        return cli_error("bench", "%s '%s' is not an integer in %d..%d", opt, text, lo,
+                         MAX_LENGTH);
+    *out = (int32_t)v;
+    return 0;
+}
+
 static int parse_dtype(const char *text, lkv_bench_settings *s)
 {
     lkv_dtype d;
@@ -243,7 +279,10 @@ int cmd_bench(int argc, char **argv)
         (o.lengths && (rc = parse_lengths(o.lengths, &s))) ||
         (o.dtype && (rc = parse_dtype(o.dtype, &s))) ||
         (o.batches && (rc = parse_batches(o.batches, &s))) ||
-        (o.batch_slots && (rc = parse_batch_slots(o.batch_slots, &s))))
+        (o.batch_slots && (rc = parse_batch_slots(o.batch_slots, &s))) ||
+        (o.decode_shape && (rc = parse_decode_shape(o.decode_shape, &s))) ||
+        (o.window && (rc = parse_count("--window", o.window, 1, &s.window))) ||
+        (o.budget && (rc = parse_count("--budget", o.budget, 1, &s.decode_budget))))
         return rc;
     FILE *json = NULL, *plot = NULL;
     if ((rc = open_output(o.json, &json)) || (rc = open_output(o.plot, &plot))) {

@@ -450,8 +450,10 @@ static void report_run(const gen_opts *o, const gen_run *r, const lkv_cache_conf
     if (r->end_token >= 0)
         fprintf(f, " (stopped at end token %d)", (int)r->end_token);
     if (r->steps > 0)
-        fprintf(f, ", decode %d steps in %.3f s (%.1f tokens/s)\n", (int)r->steps, r->decode_s,
-                rate(r->steps, r->decode_s));
+        fprintf(f, ", decode %d steps in %.3f s (%.1f tokens/s; %.0f%% of it in lazykv's "
+                   "cache calls: attention, observation, eviction)\n",
+                (int)r->steps, r->decode_s, rate(r->steps, r->decode_s),
+                r->decode_s > 0.0 ? 100.0 * lkv_forward_cache_seconds(r->fw) / r->decode_s : 0.0);
     else
         fprintf(f, ", no decode step\n");
 }

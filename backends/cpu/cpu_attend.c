@@ -1,100 +1,237 @@
-/* attend, reference: two passes in double per query head (logits and their
- * max, then normalised probabilities and the weighted sum of V), so the oracle
- * carries no online-softmax rescaling error. GPU kernels use one online pass
- * in f32 and are compared against this within the conformance tolerances. */
-#include <float.h>
+/* attend, fast: flash-decoding over the pool. Each cache row (group x cache
+ * head) is cut into chunks of slots; phase 1 runs the chunk kernel
+ * (cpu_chunk.h) on every (row, chunk) in parallel, reading K and V once for
+ * all the query heads of the row's cache head; phase 2 combines each row's
+ * chunks (the online softmax's rescale by exp(m_chunk - m_row)) into the
+ * output and, when asked, the reduced probabilities.
+ *
+ * Differs from the oracle (backends/ref/ref_attend.c), within conformance's
+ * attend tolerances: f32 throughout instead of double; products summed in
+ * vector lanes, then across lanes, then across chunks (the oracle sums in
+ * slot and dimension order); one softmax per chunk rescaled at the combine
+ * instead of a max-then-exp pass; a polynomial exp. */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
-#include "error.h"
 #include "dtype.h"
+#include "error.h"
 
-typedef struct attend_job {
+/* Chunks of 256 to 4096 slots, about 64 over the call: long rows split
+ * across threads (flash-decoding), batches spread rows. The count is fixed,
+ * not scaled to the pool, so the sums, and every bit of the result, do not
+ * depend on LAZYKV_CPU_THREADS (test_cpu_threads.c). */
+#define CHUNK_MIN 256
+#define CHUNK_MAX 4096
+#define CHUNKS_PER_CALL 64
+/* Below this many multiply-adds a wake-up of the pool costs more than it
+ * saves. */
+#define PARALLEL_WORK 2.0e5
+
+typedef struct chunk_item {
+    int32_t g, ch, first, n;
+    size_t e_off;    /* floats into the e scratch: [per][n] */
+    size_t part_off; /* floats into the partials: m[per], l[per], acc[per][dim] */
+} chunk_item;
+
+typedef struct attend_plan {
     const lkv_attend_args *a;
-    atomic_int failed; /* set by a chunk that could not get scratch memory */
-} attend_job;
+    lkv_cpu_chunk_fn chunk;
+    int32_t per, dim, chunk_len;
+    int64_t n_items, n_rows;
+    chunk_item *items;   /* [n_items], rows' chunks consecutive */
+    int64_t *row_first;  /* [n_rows + 1]: a row's items */
+    float *e, *parts;
+    float *w; /* [n_items][per]: each chunk's factors at the combine */
+} attend_plan;
 
-/* One query head over one cache row: p[0..n) and, if wanted, out[0..d). */
-static void attend_head(const lkv_attend_args *a, int32_t row, int32_t n, const float *q,
-                        double *p, double *acc, float *out)
+static int32_t chunk_length(const lkv_attend_args *a)
 {
-    const lkv_cache_buffers *c = a->cache;
-    int32_t dim = c->head_dim;
-    double m = -INFINITY;
-    for (int32_t i = 0; i < n; i++) {
-        const unsigned char *k = lkv_cpu_kv_slot(c->k, c, row, i);
-        double s = 0.0;
-        for (int32_t d = 0; d < dim; d++)
-            s += (double)q[d] * lkv_dtype_load(c->dtype, k, (size_t)d);
-        p[i] = s * (double)a->scale;
-        if (p[i] > m)
-            m = p[i];
-    }
-    double z = 0.0;
-    for (int32_t i = 0; i < n; i++) {
-        p[i] = exp(p[i] - m);
-        z += p[i];
-    }
-    for (int32_t i = 0; i < n; i++)
-        p[i] /= z;
-    if (!out)
-        return;
-    for (int32_t d = 0; d < dim; d++)
-        acc[d] = 0.0;
-    for (int32_t i = 0; i < n; i++) {
-        const unsigned char *v = lkv_cpu_kv_slot(c->v, c, row, i);
-        for (int32_t d = 0; d < dim; d++)
-            acc[d] += p[i] * lkv_dtype_load(c->dtype, v, (size_t)d);
-    }
-    for (int32_t d = 0; d < dim; d++)
-        out[d] = (float)acc[d];
+    int64_t total = 0;
+    for (int32_t g = 0; g < a->n_groups; g++)
+        total += (int64_t)a->group_n[g] * a->cache_heads;
+    int64_t len = (total + CHUNKS_PER_CALL - 1) / CHUNKS_PER_CALL;
+    len = len < CHUNK_MIN ? CHUNK_MIN : len > CHUNK_MAX ? CHUNK_MAX : len;
+    return (int32_t)((len + 63) / 64 * 64);
 }
 
-/* Item = (group, cache head): every query head that shares the cache head, so
- * the group's probabilities can be combined without another pass. */
-static void attend_items(void *ctx, int begin, int end)
+/* Counts the items and the scratch floats they need. */
+static void plan_size(const attend_plan *p, int64_t *out_items, size_t *out_e, size_t *out_parts)
 {
-    attend_job *job = ctx;
-    const lkv_attend_args *a = job->a;
-    const lkv_cache_buffers *c = a->cache;
-    int32_t per = a->q_heads / a->cache_heads;
-    int32_t dim = c->head_dim;
-    /* scratch: probabilities, their combination over the group, V accumulators */
-    double *p = malloc(sizeof(double) * (2 * (size_t)c->capacity + (size_t)dim));
-    if (!p) {
-        job->failed = 1;
-        return;
+    const lkv_attend_args *a = p->a;
+    int64_t items = 0;
+    size_t e = 0;
+    for (int32_t g = 0; g < a->n_groups; g++) {
+        int64_t n = a->group_n[g];
+        items += (n + p->chunk_len - 1) / p->chunk_len * a->cache_heads;
+        e += (size_t)n * (size_t)a->cache_heads * (size_t)p->per;
     }
-    double *combined = p + c->capacity;
-    double *acc = combined + c->capacity;
-    for (int item = begin; item < end; item++) {
-        int32_t g = item / a->cache_heads, ch = item % a->cache_heads;
-        int32_t row = a->group_row0[g] + ch, n = a->group_n[g];
-        for (int32_t i = 0; i < n; i++)
-            combined[i] = a->reduce == LKV_REDUCE_MAX ? -INFINITY : 0.0;
-        for (int32_t j = 0; j < per; j++) {
-            int32_t qh = ch * per + j;
-            size_t off = ((size_t)g * (size_t)a->q_heads + (size_t)qh) * (size_t)dim;
-            const float *q = (const float *)(const void *)a->q->data + off;
-            float *out = a->out ? (float *)(void *)a->out->data + off : NULL;
-            attend_head(a, row, n, q, p, acc, out);
-            for (int32_t i = 0; i < n; i++) {
-                if (a->reduce == LKV_REDUCE_MAX)
-                    combined[i] = fmax(combined[i], (double)(float)p[i]);
-                else
-                    combined[i] += p[i];
+    *out_items = items;
+    *out_e = e;
+    *out_parts = (size_t)items * (size_t)p->per * ((size_t)p->dim + 3);
+}
+
+static void plan_items(attend_plan *p)
+{
+    const lkv_attend_args *a = p->a;
+    int64_t it = 0, row = 0;
+    size_t e = 0, part = (size_t)p->per * ((size_t)p->dim + 2);
+    for (int32_t g = 0; g < a->n_groups; g++)
+        for (int32_t ch = 0; ch < a->cache_heads; ch++, row++) {
+            p->row_first[row] = it;
+            for (int32_t s = 0; s < a->group_n[g]; s += p->chunk_len, it++) {
+                int32_t n = a->group_n[g] - s < p->chunk_len ? a->group_n[g] - s : p->chunk_len;
+                p->items[it] = (chunk_item){g, ch, s, n, e, (size_t)it * part};
+                e += (size_t)n * (size_t)p->per;
             }
         }
-        if (!a->probs)
-            continue;
-        float *probs = lkv_cpu_row_f32(a->probs, c->capacity, row);
-        for (int32_t i = 0; i < n; i++)
-            probs[i] = (float)(a->reduce == LKV_REDUCE_MAX ? combined[i] : combined[i] / per);
+    p->row_first[row] = it;
+}
+
+static void run_chunks(void *ctx, int64_t begin, int64_t end)
+{
+    const attend_plan *p = ctx;
+    const lkv_attend_args *a = p->a;
+    const lkv_cache_buffers *c = a->cache;
+    size_t row_bytes = (size_t)p->dim * lkv_dtype_size(c->dtype);
+    for (int64_t i = begin; i < end; i++) {
+        const chunk_item *it = &p->items[i];
+        int32_t row = a->group_row0[it->g] + it->ch;
+        size_t slot0 = ((size_t)row * (size_t)c->capacity + (size_t)it->first) * row_bytes;
+        size_t q_off = ((size_t)it->g * (size_t)a->q_heads + (size_t)it->ch * (size_t)p->per) *
+                       (size_t)p->dim;
+        float *part = p->parts + it->part_off;
+        lkv_cpu_chunk k = {
+            .dtype = c->dtype, .k = c->k->data + slot0, .v = c->v->data + slot0, .n = it->n,
+            .dim = p->dim, .per = p->per, .q = (const float *)(const void *)a->q->data + q_off,
+            .scale = a->scale, .e = p->e + it->e_off, .e_stride = (size_t)it->n, .m = part,
+            .l = part + p->per, .acc = part + 2 * p->per,
+        };
+        p->chunk(&k);
     }
-    free(p);
+}
+
+/* Row r's output and probabilities from its chunks. w[c][j] becomes chunk
+ * c's factor for head j: exp(m_c - m_row) / l_row. */
+static void combine_row(const attend_plan *p, int64_t r)
+{
+    const lkv_attend_args *a = p->a;
+    int64_t first = p->row_first[r], count = p->row_first[r + 1] - first;
+    if (count == 0) { /* no slots: out is 0, as the oracle's empty sum */
+        int32_t g = (int32_t)(r / a->cache_heads), ch = (int32_t)(r % a->cache_heads);
+        if (a->out)
+            memset((float *)(void *)a->out->data +
+                       ((size_t)g * (size_t)a->q_heads + (size_t)ch * (size_t)p->per) *
+                           (size_t)p->dim,
+                   0, sizeof(float) * (size_t)p->per * (size_t)p->dim);
+        return;
+    }
+    float *w = p->w + (size_t)first * (size_t)p->per;
+    const chunk_item *items = p->items + first;
+    int32_t per = p->per, dim = p->dim;
+    size_t part = (size_t)per * ((size_t)dim + 2);
+    const float *parts = p->parts + items[0].part_off;
+    for (int32_t j = 0; j < per; j++) {
+        float m = -INFINITY, l = 0.0f;
+        for (int64_t c = 0; c < count; c++)
+            m = fmaxf(m, parts[(size_t)c * part + (size_t)j]);
+        for (int64_t c = 0; c < count; c++) {
+            w[c * per + j] = expf(parts[(size_t)c * part + (size_t)j] - m);
+            l += w[c * per + j] * parts[(size_t)c * part + (size_t)per + (size_t)j];
+        }
+        for (int64_t c = 0; c < count; c++)
+            w[c * per + j] /= l;
+    }
+    const chunk_item *it0 = &items[0];
+    if (a->out) {
+        float *out = (float *)(void *)a->out->data +
+                     ((size_t)it0->g * (size_t)a->q_heads + (size_t)it0->ch * (size_t)per) *
+                         (size_t)dim;
+        for (int32_t j = 0; j < per; j++) {
+            float *o = out + (size_t)j * (size_t)dim;
+            memset(o, 0, sizeof(float) * (size_t)dim);
+            for (int64_t c = 0; c < count; c++) {
+                const float *acc = parts + (size_t)c * part + 2 * (size_t)per + (size_t)j * dim;
+                float f = w[c * per + j];
+                for (int32_t d = 0; d < dim; d++)
+                    o[d] += f * acc[d];
+            }
+        }
+    }
+    if (!a->probs)
+        return;
+    int32_t row = a->group_row0[it0->g] + it0->ch;
+    float *probs = lkv_hostmem_row_f32(a->probs, a->cache->capacity, row);
+    for (int64_t c = 0; c < count; c++) {
+        const chunk_item *it = &items[c];
+        const float *e = p->e + it->e_off;
+        float *pr = probs + it->first;
+        const float *f = w + c * per;
+        if (a->reduce == LKV_REDUCE_MAX) {
+            for (int32_t i = 0; i < it->n; i++) {
+                /* from -inf, as the oracle: fmaxf skips a masked head's NaN */
+                float best = -INFINITY;
+                for (int32_t j = 0; j < per; j++)
+                    best = fmaxf(best, e[(size_t)j * (size_t)it->n + (size_t)i] * f[j]);
+                pr[i] = best;
+            }
+        } else {
+            for (int32_t i = 0; i < it->n; i++) {
+                float s = 0.0f;
+                for (int32_t j = 0; j < per; j++)
+                    s += e[(size_t)j * (size_t)it->n + (size_t)i] * f[j];
+                pr[i] = s / (float)per;
+            }
+        }
+    }
+}
+
+static void run_rows(void *ctx, int64_t begin, int64_t end)
+{
+    for (int64_t r = begin; r < end; r++)
+        combine_row(ctx, r);
+}
+
+static lkv_status grow(lkv_cpu_state *s, size_t bytes)
+{
+    if (s->scratch_cap >= bytes)
+        return LKV_OK;
+    size_t want = bytes + bytes / 4;
+    unsigned char *m = malloc(want);
+    if (!m)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "cpu attend: no host memory for %zu bytes of scratch",
+                        want);
+    free(s->scratch);
+    s->scratch = m;
+    s->scratch_cap = want;
+    return LKV_OK;
+}
+
+static lkv_status attend_locked(lkv_cpu_state *s, attend_plan *p)
+{
+    size_t e_floats = 0, part_floats = 0;
+    plan_size(p, &p->n_items, &e_floats, &part_floats);
+    p->n_rows = (int64_t)p->a->n_groups * p->a->cache_heads;
+    size_t items_b = sizeof(chunk_item) * (size_t)p->n_items;
+    size_t rows_b = sizeof(int64_t) * ((size_t)p->n_rows + 1);
+    size_t floats_b = sizeof(float) * (e_floats + part_floats);
+    lkv_status st = grow(s, items_b + rows_b + floats_b);
+    if (st != LKV_OK)
+        return st;
+    p->items = (chunk_item *)(void *)s->scratch;
+    p->row_first = (int64_t *)(void *)(s->scratch + items_b);
+    p->e = (float *)(void *)(s->scratch + items_b + rows_b);
+    p->parts = p->e + e_floats;
+    p->w = p->parts + (size_t)p->n_items * (size_t)p->per * ((size_t)p->dim + 2);
+    plan_items(p);
+    double work = 0.0;
+    for (int32_t g = 0; g < p->a->n_groups; g++)
+        work += 2.0 * p->a->group_n[g] * p->dim * p->a->q_heads;
+    lkv_pool *pool = work >= PARALLEL_WORK ? s->pool : NULL;
+    lkv_pool_run(pool, p->n_items, run_chunks, p);
+    lkv_pool_run(pool, p->n_rows, run_rows, p);
+    return LKV_OK;
 }
 
 lkv_status lkv_cpu_attend(lkv_device *dev, const lkv_attend_args *a)
@@ -102,14 +239,12 @@ lkv_status lkv_cpu_attend(lkv_device *dev, const lkv_attend_args *a)
     lkv_status st = lkv_dtype_check(a->cache->dtype, "cpu", "attend");
     if (st != LKV_OK)
         return st;
-    int items = a->n_groups * a->cache_heads;
-    attend_job job = {a, 0};
-    double work = 0.0;
-    for (int32_t g = 0; g < a->n_groups; g++)
-        work += 2.0 * a->group_n[g] * a->cache->head_dim * a->q_heads;
-    lkv_cpu_parallel(dev, items, work, attend_items, &job);
-    if (atomic_load(&job.failed))
-        return lkv_fail(LKV_OUT_OF_MEMORY, "cpu attend: no host memory for scratch of %d slots",
-                        a->cache->capacity);
-    return LKV_OK;
+    lkv_cpu_state *s = lkv_cpu_state_of(dev);
+    attend_plan p = {.a = a, .chunk = s->chunk, .per = a->q_heads / a->cache_heads,
+                     .dim = a->cache->head_dim};
+    p.chunk_len = chunk_length(a);
+    pthread_mutex_lock(&s->lock);
+    st = attend_locked(s, &p);
+    pthread_mutex_unlock(&s->lock);
+    return st;
 }

@@ -1,40 +1,53 @@
-/* compact, reference: slot-by-slot moves to the front. kept is ascending, so
- * destination j <= source kept[j] and an earlier move never overwrites a
- * later source. */
+/* compact, fast: the oracle's moves (ref_compact.c) by runs. kept is
+ * ascending, so consecutive kept slots form runs that move as one block of
+ * K, V, positions and state (memmove: a run may overlap its own
+ * destination); rows in parallel. The same bytes as the oracle. */
 #include <string.h>
 
 #include "cpu_internal.h"
 #include "dtype.h"
 
-static void move_i32(const lkv_buffer *b, int32_t cap, int32_t row, int32_t dst, int32_t src)
+static void move_run(const lkv_buffer *b, size_t elem, int32_t cap, int32_t row, int32_t dst,
+                     int32_t src, int32_t len)
 {
-    int32_t *r = lkv_cpu_row_i32(b, cap, row);
-    r[dst] = r[src];
+    unsigned char *base = b->data + (size_t)row * (size_t)cap * elem;
+    memmove(base + (size_t)dst * elem, base + (size_t)src * elem, (size_t)len * elem);
+}
+
+static void compact_row(const lkv_compact_args *a, int32_t r)
+{
+    const lkv_cache_buffers *c = a->cache;
+    int32_t row = a->rows[r], k = a->row_k[r];
+    const int32_t *kept = lkv_hostmem_row_i32(a->kept, c->capacity, row);
+    size_t kv_elem = (size_t)c->head_dim * lkv_dtype_size(c->dtype);
+    for (int32_t j = 0; j < k;) {
+        int32_t len = 1;
+        while (j + len < k && kept[j + len] == kept[j] + len)
+            len++;
+        if (kept[j] != j) {
+            move_run(c->k, kv_elem, c->capacity, row, j, kept[j], len);
+            move_run(c->v, kv_elem, c->capacity, row, j, kept[j], len);
+            move_run(c->pos, 4, c->capacity, row, j, kept[j], len);
+            move_run(c->state_a, 4, c->capacity, row, j, kept[j], len);
+            move_run(c->state_b, 4, c->capacity, row, j, kept[j], len);
+            move_run(c->state_f, 4, c->capacity, row, j, kept[j], len);
+        }
+        j += len;
+    }
+}
+
+static void compact_rows(void *ctx, int64_t begin, int64_t end)
+{
+    for (int64_t r = begin; r < end; r++)
+        compact_row(ctx, (int32_t)r);
 }
 
 lkv_status lkv_cpu_compact(lkv_device *dev, const lkv_compact_args *a)
 {
-    (void)dev;
-    const lkv_cache_buffers *c = a->cache;
-    lkv_status st = lkv_dtype_check(c->dtype, "cpu", "compact");
+    lkv_status st = lkv_dtype_check(a->cache->dtype, "cpu", "compact");
     if (st != LKV_OK)
         return st;
-    size_t row_bytes = (size_t)c->head_dim * lkv_dtype_size(c->dtype);
-    for (int32_t r = 0; r < a->n_rows; r++) {
-        int32_t row = a->rows[r];
-        const int32_t *kept = lkv_cpu_row_i32(a->kept, c->capacity, row);
-        for (int32_t j = 0; j < a->row_k[r]; j++) {
-            int32_t src = kept[j];
-            if (src == j)
-                continue;
-            memcpy(lkv_cpu_kv_slot(c->k, c, row, j), lkv_cpu_kv_slot(c->k, c, row, src), row_bytes);
-            memcpy(lkv_cpu_kv_slot(c->v, c, row, j), lkv_cpu_kv_slot(c->v, c, row, src), row_bytes);
-            move_i32(c->pos, c->capacity, row, j, src);
-            move_i32(c->state_a, c->capacity, row, j, src);
-            move_i32(c->state_b, c->capacity, row, j, src);
-            float *f = lkv_cpu_row_f32(c->state_f, c->capacity, row);
-            f[j] = f[src];
-        }
-    }
+    lkv_pool_run(a->n_rows > 1 ? lkv_cpu_state_of(dev)->pool : NULL, a->n_rows, compact_rows,
+                 (void *)a);
     return LKV_OK;
 }

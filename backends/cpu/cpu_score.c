@@ -1,78 +1,43 @@
-/* score, reference: one eviction priority per slot, higher kept first. Lazy
- * scores are computed in double and rounded once to f32. */
-#include <math.h>
-
+/* score: the oracle's code (ref_score.c), its rows spread over the pool. A
+ * row's scores depend only on that row (and, for GROUP_MEAN, on the rows of
+ * its group, which stay in one share), so the result is the oracle's bit
+ * for bit; the lazy score's two double exps per slot are what make
+ * eviction steps of many heads pay for the threads. */
 #include "cpu_internal.h"
-#include "philox.h"
+#include "ref/ref_ops.h"
 
-/* spec/policies.md section 1; exp overflow makes a term 0, never NaN. */
-static double lazy_score(int32_t mri, int32_t delta)
-{
-    double h2 = mri == 0 ? 0.0 : 2.0 / (1.0 + exp((double)mri - 1.0));
-    double h1 = 2.0 / (1.0 + exp(1.0 + (double)delta / ((double)mri + 1e-5)));
-    return h1 + h2;
-}
+typedef struct score_job {
+    const lkv_score_args *a;
+    lkv_device *dev;
+    int32_t unit; /* rows per share unit: a GROUP_MEAN group, else 1 */
+    lkv_status st;
+} score_job;
 
-static float pooled(const float *f, int32_t lo, int32_t hi, int32_t i, int32_t kernel, int avg)
+static void score_units(void *ctx, int64_t begin, int64_t end)
 {
-    int32_t half = kernel / 2;
-    double sum = 0.0, best = -INFINITY;
-    for (int32_t j = i - half; j <= i + half; j++) {
-        if (j < lo || j >= hi)
-            continue; /* padding: 0 for the average (counted), absent for the max */
-        sum += f[j];
-        if (f[j] > best)
-            best = f[j];
-    }
-    return (float)(avg ? sum / kernel : best);
-}
-
-static double group_mean(const lkv_score_args *a, int32_t r, int32_t i)
-{
-    int32_t first = r - r % a->rows_per_group;
-    double sum = 0.0;
-    for (int32_t g = 0; g < a->rows_per_group; g++)
-        sum += lkv_cpu_row_f32(a->cache->state_f, a->cache->capacity, a->rows[first + g])[i];
-    return sum / a->rows_per_group;
-}
-
-static void score_row(const lkv_score_args *a, int32_t r)
-{
-    const lkv_cache_buffers *c = a->cache;
-    int32_t row = a->rows[r], n = a->row_n[r], cap = c->capacity;
-    float *s = lkv_cpu_row_f32(a->scores, cap, row);
-    const int32_t *last = lkv_cpu_row_i32(c->state_a, cap, row);
-    const int32_t *mri = lkv_cpu_row_i32(c->state_b, cap, row);
-    const int32_t *pos = lkv_cpu_row_i32(c->pos, cap, row);
-    const float *f = lkv_cpu_row_f32(c->state_f, cap, row);
-    int32_t lo = a->protect_head, hi = n - a->protect_tail;
-    int32_t t = a->row_t ? a->row_t[r] : a->t;
-    for (int32_t i = 0; i < n; i++) {
-        if (i < lo || i >= hi) {
-            s[i] = INFINITY;
-            continue;
-        }
-        switch (a->kind) {
-        case LKV_SCORE_RECURRENCE: s[i] = (float)lazy_score(mri[i], t - last[i]); break;
-        case LKV_SCORE_STATE: s[i] = f[i]; break;
-        case LKV_SCORE_GROUP_MEAN: s[i] = (float)group_mean(a, r, i); break;
-        case LKV_SCORE_RECENCY: s[i] = (float)i; break;
-        case LKV_SCORE_POOL_AVG: s[i] = pooled(f, lo, hi, i, a->pool_kernel, 1); break;
-        case LKV_SCORE_POOL_MAX: s[i] = pooled(f, lo, hi, i, a->pool_kernel, 0); break;
-        case LKV_SCORE_GUMBEL_NOISE: s[i] = (float)(f[i] + lkv_gumbel(a->seed, row, pos[i])); break;
-        }
-    }
-    if (a->prior_kept) {
-        const int32_t *kept = lkv_cpu_row_i32(a->prior_kept, cap, row);
-        for (int32_t j = 0; j < a->prior_k; j++)
-            s[kept[j]] = INFINITY;
-    }
+    score_job *j = ctx;
+    lkv_score_args part = *j->a;
+    int32_t first = (int32_t)begin * j->unit;
+    part.n_rows = (int32_t)(end - begin) * j->unit;
+    part.rows = j->a->rows + first;
+    part.row_n = j->a->row_n + first;
+    part.row_t = j->a->row_t ? j->a->row_t + first : NULL;
+    lkv_status st = lkv_ref_score(j->dev, &part);
+    if (st != LKV_OK)
+        j->st = st; /* the oracle's score cannot fail today; kept for when it can */
 }
 
 lkv_status lkv_cpu_score(lkv_device *dev, const lkv_score_args *a)
 {
-    (void)dev;
+    int32_t unit = a->kind == LKV_SCORE_GROUP_MEAN && a->rows_per_group > 1 ? a->rows_per_group
+                                                                            : 1;
+    if (a->n_rows % unit != 0)
+        return lkv_ref_score(dev, a); /* a ragged group: let the oracle see all of it */
+    int64_t slots = 0;
     for (int32_t r = 0; r < a->n_rows; r++)
-        score_row(a, r);
-    return LKV_OK;
+        slots += a->row_n[r];
+    score_job job = {a, dev, unit, LKV_OK};
+    lkv_pool *pool = slots >= 8192 ? lkv_cpu_state_of(dev)->pool : NULL;
+    lkv_pool_run(pool, a->n_rows / unit, score_units, &job);
+    return job.st;
 }

@@ -128,7 +128,7 @@ static lkv_store_args store_args(const lkv_cache_buffers *c, const lkv_buffer *k
 static void store_on_cpu(lkv_dtype dt, const float *k, const float *v, store_result *out)
 {
     lkv_runtime *cpu = NULL;
-    TU_OK(lkv_runtime_open("cpu", &cpu));
+    TU_OK(lkv_runtime_open("ref", &cpu));
     size_t in = sizeof(float) * ST_TOKENS * ST_KV * ST_DIM, meta = 4 * ST_ROWS * ST_CAP;
     lkv_buffer *b[8];
     size_t sizes[8] = {st_kv_bytes(dt), st_kv_bytes(dt), meta, meta, meta, meta, in, in};
@@ -295,7 +295,7 @@ static void check_decode_batch_like_cpu(lkv_runtime *rt, lkv_engine *e, lkv_dtyp
     static const int32_t seqs[DB_SEQS] = {2, 0, 1};
     lkv_cache_config cfg = decode_config(dt);
     lkv_runtime *cpu = NULL;
-    TU_OK(lkv_runtime_open("cpu", &cpu));
+    TU_OK(lkv_runtime_open("ref", &cpu));
     lkv_cache *ref = NULL, *dev = NULL;
     TU_OK(lkv_cache_create(cpu, &cfg, &ref));
     TU_OK(lkv_cache_create(rt, &cfg, &dev));

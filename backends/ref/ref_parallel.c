@@ -2,10 +2,10 @@
  * enough to split are also big enough to amortise a thread start. */
 #include <pthread.h>
 
-#include "cpu_internal.h"
+#include "ref_ops.h"
 
-#define LKV_CPU_MIN_WORK 2.0e5 /* below this a thread start costs more than it saves */
-#define LKV_CPU_MAX_THREADS 64
+#define LKV_REF_MIN_WORK 2.0e5 /* below this a thread start costs more than it saves */
+#define LKV_REF_MAX_THREADS 64
 
 typedef struct chunk {
     void (*fn)(void *ctx, int begin, int end);
@@ -20,19 +20,19 @@ static void *run_chunk(void *arg)
     return NULL;
 }
 
-void lkv_cpu_parallel(const lkv_device *dev, int n_items, double work,
+void lkv_ref_parallel(const lkv_device *dev, int n_items, double work,
                       void (*fn)(void *ctx, int begin, int end), void *ctx)
 {
     int threads = dev->threads < n_items ? dev->threads : n_items;
-    if (threads > LKV_CPU_MAX_THREADS)
-        threads = LKV_CPU_MAX_THREADS;
-    if (threads <= 1 || work < LKV_CPU_MIN_WORK) {
+    if (threads > LKV_REF_MAX_THREADS)
+        threads = LKV_REF_MAX_THREADS;
+    if (threads <= 1 || work < LKV_REF_MIN_WORK) {
         fn(ctx, 0, n_items);
         return;
     }
-    chunk chunks[LKV_CPU_MAX_THREADS];
-    pthread_t tids[LKV_CPU_MAX_THREADS];
-    int started[LKV_CPU_MAX_THREADS] = {0};
+    chunk chunks[LKV_REF_MAX_THREADS];
+    pthread_t tids[LKV_REF_MAX_THREADS];
+    int started[LKV_REF_MAX_THREADS] = {0};
     for (int i = 0; i < threads; i++) {
         chunks[i] = (chunk){fn, ctx, (int)((long)n_items * i / threads),
                             (int)((long)n_items * (i + 1) / threads)};

@@ -1,8 +1,13 @@
 /* A persistent pool: workers sleep on a condition variable and wake when the
- * job generation advances, so a matmul costs a wake-up, not a thread start. */
+ * job generation advances, so a matmul or an attend costs a wake-up, not a
+ * thread start. One job at a time: a run that finds the pool busy (another
+ * thread's job, or a call from inside a share) runs on its caller alone, so
+ * one pool can serve the forward pass and the cpu backend without a lock
+ * order to get wrong. */
 #include "pool.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +36,7 @@ struct lkv_pool {
     int64_t n;
     void (*fn)(void *ctx, int64_t begin, int64_t end);
     void *ctx;
+    atomic_flag busy; /* a job is running */
 };
 
 static void run_share(lkv_pool *p, int index, int64_t n,
@@ -138,6 +144,7 @@ lkv_status lkv_pool_create(int threads, lkv_pool **out_pool)
     lkv_pool *p = calloc(1, sizeof *p);
     if (!p)
         return lkv_fail(LKV_OUT_OF_MEMORY, "pool: out of memory");
+    atomic_flag_clear(&p->busy);
     p->workers = wanted > 1 ? calloc((size_t)(wanted - 1), sizeof *p->workers) : NULL;
     if (wanted > 1 && !p->workers) {
         free(p);
@@ -180,7 +187,7 @@ void lkv_pool_run(lkv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t begin, i
 {
     if (n <= 0)
         return;
-    if (!p || p->threads <= 1 || n == 1) {
+    if (!p || p->threads <= 1 || n == 1 || atomic_flag_test_and_set(&p->busy)) {
         fn(ctx, 0, n);
         return;
     }
@@ -197,4 +204,5 @@ void lkv_pool_run(lkv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t begin, i
     while (p->pending > 0)
         pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
+    atomic_flag_clear(&p->busy);
 }

@@ -1,5 +1,6 @@
-/* A persistent pool of worker threads for the forward pass: a token runs
- * some 200 matmuls, too many to pay a thread start each. */
+/* A persistent pool of worker threads for the forward pass and the cpu
+ * backend: a token runs some 200 matmuls and an attend per layer, too many
+ * to pay a thread start each. */
 #ifndef LKV_POOL_H
 #define LKV_POOL_H
 
@@ -18,7 +19,9 @@ int lkv_pool_threads(const lkv_pool *pool);
 
 /* Calls fn(ctx, begin, end) over a split of [0, n) across the threads
  * (the caller takes one share) and returns when every share is done. The
- * split depends only on n and the thread count. */
+ * split depends only on n and the thread count. Safe from any thread: while
+ * a job runs, another call (from another thread or from inside a share)
+ * runs fn(ctx, 0, n) on its caller. */
 void lkv_pool_run(lkv_pool *pool, int64_t n, void (*fn)(void *ctx, int64_t begin, int64_t end),
                   void *ctx);
 

@@ -4,7 +4,7 @@
  * storage cannot hold is made finite here (the rule of lkv_store_args). */
 #include <math.h>
 
-#include "cpu_internal.h"
+#include "ref_ops.h"
 #include "dtype.h"
 
 static float storable(lkv_dtype dtype, float x)
@@ -18,7 +18,7 @@ static float storable(lkv_dtype dtype, float x)
 static void store_token(const lkv_cache_buffers *c, const float *x, lkv_buffer *dst, int32_t row,
                         int32_t slot)
 {
-    unsigned char *out = lkv_cpu_kv_slot(dst, c, row, slot);
+    unsigned char *out = lkv_hostmem_kv_slot(dst, c, row, slot);
     for (int32_t i = 0; i < c->head_dim; i++)
         lkv_dtype_store(c->dtype, out, (size_t)i, storable(c->dtype, x[i]));
 }
@@ -37,18 +37,18 @@ static void store_entry(const lkv_store_args *a, int32_t e)
             size_t at = (size_t)(a->src_token[e] + j) * width + kv_head * (size_t)c->head_dim;
             store_token(c, k + at, c->k, row, slot);
             store_token(c, v + at, c->v, row, slot);
-            lkv_cpu_row_i32(c->pos, c->capacity, row)[slot] = a->position0[e] + j;
-            lkv_cpu_row_i32(c->state_a, c->capacity, row)[slot] = a->last_init[e];
-            lkv_cpu_row_i32(c->state_b, c->capacity, row)[slot] = 0;
-            lkv_cpu_row_f32(c->state_f, c->capacity, row)[slot] = 0.0f;
+            lkv_hostmem_row_i32(c->pos, c->capacity, row)[slot] = a->position0[e] + j;
+            lkv_hostmem_row_i32(c->state_a, c->capacity, row)[slot] = a->last_init[e];
+            lkv_hostmem_row_i32(c->state_b, c->capacity, row)[slot] = 0;
+            lkv_hostmem_row_f32(c->state_f, c->capacity, row)[slot] = 0.0f;
         }
     }
 }
 
-lkv_status lkv_cpu_store(lkv_device *dev, const lkv_store_args *a)
+lkv_status lkv_ref_store(lkv_device *dev, const lkv_store_args *a)
 {
     (void)dev;
-    lkv_status st = lkv_dtype_check(a->cache->dtype, "cpu", "store");
+    lkv_status st = lkv_dtype_check(a->cache->dtype, "ref", "store");
     if (st != LKV_OK)
         return st;
     for (int32_t e = 0; e < a->n_entries; e++)

@@ -1,0 +1,43 @@
+/* The attend chunk kernel with AVX-512F (16 f32 lanes; f16 widened by
+ * vcvtph2ps, bf16 by a 16-bit shift). Compiled for AVX-512F whatever the
+ * build's -march; cpu_attend.c calls it only on a CPU that has it. */
+#include "cpu_chunk.h"
+
+#if defined(__x86_64__)
+#pragma GCC target("avx512f,avx2,fma,f16c")
+#include <immintrin.h>
+
+#define VT __m512
+#define EXP_FN exp16
+#define EX_SET1 _mm512_set1_ps
+#define EX_MAX _mm512_max_ps
+#define EX_MUL _mm512_mul_ps
+#define EX_ADD _mm512_add_ps
+#define EX_FMA _mm512_fmadd_ps
+#define EX_ROUND(v) _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define EX_SCALE2(p, n)                                                                       \
+    _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p),                             \
+                                         _mm512_slli_epi32(_mm512_cvtps_epi32(n), 23)))
+#define EX_MASK_T __mmask16
+#define EX_LT(a, b) _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ)
+#define EX_ZERO_WHERE(mask, v) _mm512_maskz_mov_ps((__mmask16)~(mask), v)
+#include "cpu_exp.h"
+
+#define CHUNK_FN lkv_cpu_chunk_avx512
+#define VL 16
+#define V_ZERO() _mm512_setzero_ps()
+#define V_SET1(x) _mm512_set1_ps(x)
+#define V_LOAD(p) _mm512_loadu_ps(p)
+#define V_STORE(p, v) _mm512_storeu_ps(p, v)
+#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define V_ADD(a, b) _mm512_add_ps(a, b)
+#define V_SUB(a, b) _mm512_sub_ps(a, b)
+#define V_HSUM(v) _mm512_reduce_add_ps(v)
+#define V_EXP(v) exp16(v)
+#define V_WIDEN_F16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+#define V_WIDEN_BF16(p)                                                                       \
+    _mm512_castsi512_ps(_mm512_slli_epi32(                                                    \
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p))), 16))
+
+#include "cpu_chunk_body.h"
+#endif

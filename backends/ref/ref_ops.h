@@ -1,0 +1,25 @@
+/* The ref backend's ops (the oracle) and its fork-join split. cpu runs the
+ * ops it has not made fast through these same functions (cpu_backend.c
+ * says which), so each op keeps one reference implementation. */
+#ifndef LKV_REF_OPS_H
+#define LKV_REF_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hostmem/hostmem.h"
+
+/* Runs fn(ctx, begin, end) over [0, n_items) split across the device's
+ * threads when `work` (a rough count of multiply-adds) makes threads pay.
+ * Items must be independent; results then do not depend on the split. */
+void lkv_ref_parallel(const lkv_device *dev, int n_items, double work,
+                      void (*fn)(void *ctx, int begin, int end), void *ctx);
+
+lkv_status lkv_ref_attend(lkv_device *dev, const lkv_attend_args *args);
+lkv_status lkv_ref_observe(lkv_device *dev, const lkv_observe_args *args);
+lkv_status lkv_ref_score(lkv_device *dev, const lkv_score_args *args);
+lkv_status lkv_ref_select(lkv_device *dev, const lkv_select_args *args);
+lkv_status lkv_ref_compact(lkv_device *dev, const lkv_compact_args *args);
+lkv_status lkv_ref_store(lkv_device *dev, const lkv_store_args *args);
+
+#endif
