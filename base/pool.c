@@ -37,6 +37,7 @@ struct lkv_pool {
     void (*fn)(void *ctx, int64_t begin, int64_t end);
     void *ctx;
     atomic_flag busy; /* a job is running */
+    int requested;    /* the thread count asked for (the shared pool's key) */
 };
 
 static void run_share(lkv_pool *p, int index, int64_t n,
@@ -205,4 +206,78 @@ void lkv_pool_run(lkv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t begin, i
         pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
     atomic_flag_clear(&p->busy);
+}
+
+/* The shared pool: one per process at a time, handed out by thread count. */
+static pthread_mutex_t shared_mu = PTHREAD_MUTEX_INITIALIZER;
+static lkv_pool *shared_pool;
+static int shared_refs;
+
+lkv_status lkv_pool_acquire_shared(int threads, lkv_pool **out_pool)
+{
+    if (!out_pool || threads < 1)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_pool_acquire_shared: %s",
+                        !out_pool ? "out_pool is NULL" : "threads must be at least 1");
+    pthread_mutex_lock(&shared_mu);
+    lkv_status st = LKV_OK;
+    if (shared_pool && shared_pool->requested == threads) {
+        shared_refs++;
+        *out_pool = shared_pool;
+    } else if (!shared_pool) {
+        st = lkv_pool_create(threads, &shared_pool);
+        if (st == LKV_OK) {
+            shared_pool->requested = threads;
+            shared_refs = 1;
+            *out_pool = shared_pool;
+        } else {
+            shared_pool = NULL;
+        }
+    } else {
+        st = lkv_pool_create(threads, out_pool); /* another size: a pool of its own */
+    }
+    pthread_mutex_unlock(&shared_mu);
+    return st;
+}
+
+void lkv_pool_release(lkv_pool *pool)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&shared_mu);
+    int last = pool != shared_pool || --shared_refs == 0;
+    if (pool == shared_pool && last)
+        shared_pool = NULL;
+    pthread_mutex_unlock(&shared_mu);
+    if (last)
+        lkv_pool_free(pool);
+}
+
+lkv_status lkv_pool_cpu_threads(int *out_threads)
+{
+    const char *env = getenv("LAZYKV_CPU_THREADS");
+    if (env && *env) {
+        char *end = NULL;
+        errno = 0;
+        long n = strtol(env, &end, 10);
+        if (errno || *end || n < 1 || n > 1024)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "LAZYKV_CPU_THREADS '%s' is not an integer in 1..1024", env);
+        *out_threads = (int)n;
+        return LKV_OK;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    *out_threads = n >= 1 ? (int)n : 1;
+    return LKV_OK;
+}
+
+lkv_status lkv_pool_for_model(int threads, lkv_pool **out_pool)
+{
+    const char *model = getenv("LAZYKV_MODEL_THREADS");
+    if (threads > 0 || (model && *model))
+        return lkv_pool_create(threads, out_pool);
+    int n = 1;
+    lkv_status st = lkv_pool_cpu_threads(&n);
+    if (st != LKV_OK)
+        return st;
+    return lkv_pool_acquire_shared(n > LKV_POOL_MAX_THREADS ? LKV_POOL_MAX_THREADS : n, out_pool);
 }

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool.h"
 #include "test_util.h"
 
 static float *attend_with_threads(const char *threads, size_t *out_len)
@@ -42,4 +43,29 @@ Test(cpu_threads, results_do_not_depend_on_the_thread_count)
     free(one);
     free(two);
     free(five);
+}
+
+/* One shared pool per thread count at a time: the forward pass and the cpu
+ * backend asking for the same count get the same workers; another count
+ * gets a pool of its own; the last release frees the shared one, so the
+ * next acquire may size it anew. */
+Test(cpu_threads, the_shared_pool_is_one_per_count_and_counted)
+{
+    lkv_pool *a = NULL, *b = NULL, *other = NULL, *again = NULL;
+    TU_OK(lkv_pool_acquire_shared(2, &a));
+    TU_OK(lkv_pool_acquire_shared(2, &b));
+    TU_OK(lkv_pool_acquire_shared(3, &other));
+    cr_assert_eq(a, b, "two acquires of 2 threads got different pools");
+    cr_assert_neq(a, other, "a pool of 3 threads came back as the shared pool of 2");
+    cr_assert_eq(lkv_pool_threads(other), 3);
+    lkv_pool_release(other);
+    lkv_pool_release(a);
+    TU_OK(lkv_pool_acquire_shared(2, &again));
+    cr_assert_eq(again, b, "the shared pool went with a reference still held");
+    lkv_pool_release(again);
+    lkv_pool_release(b);
+    TU_OK(lkv_pool_acquire_shared(3, &again));
+    cr_assert_eq(lkv_pool_threads(again), 3, "the freed shared pool was not sized anew");
+    lkv_pool_release(again);
+    cr_assert_eq(lkv_pool_acquire_shared(0, &again), LKV_INVALID_ARGUMENT);
 }

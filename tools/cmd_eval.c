@@ -186,7 +186,7 @@ typedef struct eval_inputs {
 static void close_inputs(eval_inputs *in)
 {
     lkv_eval_prompts_free(&in->prompts);
-    lkv_pool_free(in->pool);
+    lkv_pool_release(in->pool);
     lkv_runtime_close(in->rt);
     lkv_tokenizer_free(in->tok);
     lkv_model_free(in->model);
@@ -245,7 +245,7 @@ static int open_inputs(const eval_opts *o, eval_inputs *in)
         return rc;
     if ((st = lkv_runtime_open(o->backend, &in->rt)) != LKV_OK)
         return cli_lib_error(cmd, st);
-    if ((st = lkv_pool_create(o->threads, &in->pool)) != LKV_OK)
+    if ((st = lkv_pool_for_model(o->threads, &in->pool)) != LKV_OK)
         return cli_lib_error(cmd, st);
     if ((rc = open_output(o->json, &in->json)) || (rc = open_output(o->markdown, &in->markdown)) ||
         (rc = open_output(o->plot, &in->plot)))

@@ -228,7 +228,7 @@ static void run_free(gen_run *r)
     free(r->logits);
     gen_sampler_free(&r->sampler);
     lkv_forward_free(r->fw);
-    lkv_pool_free(r->pool);
+    lkv_pool_release(r->pool);
     lkv_cache_destroy(r->cache);
     lkv_runtime_close(r->rt);
     free(r->prompt_text);
@@ -272,7 +272,7 @@ static int prepare(const gen_opts *o, gen_run *r)
     if (st == LKV_OK)
         st = lkv_cache_create(r->rt, &cfg, &r->cache);
     if (st == LKV_OK)
-        st = lkv_pool_create(o->threads, &r->pool);
+        st = lkv_pool_for_model(o->threads, &r->pool);
     if (st == LKV_OK)
         st = lkv_forward_create(r->model, r->pool, 1, r->n_prompt, &r->fw);
     if (st != LKV_OK)

@@ -168,21 +168,30 @@ static void combine_row(const attend_plan *p, int64_t r)
         const float *e = p->e + it->e_off;
         float *pr = probs + it->first;
         const float *f = w + c * per;
+        /* head by head over contiguous slots, so the loops vectorize; per
+         * slot the heads still combine in head order */
         if (a->reduce == LKV_REDUCE_MAX) {
-            for (int32_t i = 0; i < it->n; i++) {
-                /* from -inf, as the oracle: fmaxf skips a masked head's NaN */
-                float best = -INFINITY;
-                for (int32_t j = 0; j < per; j++)
-                    best = fmaxf(best, e[(size_t)j * (size_t)it->n + (size_t)i] * f[j]);
-                pr[i] = best;
+            /* from -inf, as the oracle; "x > best" skips a masked head's NaN
+             * as the oracle's fmax does */
+            for (int32_t i = 0; i < it->n; i++)
+                pr[i] = -INFINITY;
+            for (int32_t j = 0; j < per; j++) {
+                const float *ej = e + (size_t)j * (size_t)it->n;
+                for (int32_t i = 0; i < it->n; i++) {
+                    float x = ej[i] * f[j];
+                    pr[i] = x > pr[i] ? x : pr[i];
+                }
             }
         } else {
-            for (int32_t i = 0; i < it->n; i++) {
-                float s = 0.0f;
-                for (int32_t j = 0; j < per; j++)
-                    s += e[(size_t)j * (size_t)it->n + (size_t)i] * f[j];
-                pr[i] = s / (float)per;
+            for (int32_t i = 0; i < it->n; i++)
+                pr[i] = 0.0f;
+            for (int32_t j = 0; j < per; j++) {
+                const float *ej = e + (size_t)j * (size_t)it->n;
+                for (int32_t i = 0; i < it->n; i++)
+                    pr[i] += ej[i] * f[j];
             }
+            for (int32_t i = 0; i < it->n; i++)
+                pr[i] /= (float)per;
         }
     }
 }

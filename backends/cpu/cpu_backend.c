@@ -37,7 +37,7 @@ static void cpu_close(lkv_device *dev)
         return;
     lkv_cpu_state *s = lkv_cpu_state_of(dev);
     if (s) {
-        lkv_pool_free(s->pool);
+        lkv_pool_release(s->pool);
         pthread_mutex_destroy(&s->lock);
         free(s->scratch);
         free(s);
@@ -64,7 +64,8 @@ static lkv_status cpu_open(int device, lkv_device **out_dev)
     dev->state = s;
     s->chunk = fn;
     s->isa = isa;
-    st = lkv_pool_create(dev->threads, &s->pool);
+    /* the pool's own limit; LAZYKV_CPU_THREADS allows more */
+    st = lkv_pool_acquire_shared(dev->threads < 256 ? dev->threads : 256, &s->pool);
     if (st != LKV_OK) {
         cpu_close(dev);
         return st;

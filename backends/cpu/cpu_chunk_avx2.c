@@ -5,8 +5,14 @@
 #include "cpu_chunk.h"
 
 #if defined(__x86_64__) || defined(__i386__)
-#pragma GCC target("avx2,fma,f16c")
 #include <immintrin.h>
+/* every function below, the shared body's included (clang ignores GCC's
+ * target pragma, and the fuzzing build is clang's) */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC target("avx2,fma,f16c")
+#endif
 
 static inline float hsum8(__m256 v)
 {
@@ -49,4 +55,7 @@ static inline float hsum8(__m256 v)
         _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))), 16))
 
 #include "cpu_chunk_body.h"
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #endif

@@ -4,8 +4,14 @@
 #include "cpu_chunk.h"
 
 #if defined(__x86_64__)
-#pragma GCC target("avx512f,avx2,fma,f16c")
 #include <immintrin.h>
+/* every function below, the shared body's included (clang ignores GCC's
+ * target pragma, and the fuzzing build is clang's) */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC target("avx512f,avx2,fma,f16c")
+#endif
 
 #define VT __m512
 #define EXP_FN exp16
@@ -40,4 +46,7 @@
         _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p))), 16))
 
 #include "cpu_chunk_body.h"
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #endif

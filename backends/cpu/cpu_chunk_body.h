@@ -9,6 +9,7 @@
  *   V_WIDEN_F16(p) V_WIDEN_BF16(p)   VL halves / bfloat16s at p as f32
  *
  * Tails shorter than VL run in scalar C, so any head_dim works. */
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -53,6 +54,26 @@ static inline float dot(const float *a, const float *b, int32_t dim)
     return s;
 }
 
+/* Four dots against one q: q is loaded once for the four rows, and the four
+ * sums are independent chains. */
+static inline void dot4(const float *q, const float *const *r, int32_t dim, float *out)
+{
+    VT s0 = V_ZERO(), s1 = V_ZERO(), s2 = V_ZERO(), s3 = V_ZERO();
+    int32_t d = 0;
+    for (; d + VL <= dim; d += VL) {
+        VT qv = V_LOAD(q + d);
+        s0 = V_FMA(qv, V_LOAD(r[0] + d), s0);
+        s1 = V_FMA(qv, V_LOAD(r[1] + d), s1);
+        s2 = V_FMA(qv, V_LOAD(r[2] + d), s2);
+        s3 = V_FMA(qv, V_LOAD(r[3] + d), s3);
+    }
+    float t[4] = {V_HSUM(s0), V_HSUM(s1), V_HSUM(s2), V_HSUM(s3)};
+    for (; d < dim; d++)
+        for (int b = 0; b < 4; b++)
+            t[b] += q[d] * r[b][d];
+    memcpy(out, t, sizeof t);
+}
+
 /* e[0..n) = exp(e - m), returning their sum. */
 static inline float exp_row(float *e, int32_t n, float m)
 {
@@ -71,38 +92,79 @@ static inline float exp_row(float *e, int32_t n, float m)
     return s;
 }
 
-/* acc += w * v over dim. */
-static inline void axpy(float *acc, float w, const float *v, int32_t dim)
+/* Slots per V block: their rows, widened, fill at most BLOCK_FLOATS (32 KiB,
+ * L1) so every head's accumulation re-reads them from there. */
+#define BLOCK_FLOATS 8192
+#define BLOCK_MAX 32
+
+/* acc[0..dim) += sum_b w[b] * v[b][0..dim) over a block of nb rows: each
+ * lane of acc is loaded and stored once per block, and two partial sums
+ * (even and odd rows) keep two FMA chains in flight. */
+static inline void accumulate(float *acc, const float *w, const float *const *v, int32_t nb,
+                              int32_t dim)
 {
-    VT vw = V_SET1(w);
     int32_t d = 0;
-    for (; d + VL <= dim; d += VL)
-        V_STORE(acc + d, V_FMA(vw, V_LOAD(v + d), V_LOAD(acc + d)));
-    for (; d < dim; d++)
-        acc[d] += w * v[d];
+    for (; d + VL <= dim; d += VL) {
+        VT a0 = V_LOAD(acc + d), a1 = V_ZERO();
+        int32_t b = 0;
+        for (; b + 1 < nb; b += 2) {
+            a0 = V_FMA(V_SET1(w[b]), V_LOAD(v[b] + d), a0);
+            a1 = V_FMA(V_SET1(w[b + 1]), V_LOAD(v[b + 1] + d), a1);
+        }
+        if (b < nb)
+            a0 = V_FMA(V_SET1(w[b]), V_LOAD(v[b] + d), a0);
+        V_STORE(acc + d, V_ADD(a0, a1));
+    }
+    for (; d < dim; d++) {
+        float s = acc[d];
+        for (int32_t b = 0; b < nb; b++)
+            s += w[b] * v[b][d];
+        acc[d] = s;
+    }
 }
 
 void CHUNK_FN(const lkv_cpu_chunk *c)
 {
-    float tmp[LKV_CPU_MAX_DIM];
+    static_assert(BLOCK_FLOATS >= LKV_CPU_MAX_DIM, "a block holds at least one row");
+    float block[BLOCK_FLOATS];
+    const float *rows[BLOCK_MAX];
     size_t row_bytes = (size_t)c->dim * lkv_dtype_size(c->dtype);
+    int32_t sb = BLOCK_FLOATS / c->dim;
+    sb = sb > BLOCK_MAX ? BLOCK_MAX : sb;
     for (int32_t j = 0; j < c->per; j++)
         c->m[j] = -INFINITY;
-    for (int32_t i = 0; i < c->n; i++) {
-        const float *k = widen(c->dtype, c->k + (size_t)i * row_bytes, c->dim, tmp);
+    /* logits, a block of K rows at a time (widened once for every head) */
+    for (int32_t i0 = 0; i0 < c->n; i0 += sb) {
+        int32_t nb = c->n - i0 < sb ? c->n - i0 : sb;
+        for (int32_t b = 0; b < nb; b++)
+            rows[b] = widen(c->dtype, c->k + (size_t)(i0 + b) * row_bytes, c->dim,
+                            block + (size_t)b * (size_t)c->dim);
         for (int32_t j = 0; j < c->per; j++) {
-            float s = dot(c->q + (size_t)j * (size_t)c->dim, k, c->dim) * c->scale;
-            c->e[(size_t)j * c->e_stride + (size_t)i] = s;
-            c->m[j] = s > c->m[j] ? s : c->m[j];
+            const float *q = c->q + (size_t)j * (size_t)c->dim;
+            float *e = c->e + (size_t)j * c->e_stride + (size_t)i0;
+            int32_t b = 0;
+            for (; b + 4 <= nb; b += 4)
+                dot4(q, rows + b, c->dim, e + b);
+            for (; b < nb; b++)
+                e[b] = dot(q, rows[b], c->dim);
+            float m = c->m[j];
+            for (b = 0; b < nb; b++) {
+                e[b] *= c->scale;
+                m = e[b] > m ? e[b] : m;
+            }
+            c->m[j] = m;
         }
     }
     for (int32_t j = 0; j < c->per; j++)
         c->l[j] = exp_row(c->e + (size_t)j * c->e_stride, c->n, c->m[j]);
     memset(c->acc, 0, sizeof(float) * (size_t)c->per * (size_t)c->dim);
-    for (int32_t i = 0; i < c->n; i++) {
-        const float *v = widen(c->dtype, c->v + (size_t)i * row_bytes, c->dim, tmp);
+    for (int32_t i0 = 0; i0 < c->n; i0 += sb) {
+        int32_t nb = c->n - i0 < sb ? c->n - i0 : sb;
+        for (int32_t b = 0; b < nb; b++)
+            rows[b] = widen(c->dtype, c->v + (size_t)(i0 + b) * row_bytes, c->dim,
+                            block + (size_t)b * (size_t)c->dim);
         for (int32_t j = 0; j < c->per; j++)
-            axpy(c->acc + (size_t)j * (size_t)c->dim, c->e[(size_t)j * c->e_stride + (size_t)i], v,
-                 c->dim);
+            accumulate(c->acc + (size_t)j * (size_t)c->dim,
+                       c->e + (size_t)j * c->e_stride + (size_t)i0, rows, nb, c->dim);
     }
 }

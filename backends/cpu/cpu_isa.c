@@ -1,33 +1,50 @@
 /* Which attend kernel runs: chosen once per device from what the CPU
- * reports (cpuid through the compiler's builtins), or forced by
+ * reports (cpuid, and xgetbv for what the OS saves), or forced by
  * LAZYKV_CPU_ISA so tests and the bench can run every kernel the machine
  * has. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
 #include "error.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+/* The OS saves the registers: XCR0 has the SSE and AVX state bits (0x6),
+ * and for AVX-512 the opmask and ZMM state bits too (0xe0). */
+static uint64_t xcr0(void)
+{
+    uint32_t lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
 static int has_avx2(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
-#else
-    return 0;
-#endif
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    int osxsave = (c >> 27) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
+    if (!osxsave || !fma || !f16c || (xcr0() & 0x6) != 0x6)
+        return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    return (b >> 5) & 1;
 }
 
 static int has_avx512(void)
 {
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    return has_avx2() && __builtin_cpu_supports("avx512f");
-#else
-    return 0;
-#endif
+    unsigned a, b, c, d;
+    if (!has_avx2() || (xcr0() & 0xe6) != 0xe6 || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    return (b >> 16) & 1;
 }
+#else
+static inline int has_avx2(void) { return 0; }
+static inline int has_avx512(void) { return 0; }
+#endif
 
 lkv_status lkv_cpu_pick_isa(lkv_cpu_chunk_fn *out_fn, const char **out_name)
 {

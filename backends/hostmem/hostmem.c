@@ -8,23 +8,11 @@
 
 #include "error.h"
 #include "hostmem.h"
+#include "pool.h"
 
 lkv_status lkv_hostmem_threads(int *out_threads)
 {
-    const char *env = getenv("LAZYKV_CPU_THREADS");
-    if (env && *env) {
-        char *end = NULL;
-        errno = 0;
-        long n = strtol(env, &end, 10);
-        if (errno || *end || n < 1 || n > 1024)
-            return lkv_fail(LKV_INVALID_ARGUMENT,
-                            "LAZYKV_CPU_THREADS '%s' is not an integer in 1..1024", env);
-        *out_threads = (int)n;
-        return LKV_OK;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    *out_threads = n >= 1 ? (int)n : 1;
-    return LKV_OK;
+    return lkv_pool_cpu_threads(out_threads);
 }
 
 static void model_name(char *buf, size_t len)
