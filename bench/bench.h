@@ -131,7 +131,8 @@ typedef struct lkv_bench_decode {
     int lazy_steps;       /* timed steps: one whole eviction period */
     int full_steps;
     double lazy_ms;       /* mean per step, evictions included */
-    double lazy_max_ms;   /* slowest step: the one that evicts */
+    double lazy_max_ms;   /* slowest step: usually, not always, the one that evicts */
+    double lazy_evict_ms; /* the evicting step itself (0: none evicted) */
     double full_ms;
     double full_max_ms;
     int64_t lazy_kv_peak, lazy_kv_reserved; /* lkv_cache_get_stats */

@@ -31,6 +31,8 @@ int32_t lkv_bench_decode_steps(const lkv_bench_settings *s)
 
 typedef struct step_times {
     double sum_s, max_s;
+    double evict_s; /* the steps that evicted (the cache's eviction count rose) */
+    int32_t evicting;
 } step_times;
 
 /* Decodes steps [first, first + count) of the inputs; times them if `times`. */
@@ -43,17 +45,26 @@ static lkv_status decode_steps(lkv_runtime *rt, lkv_cache *c, const lkv_bench_de
         size_t tok = (size_t)in->max_len + (size_t)i;
         lkv_decode_io io = {in->q + (size_t)i * qs, in->k + tok * kvs, in->v + tok * kvs, out,
                             LKV_MEMORY_HOST};
+        lkv_cache_stats before, after;
+        lkv_status st = lkv_cache_get_stats(c, &before);
         double t0 = lkv_clock_seconds();
-        lkv_status st = lkv_cache_decode(c, 0, 0, &io);
+        if (st == LKV_OK)
+            st = lkv_cache_decode(c, 0, 0, &io);
         if (st == LKV_OK)
             st = rt->ops->sync(rt->dev);
         double dt = lkv_clock_seconds() - t0;
+        if (st == LKV_OK)
+            st = lkv_cache_get_stats(c, &after);
         if (st != LKV_OK)
             return st;
         if (times) {
             times->sum_s += dt;
             if (dt > times->max_s)
                 times->max_s = dt;
+            if (after.evictions > before.evictions) {
+                times->evict_s += dt;
+                times->evicting++;
+            }
         }
     }
     return LKV_OK;
@@ -124,6 +135,7 @@ static lkv_status run_lazy(lkv_runtime *rt, const lkv_bench_settings *s,
         return st;
     out->lazy_ms = 1e3 * t.sum_s / s->window;
     out->lazy_max_ms = 1e3 * t.max_s;
+    out->lazy_evict_ms = t.evicting ? 1e3 * t.evict_s / t.evicting : 0.0;
     out->lazy_kv_peak = stats.kv_bytes_peak;
     out->lazy_kv_reserved = stats.kv_bytes_reserved;
     return LKV_OK;

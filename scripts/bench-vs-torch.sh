@@ -47,7 +47,7 @@ def lazykv_rows(dt):
                 runs.setdefault(r["backend"], []).append(None)
                 continue
             lazy = r["lazy"]
-            mean, ev, steps = lazy["ms_per_step"], lazy["max_step_ms"], lazy["steps"]
+            mean, ev, steps = lazy["ms_per_step"], r["lazy_evicting_step_ms"], lazy["steps"]
             runs.setdefault(r["backend"], []).append((mean, ev, (mean * steps - ev) / (steps - 1)))
     return {b: None if None in v else tuple(med(x[i] for x in v) for i in range(3))
             for b, v in runs.items()}

@@ -12,6 +12,7 @@
 
 #include "bench.h"
 #include "bench_batch.h"
+#include "bench_decode.h"
 #include "bench_inputs.h"
 #include "bench_svg_scale.h"
 #include "bench_timer.h"
@@ -524,4 +525,38 @@ Test(bench_cli, an_unknown_backend_is_an_error_not_a_fallback)
     char out[8192];
     cr_assert_eq(run("bench --backends nosuch --quick", out, sizeof out), 2);
     cr_assert_not_null(strstr(out, "nosuch"), "%s", out);
+}
+
+/* ---- the decode step's evicting step ---- */
+
+/* One period of W timed steps holds exactly one eviction: the bench finds
+ * that step by the cache's eviction count and times it alone, with the
+ * budget the option set. */
+Test(bench_decode, the_evicting_step_is_found_and_timed_alone)
+{
+    lkv_bench_settings s;
+    lkv_bench_settings_init(&s, 1);
+    s.window = 16;
+    s.decode_budget = 48;
+    s.full_steps = 2;
+    lkv_runtime *rt = NULL;
+    TU_OK(lkv_runtime_open("cpu", &rt));
+    lkv_bench_decode_inputs in;
+    TU_OK(lkv_bench_decode_inputs_make(&s.decode_shape, 64, lkv_bench_decode_steps(&s), s.seed,
+                                       &in));
+    lkv_bench_progress p;
+    lkv_bench_progress_start(&p, 0, 2);
+    lkv_bench_decode d;
+    lkv_bench_decode_run(rt, &s, &in, 64, "cpu", &p, &d);
+    cr_assert_eq(d.status, LKV_OK, "%s", d.error);
+    cr_expect_eq(d.budget, 48);
+    cr_expect_gt(d.lazy_evict_ms, 0.0, "no evicting step was found in a period of W steps");
+    cr_expect_leq(d.lazy_evict_ms, d.lazy_max_ms, "the evicting step is slower than the slowest");
+    /* a budget above the length skips the decode step, saying why */
+    s.decode_budget = 65;
+    lkv_bench_decode_run(rt, &s, &in, 64, "cpu", &p, &d);
+    cr_expect_eq(d.status, LKV_UNSUPPORTED);
+    cr_expect(strstr(d.error, "budget 65"), "%s", d.error);
+    lkv_bench_decode_inputs_free(&in);
+    lkv_runtime_close(rt);
 }
