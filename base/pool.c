@@ -74,6 +74,31 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* Variable `name` as a thread count in 1..most, in *out_threads with
+ * *out_set = 1; unset or empty leaves both alone. A bad value is refused
+ * naming it, as every knob is. */
+static lkv_status env_threads(const char *name, long most, int *out_threads, int *out_set)
+{
+    const char *env = getenv(name);
+    if (!env || !*env)
+        return LKV_OK;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(env, &end, 10);
+    if (errno != 0 || end == env || *end != '\0' || v < 1 || v > most)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s '%s' is not an integer in 1..%ld", name, env,
+                        most);
+    *out_threads = (int)v;
+    *out_set = 1;
+    return LKV_OK;
+}
+
+static int online_cpus(void)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online < 1 ? 1 : online > INT32_MAX ? INT32_MAX : (int)online;
+}
+
 /* LAZYKV_MODEL_THREADS, when set, replaces a request for "all CPUs". */
 static lkv_status resolve_threads(int threads, int *out_threads)
 {
@@ -84,23 +109,13 @@ static lkv_status resolve_threads(int threads, int *out_threads)
         *out_threads = threads;
         return LKV_OK;
     }
-    const char *env = getenv("LAZYKV_MODEL_THREADS");
-    if (env && *env) {
-        char *end = NULL;
-        errno = 0;
-        long v = strtol(env, &end, 10);
-        if (errno != 0 || end == env || *end != '\0' || v < 1 || v > LKV_POOL_MAX_THREADS)
-            return lkv_fail(LKV_INVALID_ARGUMENT,
-                            "LAZYKV_MODEL_THREADS '%s' is not an integer in 1..%d", env,
-                            LKV_POOL_MAX_THREADS);
-        *out_threads = (int)v;
-        return LKV_OK;
+    int set = 0;
+    lkv_status st = env_threads("LAZYKV_MODEL_THREADS", LKV_POOL_MAX_THREADS, out_threads, &set);
+    if (st == LKV_OK && !set) {
+        int online = online_cpus();
+        *out_threads = online > LKV_POOL_MAX_THREADS ? LKV_POOL_MAX_THREADS : online;
     }
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    if (online < 1)
-        online = 1;
-    *out_threads = online > LKV_POOL_MAX_THREADS ? LKV_POOL_MAX_THREADS : (int)online;
-    return LKV_OK;
+    return st;
 }
 
 static lkv_status init_sync(lkv_pool *p)
@@ -218,6 +233,7 @@ lkv_status lkv_pool_acquire_shared(int threads, lkv_pool **out_pool)
     if (!out_pool || threads < 1)
         return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_pool_acquire_shared: %s",
                         !out_pool ? "out_pool is NULL" : "threads must be at least 1");
+    threads = threads > LKV_POOL_MAX_THREADS ? LKV_POOL_MAX_THREADS : threads;
     pthread_mutex_lock(&shared_mu);
     lkv_status st = LKV_OK;
     if (shared_pool && shared_pool->requested == threads) {
@@ -254,20 +270,11 @@ void lkv_pool_release(lkv_pool *pool)
 
 lkv_status lkv_pool_cpu_threads(int *out_threads)
 {
-    const char *env = getenv("LAZYKV_CPU_THREADS");
-    if (env && *env) {
-        char *end = NULL;
-        errno = 0;
-        long n = strtol(env, &end, 10);
-        if (errno || *end || n < 1 || n > 1024)
-            return lkv_fail(LKV_INVALID_ARGUMENT,
-                            "LAZYKV_CPU_THREADS '%s' is not an integer in 1..1024", env);
-        *out_threads = (int)n;
-        return LKV_OK;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    *out_threads = n >= 1 ? (int)n : 1;
-    return LKV_OK;
+    int set = 0;
+    lkv_status st = env_threads("LAZYKV_CPU_THREADS", 1024, out_threads, &set);
+    if (st == LKV_OK && !set)
+        *out_threads = online_cpus();
+    return st;
 }
 
 lkv_status lkv_pool_for_model(int threads, lkv_pool **out_pool)
@@ -277,7 +284,5 @@ lkv_status lkv_pool_for_model(int threads, lkv_pool **out_pool)
         return lkv_pool_create(threads, out_pool);
     int n = 1;
     lkv_status st = lkv_pool_cpu_threads(&n);
-    if (st != LKV_OK)
-        return st;
-    return lkv_pool_acquire_shared(n > LKV_POOL_MAX_THREADS ? LKV_POOL_MAX_THREADS : n, out_pool);
+    return st == LKV_OK ? lkv_pool_acquire_shared(n, out_pool) : st;
 }

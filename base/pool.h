@@ -16,7 +16,8 @@ typedef struct lkv_pool lkv_pool;
 lkv_status lkv_pool_create(int threads, lkv_pool **out_pool);
 void lkv_pool_free(lkv_pool *pool);
 
-/* The process's shared pool of `threads` threads: the cpu backend takes it,
+/* The process's shared pool of `threads` threads (at most the pool's limit,
+ * 256: a larger count is cut to it): the cpu backend takes it,
  * and so do generate and eval when no other thread count is asked for, so
  * the forward pass and attention run on the same workers instead of twice
  * as many threads fighting for the cores. Each acquire takes a reference;

@@ -31,8 +31,7 @@
 
 typedef struct chunk_item {
     int32_t g, ch, first, n;
-    size_t e_off;    /* floats into the e scratch: [per][n] */
-    size_t part_off; /* floats into the partials: m[per], l[per], acc[per][dim] */
+    size_t e_off; /* floats into the e scratch: [per][n] */
 } chunk_item;
 
 typedef struct attend_plan {
@@ -42,9 +41,16 @@ typedef struct attend_plan {
     int64_t n_items, n_rows;
     chunk_item *items;   /* [n_items], rows' chunks consecutive */
     int64_t *row_first;  /* [n_rows + 1]: a row's items */
-    float *e, *parts;
-    float *w; /* [n_items][per]: each chunk's factors at the combine */
+    float *e;
+    float *parts; /* [n_items][part_floats]: m[per], l[per], acc[per][dim] */
+    float *w;     /* [n_items][per]: each chunk's factors at the combine */
 } attend_plan;
+
+/* One item's partials: its max and sum per head, then its accumulators. */
+static size_t part_floats(const attend_plan *p)
+{
+    return (size_t)p->per * ((size_t)p->dim + 2);
+}
 
 static int32_t chunk_length(const lkv_attend_args *a)
 {
@@ -69,20 +75,20 @@ static void plan_size(const attend_plan *p, int64_t *out_items, size_t *out_e, s
     }
     *out_items = items;
     *out_e = e;
-    *out_parts = (size_t)items * (size_t)p->per * ((size_t)p->dim + 3);
+    *out_parts = (size_t)items * (part_floats(p) + (size_t)p->per); /* + the factors w */
 }
 
 static void plan_items(attend_plan *p)
 {
     const lkv_attend_args *a = p->a;
     int64_t it = 0, row = 0;
-    size_t e = 0, part = (size_t)p->per * ((size_t)p->dim + 2);
+    size_t e = 0;
     for (int32_t g = 0; g < a->n_groups; g++)
         for (int32_t ch = 0; ch < a->cache_heads; ch++, row++) {
             p->row_first[row] = it;
             for (int32_t s = 0; s < a->group_n[g]; s += p->chunk_len, it++) {
                 int32_t n = a->group_n[g] - s < p->chunk_len ? a->group_n[g] - s : p->chunk_len;
-                p->items[it] = (chunk_item){g, ch, s, n, e, (size_t)it * part};
+                p->items[it] = (chunk_item){g, ch, s, n, e};
                 e += (size_t)n * (size_t)p->per;
             }
         }
@@ -101,7 +107,7 @@ static void run_chunks(void *ctx, int64_t begin, int64_t end)
         size_t slot0 = ((size_t)row * (size_t)c->capacity + (size_t)it->first) * row_bytes;
         size_t q_off = ((size_t)it->g * (size_t)a->q_heads + (size_t)it->ch * (size_t)p->per) *
                        (size_t)p->dim;
-        float *part = p->parts + it->part_off;
+        float *part = p->parts + (size_t)i * part_floats(p);
         lkv_cpu_chunk k = {
             .dtype = c->dtype, .k = c->k->data + slot0, .v = c->v->data + slot0, .n = it->n,
             .dim = p->dim, .per = p->per, .q = (const float *)(const void *)a->q->data + q_off,
@@ -130,8 +136,8 @@ static void combine_row(const attend_plan *p, int64_t r)
     float *w = p->w + (size_t)first * (size_t)p->per;
     const chunk_item *items = p->items + first;
     int32_t per = p->per, dim = p->dim;
-    size_t part = (size_t)per * ((size_t)dim + 2);
-    const float *parts = p->parts + items[0].part_off;
+    size_t part = part_floats(p);
+    const float *parts = p->parts + (size_t)first * part;
     for (int32_t j = 0; j < per; j++) {
         float m = -INFINITY, l = 0.0f;
         for (int64_t c = 0; c < count; c++)
@@ -219,12 +225,12 @@ static lkv_status grow(lkv_cpu_state *s, size_t bytes)
 
 static lkv_status attend_locked(lkv_cpu_state *s, attend_plan *p)
 {
-    size_t e_floats = 0, part_floats = 0;
-    plan_size(p, &p->n_items, &e_floats, &part_floats);
+    size_t e_floats = 0, item_floats = 0;
+    plan_size(p, &p->n_items, &e_floats, &item_floats);
     p->n_rows = (int64_t)p->a->n_groups * p->a->cache_heads;
     size_t items_b = sizeof(chunk_item) * (size_t)p->n_items;
     size_t rows_b = sizeof(int64_t) * ((size_t)p->n_rows + 1);
-    size_t floats_b = sizeof(float) * (e_floats + part_floats);
+    size_t floats_b = sizeof(float) * (e_floats + item_floats);
     lkv_status st = grow(s, items_b + rows_b + floats_b);
     if (st != LKV_OK)
         return st;
@@ -232,7 +238,7 @@ static lkv_status attend_locked(lkv_cpu_state *s, attend_plan *p)
     p->row_first = (int64_t *)(void *)(s->scratch + items_b);
     p->e = (float *)(void *)(s->scratch + items_b + rows_b);
     p->parts = p->e + e_floats;
-    p->w = p->parts + (size_t)p->n_items * (size_t)p->per * ((size_t)p->dim + 2);
+    p->w = p->parts + (size_t)p->n_items * part_floats(p);
     plan_items(p);
     double work = 0.0;
     for (int32_t g = 0; g < p->a->n_groups; g++)

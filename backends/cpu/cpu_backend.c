@@ -63,9 +63,7 @@ static lkv_status cpu_open(int device, lkv_device **out_dev)
     }
     dev->state = s;
     s->chunk = fn;
-    s->isa = isa;
-    /* the pool's own limit; LAZYKV_CPU_THREADS allows more */
-    st = lkv_pool_acquire_shared(dev->threads < 256 ? dev->threads : 256, &s->pool);
+    st = lkv_pool_acquire_shared(dev->threads, &s->pool);
     if (st != LKV_OK) {
         cpu_close(dev);
         return st;

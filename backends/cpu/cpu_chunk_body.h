@@ -5,7 +5,7 @@
  *   CHUNK_FN          the function's name
  *   VT, VL            the f32 vector type and its lanes
  *   V_ZERO() V_SET1(x) V_LOAD(p) V_STORE(p, v) V_FMA(a, b, c) V_ADD(a, b)
- *   V_SUB(a, b) V_MAX(a, b) V_HSUM(v) V_HMAX(v) V_EXP(v)
+ *   V_SUB(a, b) V_HSUM(v) V_EXP(v)
  *   V_WIDEN_F16(p) V_WIDEN_BF16(p)   VL halves / bfloat16s at p as f32
  *
  * Tails shorter than VL run in scalar C, so any head_dim works. */
@@ -92,8 +92,8 @@ static inline float exp_row(float *e, int32_t n, float m)
     return s;
 }
 
-/* Slots per V block: their rows, widened, fill at most BLOCK_FLOATS (32 KiB,
- * L1) so every head's accumulation re-reads them from there. */
+/* Rows per K or V block: widened, they fill at most BLOCK_FLOATS (32 KiB,
+ * L1) so every head re-reads them from there. */
 #define BLOCK_FLOATS 8192
 #define BLOCK_MAX 32
 

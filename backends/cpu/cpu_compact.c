@@ -20,18 +20,15 @@ static void compact_row(const lkv_compact_args *a, int32_t r)
     int32_t row = a->rows[r], k = a->row_k[r];
     const int32_t *kept = lkv_hostmem_row_i32(a->kept, c->capacity, row);
     size_t kv_elem = (size_t)c->head_dim * lkv_dtype_size(c->dtype);
+    /* K and V rows of kv_elem bytes, then the four 4-byte rows */
+    const lkv_buffer *bufs[6] = {c->k, c->v, c->pos, c->state_a, c->state_b, c->state_f};
     for (int32_t j = 0; j < k;) {
         int32_t len = 1;
         while (j + len < k && kept[j + len] == kept[j] + len)
             len++;
-        if (kept[j] != j) {
-            move_run(c->k, kv_elem, c->capacity, row, j, kept[j], len);
-            move_run(c->v, kv_elem, c->capacity, row, j, kept[j], len);
-            move_run(c->pos, 4, c->capacity, row, j, kept[j], len);
-            move_run(c->state_a, 4, c->capacity, row, j, kept[j], len);
-            move_run(c->state_b, 4, c->capacity, row, j, kept[j], len);
-            move_run(c->state_f, 4, c->capacity, row, j, kept[j], len);
-        }
+        if (kept[j] != j)
+            for (int b = 0; b < 6; b++)
+                move_run(bufs[b], b < 2 ? kv_elem : 4, c->capacity, row, j, kept[j], len);
         j += len;
     }
 }

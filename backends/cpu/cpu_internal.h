@@ -14,7 +14,6 @@
 typedef struct lkv_cpu_state {
     lkv_pool *pool;
     lkv_cpu_chunk_fn chunk;
-    const char *isa; /* "avx512", "avx2" or "generic" */
     pthread_mutex_t lock; /* one attend at a time owns the scratch */
     unsigned char *scratch;
     size_t scratch_cap;

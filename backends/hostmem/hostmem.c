@@ -10,11 +10,6 @@
 #include "hostmem.h"
 #include "pool.h"
 
-lkv_status lkv_hostmem_threads(int *out_threads)
-{
-    return lkv_pool_cpu_threads(out_threads);
-}
-
 static void model_name(char *buf, size_t len)
 {
     snprintf(buf, len, "host CPU");
@@ -49,7 +44,7 @@ void lkv_hostmem_probe(const char *backend, const char *what, lkv_device_report 
     out[0].available = 1;
     model_name(out[0].name, sizeof out[0].name);
     int threads = 1;
-    if (lkv_hostmem_threads(&threads) == LKV_OK) {
+    if (lkv_pool_cpu_threads(&threads) == LKV_OK) {
         snprintf(out[0].reason, sizeof out[0].reason, "%s, %d thread(s)", what, threads);
     } else {
         out[0].available = 0;
@@ -68,7 +63,7 @@ lkv_status lkv_hostmem_open(const char *backend, int device, lkv_device **out_de
     if (device != 0)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s has one device (0), not %d", backend, device);
     int threads = 1;
-    lkv_status st = lkv_hostmem_threads(&threads);
+    lkv_status st = lkv_pool_cpu_threads(&threads);
     if (st != LKV_OK)
         return st;
     lkv_device *dev = calloc(1, sizeof *dev);

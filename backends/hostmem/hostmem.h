@@ -14,7 +14,7 @@
 #include "backend.h"
 
 struct lkv_device {
-    int threads; /* LAZYKV_CPU_THREADS, else one per online CPU */
+    int threads; /* lkv_pool_cpu_threads: LAZYKV_CPU_THREADS, else the online CPUs */
     lkv_counters counters;
     void *state; /* the backend's own (cpu: its thread pool and scratch); NULL for ref */
 };
@@ -44,17 +44,14 @@ static inline unsigned char *lkv_hostmem_kv_slot(const lkv_buffer *b, const lkv_
     return b->data + elems * lkv_dtype_size(c->dtype);
 }
 
-/* LAZYKV_CPU_THREADS (1..1024) when set, else one per online CPU; a bad
- * value is refused naming it, as every knob is. */
-lkv_status lkv_hostmem_threads(int *out_threads);
-
 /* The one device's report: `backend`, the CPU's model name, and `what`
  * followed by the thread count as the reason; not available, with the
  * knob's error as the reason, when LAZYKV_CPU_THREADS is bad. */
 void lkv_hostmem_probe(const char *backend, const char *what, lkv_device_report *out, int cap,
                        int *out_count);
 
-/* Device 0 of `backend` (the only one), with pool NULL; close frees it. */
+/* Device 0 of `backend` (the only one), its threads from LAZYKV_CPU_THREADS
+ * (lkv_pool_cpu_threads) and state NULL; close frees it. */
 lkv_status lkv_hostmem_open(const char *backend, int device, lkv_device **out_dev);
 void lkv_hostmem_close(lkv_device *dev);
 
