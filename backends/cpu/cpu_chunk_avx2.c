@@ -22,6 +22,32 @@ static inline float hsum8(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+static inline float hmax8(__m256 v)
+{
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Lane r = the sum of a[r]'s lanes, for 8 vectors at once: pairs of rows
+ * interleaved and added (unpack), then pairs of pairs, then the two
+ * 128-bit halves; 21 operations where 8 separate sums take 40. */
+static inline __m256 tsum8(const __m256 *a)
+{
+    __m256 p[4], u[2];
+    for (int i = 0; i < 4; i++)
+        p[i] = _mm256_add_ps(_mm256_unpacklo_ps(a[2 * i], a[2 * i + 1]),
+                             _mm256_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    for (int i = 0; i < 2; i++) {
+        __m256d x = _mm256_castps_pd(p[2 * i]), y = _mm256_castps_pd(p[2 * i + 1]);
+        u[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(x, y)),
+                             _mm256_castpd_ps(_mm256_unpackhi_pd(x, y)));
+    }
+    return _mm256_add_ps(_mm256_permute2f128_ps(u[0], u[1], 0x20),
+                         _mm256_permute2f128_ps(u[0], u[1], 0x31));
+}
+
 #define VT __m256
 #define EXP_FN exp8
 #define EX_SET1 _mm256_set1_ps
@@ -47,7 +73,11 @@ static inline float hsum8(__m256 v)
 #define V_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define V_ADD(a, b) _mm256_add_ps(a, b)
 #define V_SUB(a, b) _mm256_sub_ps(a, b)
+#define V_MUL(a, b) _mm256_mul_ps(a, b)
+#define V_MAX(a, b) _mm256_max_ps(a, b)
 #define V_HSUM(v) hsum8(v)
+#define V_HMAX(v) hmax8(v)
+#define V_TSUM(a) tsum8(a)
 #define V_EXP(v) exp8(v)
 #define V_WIDEN_F16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
 #define V_WIDEN_BF16(p)                                                                       \

@@ -29,6 +29,29 @@
 #define EX_ZERO_WHERE(mask, v) _mm512_maskz_mov_ps((__mmask16)~(mask), v)
 #include "cpu_exp.h"
 
+/* Lane r = the sum of a[r]'s lanes, for 16 vectors at once: rows paired by
+ * unpacking within 128-bit lanes, pairs of pairs by 64-bit unpacking, then
+ * the four 128-bit quarters folded by two rounds of lane shuffles; 45
+ * operations where 16 separate sums take about 130. */
+static inline __m512 tsum16(const __m512 *a)
+{
+    __m512 p[8], u[4], w[2];
+    for (int i = 0; i < 8; i++)
+        p[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
+                             _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    for (int i = 0; i < 4; i++) {
+        __m512d x = _mm512_castps_pd(p[2 * i]), y = _mm512_castps_pd(p[2 * i + 1]);
+        u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    /* u[i]'s quarter k holds rows 4i..4i+3 summed over quarter k */
+    for (int i = 0; i < 2; i++)
+        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], 0xdd));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(w[0], w[1], 0x88),
+                         _mm512_shuffle_f32x4(w[0], w[1], 0xdd));
+}
+
 #define CHUNK_FN lkv_cpu_chunk_avx512
 #define VL 16
 #define V_ZERO() _mm512_setzero_ps()
@@ -38,7 +61,11 @@
 #define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define V_ADD(a, b) _mm512_add_ps(a, b)
 #define V_SUB(a, b) _mm512_sub_ps(a, b)
+#define V_MUL(a, b) _mm512_mul_ps(a, b)
+#define V_MAX(a, b) _mm512_max_ps(a, b)
 #define V_HSUM(v) _mm512_reduce_add_ps(v)
+#define V_HMAX(v) _mm512_reduce_max_ps(v)
+#define V_TSUM(a) tsum16(a)
 #define V_EXP(v) exp16(v)
 #define V_WIDEN_F16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
 #define V_WIDEN_BF16(p)                                                                       \

@@ -5,7 +5,10 @@
  *   CHUNK_FN          the function's name
  *   VT, VL            the f32 vector type and its lanes
  *   V_ZERO() V_SET1(x) V_LOAD(p) V_STORE(p, v) V_FMA(a, b, c) V_ADD(a, b)
- *   V_SUB(a, b) V_HSUM(v) V_EXP(v)
+ *   V_SUB(a, b) V_MUL(a, b) V_EXP(v)
+ *   V_MAX(a, b)       a > b ? a : b lane by lane (so a NaN a is skipped)
+ *   V_HSUM(v) V_HMAX(v)   the sum / max of v's lanes
+ *   V_TSUM(a)         from VL vectors a[0..VL): lane r = V_HSUM(a[r])
  *   V_WIDEN_F16(p) V_WIDEN_BF16(p)   VL halves / bfloat16s at p as f32
  *
  * Tails shorter than VL run in scalar C, so any head_dim works. */
@@ -54,24 +57,46 @@ static inline float dot(const float *a, const float *b, int32_t dim)
     return s;
 }
 
-/* Four dots against one q: q is loaded once for the four rows, and the four
- * sums are independent chains. */
-static inline void dot4(const float *q, const float *const *r, int32_t dim, float *out)
+/* e[0..nb) = scale * (q . rows[b]), returning max(m, e[0..nb)). VL rows at
+ * a time: one accumulator per row, q loaded once for all of them, and the
+ * VL sums reduced together into one vector of logits (V_TSUM), which is
+ * scaled, stored and max-ed as a vector. */
+static inline float logits(const float *q, const float *const *rows, int32_t nb, int32_t dim,
+                           float scale, float *e, float m)
 {
-    VT s0 = V_ZERO(), s1 = V_ZERO(), s2 = V_ZERO(), s3 = V_ZERO();
-    int32_t d = 0;
-    for (; d + VL <= dim; d += VL) {
-        VT qv = V_LOAD(q + d);
-        s0 = V_FMA(qv, V_LOAD(r[0] + d), s0);
-        s1 = V_FMA(qv, V_LOAD(r[1] + d), s1);
-        s2 = V_FMA(qv, V_LOAD(r[2] + d), s2);
-        s3 = V_FMA(qv, V_LOAD(r[3] + d), s3);
+    VT vmax = V_SET1(m), vscale = V_SET1(scale);
+    int32_t b = 0;
+    for (; b + VL <= nb; b += VL) {
+        VT acc[VL];
+        for (int r = 0; r < VL; r++)
+            acc[r] = V_ZERO();
+        int32_t d = 0;
+        for (; d + VL <= dim; d += VL) {
+            VT qv = V_LOAD(q + d);
+#pragma GCC unroll 16
+            for (int r = 0; r < VL; r++)
+                acc[r] = V_FMA(qv, V_LOAD(rows[b + r] + d), acc[r]);
+        }
+        VT s = V_TSUM(acc);
+        if (d < dim) {
+            float tail[VL];
+            for (int r = 0; r < VL; r++) {
+                tail[r] = 0.0f;
+                for (int32_t t = d; t < dim; t++)
+                    tail[r] += q[t] * rows[b + r][t];
+            }
+            s = V_ADD(s, V_LOAD(tail));
+        }
+        s = V_MUL(s, vscale);
+        V_STORE(e + b, s);
+        vmax = V_MAX(s, vmax);
     }
-    float t[4] = {V_HSUM(s0), V_HSUM(s1), V_HSUM(s2), V_HSUM(s3)};
-    for (; d < dim; d++)
-        for (int b = 0; b < 4; b++)
-            t[b] += q[d] * r[b][d];
-    memcpy(out, t, sizeof t);
+    m = V_HMAX(vmax);
+    for (; b < nb; b++) {
+        e[b] = dot(q, rows[b], dim) * scale;
+        m = e[b] > m ? e[b] : m;
+    }
+    return m;
 }
 
 /* e[0..n) = exp(e - m), returning their sum. */
@@ -97,13 +122,14 @@ static inline float exp_row(float *e, int32_t n, float m)
 #define BLOCK_FLOATS 8192
 #define BLOCK_MAX 32
 
-/* acc[0..dim) += sum_b w[b] * v[b][0..dim) over a block of nb rows: each
- * lane of acc is loaded and stored once per block, and two partial sums
- * (even and odd rows) keep two FMA chains in flight. */
-static inline void accumulate(float *acc, const float *w, const float *const *v, int32_t nb,
-                              int32_t dim)
+/* acc[0..dim) += sum_b w[b] * v[b][0..dim) over a block of nb rows, from
+ * dimension d0 on, by vectors: each lane of acc is loaded and stored once
+ * per block, and two partial sums (even and odd rows) keep two FMA chains in
+ * flight. What the tiles of accumulate() leave over. */
+static inline void accumulate_rest(float *acc, const float *w, const float *const *v, int32_t nb,
+                                   int32_t d0, int32_t dim)
 {
-    int32_t d = 0;
+    int32_t d = d0;
     for (; d + VL <= dim; d += VL) {
         VT a0 = V_LOAD(acc + d), a1 = V_ZERO();
         int32_t b = 0;
@@ -123,6 +149,48 @@ static inline void accumulate(float *acc, const float *w, const float *const *v,
     }
 }
 
+/* Vectors of acc a tile keeps in registers per head. */
+#define TILE 8
+
+/* acc_h[0..dim) += sum_b w_h[b] * v[b][0..dim) for nh (1 or 2) heads that
+ * share the rows: a tile of TILE vectors of each head's accumulator stays
+ * in registers over the whole block, so a row costs one load per vector
+ * (shared by the heads) and one broadcast per head, not a load, a
+ * broadcast and a load-store of acc per vector and head. */
+static inline void accumulate(int nh, float *const *acc, const float *const *w,
+                              const float *const *v, int32_t nb, int32_t dim)
+{
+    int32_t d = 0;
+    for (; d + TILE * VL <= dim; d += TILE * VL) {
+        VT a[2][TILE];
+        for (int h = 0; h < nh; h++)
+            for (int t = 0; t < TILE; t++)
+                a[h][t] = V_LOAD(acc[h] + d + t * VL);
+        for (int32_t b = 0; b < nb; b++) {
+            const float *row = v[b] + d;
+            VT x = V_SET1(w[0][b]);
+            if (nh == 2) {
+                VT y = V_SET1(w[1][b]);
+#pragma GCC unroll 8
+                for (int t = 0; t < TILE; t++) {
+                    VT r = V_LOAD(row + t * VL);
+                    a[0][t] = V_FMA(x, r, a[0][t]);
+                    a[1][t] = V_FMA(y, r, a[1][t]);
+                }
+            } else {
+#pragma GCC unroll 8
+                for (int t = 0; t < TILE; t++)
+                    a[0][t] = V_FMA(x, V_LOAD(row + t * VL), a[0][t]);
+            }
+        }
+        for (int h = 0; h < nh; h++)
+            for (int t = 0; t < TILE; t++)
+                V_STORE(acc[h] + d + t * VL, a[h][t]);
+    }
+    for (int h = 0; h < nh; h++)
+        accumulate_rest(acc[h], w[h], v, nb, d, dim);
+}
+
 void CHUNK_FN(const lkv_cpu_chunk *c)
 {
     static_assert(BLOCK_FLOATS >= LKV_CPU_MAX_DIM, "a block holds at least one row");
@@ -139,21 +207,9 @@ void CHUNK_FN(const lkv_cpu_chunk *c)
         for (int32_t b = 0; b < nb; b++)
             rows[b] = widen(c->dtype, c->k + (size_t)(i0 + b) * row_bytes, c->dim,
                             block + (size_t)b * (size_t)c->dim);
-        for (int32_t j = 0; j < c->per; j++) {
-            const float *q = c->q + (size_t)j * (size_t)c->dim;
-            float *e = c->e + (size_t)j * c->e_stride + (size_t)i0;
-            int32_t b = 0;
-            for (; b + 4 <= nb; b += 4)
-                dot4(q, rows + b, c->dim, e + b);
-            for (; b < nb; b++)
-                e[b] = dot(q, rows[b], c->dim);
-            float m = c->m[j];
-            for (b = 0; b < nb; b++) {
-                e[b] *= c->scale;
-                m = e[b] > m ? e[b] : m;
-            }
-            c->m[j] = m;
-        }
+        for (int32_t j = 0; j < c->per; j++)
+            c->m[j] = logits(c->q + (size_t)j * (size_t)c->dim, rows, nb, c->dim, c->scale,
+                             c->e + (size_t)j * c->e_stride + (size_t)i0, c->m[j]);
     }
     for (int32_t j = 0; j < c->per; j++)
         c->l[j] = exp_row(c->e + (size_t)j * c->e_stride, c->n, c->m[j]);
@@ -163,8 +219,15 @@ void CHUNK_FN(const lkv_cpu_chunk *c)
         for (int32_t b = 0; b < nb; b++)
             rows[b] = widen(c->dtype, c->v + (size_t)(i0 + b) * row_bytes, c->dim,
                             block + (size_t)b * (size_t)c->dim);
-        for (int32_t j = 0; j < c->per; j++)
-            accumulate(c->acc + (size_t)j * (size_t)c->dim,
-                       c->e + (size_t)j * c->e_stride + (size_t)i0, rows, nb, c->dim);
+        for (int32_t j = 0; j < c->per; j += 2) {
+            int nh = c->per - j >= 2 ? 2 : 1;
+            float *acc[2];
+            const float *w[2];
+            for (int h = 0; h < nh; h++) {
+                acc[h] = c->acc + (size_t)(j + h) * (size_t)c->dim;
+                w[h] = c->e + (size_t)(j + h) * c->e_stride + (size_t)i0;
+            }
+            accumulate(nh, acc, w, rows, nb, c->dim);
+        }
     }
 }
