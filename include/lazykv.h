@@ -98,7 +98,7 @@ typedef struct lkv_runtime lkv_runtime;
  *                 CPU-emulated GPU devices (lavapipe, PoCL) are passed over
  *                 for the native cpu; never ref
  *   "cpu"         the fast CPU backend (always available): SIMD kernels for
- *                 this CPU (LAZYKV_CPU_ISA=generic|avx2|avx512 forces one),
+ *                 this CPU (LAZYKV_CPU_ISA=generic|avx2|avx512|neon forces one),
  *                 LAZYKV_CPU_THREADS threads
  *   "ref"         the plain-C oracle every backend is checked against
  *                 (always available; slow by design)

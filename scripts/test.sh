@@ -20,6 +20,9 @@
 set -euo pipefail
 export LAZYKV_VULKAN_VALIDATION=1
 export LAZYKV_REQUIRE_BACKENDS=${LAZYKV_REQUIRE_BACKENDS-vulkan,opencl}
+# the NEON kernel's check needs the aarch64 cross compiler and qemu, which
+# install-deps.sh installs (backends/cpu/debian-packages): required here too
+export LAZYKV_REQUIRE_AARCH64=${LAZYKV_REQUIRE_AARCH64-1}
 cd "$(dirname "$0")/.."
 # cuobjdump from PyPI where install-deps.sh put it (see there)
 tools=${LAZYKV_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lazykv-tools}

@@ -3,10 +3,11 @@
  * (base/pool.h), and ops made for speed where they matter: attend runs
  * SIMD kernels chosen for this CPU (cpu_isa.c) as flash-decoding chunks
  * over the pool; select finds the kept slots by a radix select, not a sort;
- * compact moves runs of slots; score runs the oracle's code over the pool.
- * observe and store run the oracle's code as it is (backends/ref/), so for
- * them, as for score, select and compact by construction, cpu and ref agree
- * bit for bit.
+ * compact moves runs of slots; observe skips blocks no slot of which passes
+ * the threshold and updates the rest branch-free; score tabulates what it
+ * can of the lazy score's exps. store runs the oracle's code as it is
+ * (backends/ref/). observe, score, select, compact and store agree with ref
+ * bit for bit by construction; attend differs in accumulation order.
  * Conformance checks cpu against ref with the GPU backends' tolerances. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +81,7 @@ static lkv_status cpu_open(int device, lkv_device **out_dev)
         return impl(dev, a);                                                          \
     }
 LKV_CPU_COUNTED(attend, lkv_cpu_attend, lkv_attend_args)
-LKV_CPU_COUNTED(observe, lkv_ref_observe, lkv_observe_args)
+LKV_CPU_COUNTED(observe, lkv_cpu_observe, lkv_observe_args)
 LKV_CPU_COUNTED(score, lkv_cpu_score, lkv_score_args)
 LKV_CPU_COUNTED(select, lkv_cpu_select, lkv_select_args)
 LKV_CPU_COUNTED(compact, lkv_cpu_compact, lkv_compact_args)

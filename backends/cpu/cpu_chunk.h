@@ -35,10 +35,12 @@ typedef struct lkv_cpu_chunk {
 
 typedef void (*lkv_cpu_chunk_fn)(const lkv_cpu_chunk *c);
 
-/* One per instruction set. The x86 ones are built on x86 only, and
- * cpu_isa.c calls one only on a CPU that has its extensions. */
+/* One per instruction set. The x86 ones are built on x86 only, the NEON
+ * one on aarch64 only, and cpu_isa.c calls one only on a CPU that has its
+ * extensions. */
 void lkv_cpu_chunk_generic(const lkv_cpu_chunk *c);
 void lkv_cpu_chunk_avx2(const lkv_cpu_chunk *c);
 void lkv_cpu_chunk_avx512(const lkv_cpu_chunk *c);
+void lkv_cpu_chunk_neon(const lkv_cpu_chunk *c);
 
 #endif /* LKV_CPU_CHUNK_H */

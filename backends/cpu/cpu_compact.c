@@ -1,7 +1,8 @@
 /* compact, fast: the oracle's moves (ref_compact.c) by runs. kept is
  * ascending, so consecutive kept slots form runs that move as one block of
- * K, V, positions and state (memmove: a run may overlap its own
- * destination); rows in parallel. The same bytes as the oracle. */
+ * K and V (memmove: a run may overlap its own destination); positions and
+ * state move word by word in one pass; rows in parallel. The same bytes as
+ * the oracle. */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -14,23 +15,39 @@ static void move_run(const lkv_buffer *b, size_t elem, int32_t cap, int32_t row,
     memmove(base + (size_t)dst * elem, base + (size_t)src * elem, (size_t)len * elem);
 }
 
+/* The four 4-byte rows (positions, state): runs there are tens of bytes, so
+ * one pass of word moves from the first slot that moves beats a memmove per
+ * run and per row. */
+static void compact_words(const lkv_cache_buffers *c, int32_t row, const int32_t *kept,
+                          int32_t first, int32_t k)
+{
+    int32_t *w[4] = {lkv_hostmem_row_i32(c->pos, c->capacity, row),
+                     lkv_hostmem_row_i32(c->state_a, c->capacity, row),
+                     lkv_hostmem_row_i32(c->state_b, c->capacity, row),
+                     (int32_t *)lkv_hostmem_row_f32(c->state_f, c->capacity, row)};
+    for (int b = 0; b < 4; b++)
+        for (int32_t j = first; j < k; j++)
+            w[b][j] = w[b][kept[j]];
+}
+
 static void compact_row(const lkv_compact_args *a, int32_t r)
 {
     const lkv_cache_buffers *c = a->cache;
     int32_t row = a->rows[r], k = a->row_k[r];
     const int32_t *kept = lkv_hostmem_row_i32(a->kept, c->capacity, row);
     size_t kv_elem = (size_t)c->head_dim * lkv_dtype_size(c->dtype);
-    /* K and V rows of kv_elem bytes, then the four 4-byte rows */
-    const lkv_buffer *bufs[6] = {c->k, c->v, c->pos, c->state_a, c->state_b, c->state_f};
-    for (int32_t j = 0; j < k;) {
+    int32_t first = 0; /* slots before the first hole stay where they are */
+    while (first < k && kept[first] == first)
+        first++;
+    for (int32_t j = first; j < k;) {
         int32_t len = 1;
         while (j + len < k && kept[j + len] == kept[j] + len)
             len++;
-        if (kept[j] != j)
-            for (int b = 0; b < 6; b++)
-                move_run(bufs[b], b < 2 ? kv_elem : 4, c->capacity, row, j, kept[j], len);
+        move_run(c->k, kv_elem, c->capacity, row, j, kept[j], len);
+        move_run(c->v, kv_elem, c->capacity, row, j, kept[j], len);
         j += len;
     }
+    compact_words(c, row, kept, first, k);
 }
 
 static void compact_rows(void *ctx, int64_t begin, int64_t end)

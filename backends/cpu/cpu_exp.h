@@ -2,7 +2,7 @@
  * with |r| <= ln2/2, e^r by a degree-6 polynomial (Cephes' expf
  * coefficients), 2^n through the exponent bits; below -87.3 (where e^x is
  * no longer a normal float) the result is 0. About 2 ulp from the true
- * value, well inside conformance's attend tolerance. Included by the x86
+ * value, well inside conformance's attend tolerance. Included by the SIMD
  * kernels after they define EXP_FN, VT, EX_MASK_T (what EX_LT yields) and
  * the other EX_* operations. */
 static inline VT EXP_FN(VT x)

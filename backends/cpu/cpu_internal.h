@@ -24,12 +24,13 @@ static inline lkv_cpu_state *lkv_cpu_state_of(const lkv_device *dev)
     return (lkv_cpu_state *)dev->state;
 }
 
-/* The kernel for LAZYKV_CPU_ISA (generic, avx2, avx512; unset: the best
+/* The kernel for LAZYKV_CPU_ISA (generic, avx2, avx512, neon; unset: the best
  * this CPU runs); a value this CPU cannot run, or not one of those, is
  * refused naming it. */
 lkv_status lkv_cpu_pick_isa(lkv_cpu_chunk_fn *out_fn, const char **out_name);
 
 lkv_status lkv_cpu_attend(lkv_device *dev, const lkv_attend_args *args);
+lkv_status lkv_cpu_observe(lkv_device *dev, const lkv_observe_args *args);
 lkv_status lkv_cpu_score(lkv_device *dev, const lkv_score_args *args);
 lkv_status lkv_cpu_select(lkv_device *dev, const lkv_select_args *args);
 lkv_status lkv_cpu_compact(lkv_device *dev, const lkv_compact_args *args);

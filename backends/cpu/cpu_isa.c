@@ -73,11 +73,20 @@ lkv_status lkv_cpu_pick_isa(lkv_cpu_chunk_fn *out_fn, const char **out_name)
             return lkv_fail(LKV_UNSUPPORTED,
                             "LAZYKV_CPU_ISA 'avx2': this CPU lacks AVX2, FMA or F16C");
     }
+    if (auto_pick || strcmp(want, "neon") == 0) {
+#if defined(__aarch64__)
+        *out_fn = lkv_cpu_chunk_neon; /* Advanced SIMD: in every AArch64 Linux CPU */
+        *out_name = "neon";
+        return LKV_OK;
+#endif
+        if (!auto_pick)
+            return lkv_fail(LKV_UNSUPPORTED, "LAZYKV_CPU_ISA 'neon': this CPU is not AArch64");
+    }
     if (auto_pick || strcmp(want, "generic") == 0) {
         *out_fn = lkv_cpu_chunk_generic;
         *out_name = "generic";
         return LKV_OK;
     }
     return lkv_fail(LKV_INVALID_ARGUMENT,
-                    "LAZYKV_CPU_ISA '%s' is not one of generic, avx2, avx512", want);
+                    "LAZYKV_CPU_ISA '%s' is not one of generic, avx2, avx512, neon", want);
 }

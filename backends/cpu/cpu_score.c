@@ -1,10 +1,90 @@
-/* score: the oracle's code (ref_score.c), its rows spread over the pool. A
- * row's scores depend only on that row (and, for GROUP_MEAN, on the rows of
- * its group, which stay in one share), so the result is the oracle's bit
- * for bit; the lazy score's two double exps per slot are what make
- * eviction steps of many heads pay for the threads. */
+/* score: the oracle's scores (ref_score.c), bit for bit, rows spread over
+ * the pool. A row's scores depend only on that row (and, for GROUP_MEAN, on
+ * the rows of its group, which stay in one share), so any split gives the
+ * oracle's result.
+ *
+ * The lazy score (RECURRENCE) is the one eviction steps of many heads pay
+ * for: two double exps per slot. It is computed here with the oracle's
+ * expressions, less the exps whose result is already known: h2 depends on
+ * the integer mri alone, so it comes from a table filled once with the same
+ * expression (same bits); h1 is skipped where it is below half an ulp of h2
+ * (old slots with a small mri: the sum is h2 exactly), and its exp
+ * overflows to inf (h1 = 0 exactly) once its argument passes ln(DBL_MAX).
+ * The other kinds run the oracle's code. */
+#include <math.h>
+#include <pthread.h>
+
 #include "cpu_internal.h"
 #include "ref/ref_ops.h"
+
+/* exp(mri - 1) is inf from mri = 711 on, so the table's last entries are
+ * already 0; larger mri (and a negative one, which the core never makes)
+ * take the expression itself. */
+#define H2_TABLE 712
+/* a little above ln(DBL_MAX) = 709.7827: exp of anything larger is inf */
+#define H1_EXP_OVERFLOW 709.79
+
+/* Per mri: h2, and the delta from which h1 is too small to change h1 + h2
+ * in double (so the sum is h2 itself, bit for bit). h1 < 2 exp(-x) and half
+ * an ulp of h2 exceeds h2 2^-54, so x >= 40 - ln(h2) (ln 2^55 = 38.1, plus
+ * a margin) is enough; delta >= skip_delta[mri] guarantees that x, with one
+ * slot of margin for the division's rounding. Where h2 = 0 nothing is
+ * skipped this way (only the overflow cut applies). */
+typedef struct h2_entry {
+    double h2;
+    int64_t skip_delta;
+} h2_entry;
+
+static h2_entry h2_table[H2_TABLE];
+static pthread_once_t h2_once = PTHREAD_ONCE_INIT;
+
+static double h2_of(int32_t mri)
+{
+    return mri == 0 ? 0.0 : 2.0 / (1.0 + exp((double)mri - 1.0));
+}
+
+static void h2_fill(void)
+{
+    for (int32_t m = 0; m < H2_TABLE; m++) {
+        double h2 = h2_of(m), x_skip = 40.0 - log(h2);
+        double d = ceil((x_skip - 1.0) * ((double)m + 1e-5)) + 1.0;
+        h2_table[m].h2 = h2;
+        h2_table[m].skip_delta = h2 > 0.0 && d < (double)INT32_MAX ? (int64_t)d : INT64_MAX;
+    }
+}
+
+static float lazy_score(int32_t mri, int32_t delta)
+{
+    double h2;
+    if (mri >= 0 && mri < H2_TABLE) {
+        h2 = h2_table[mri].h2;
+        if (delta >= h2_table[mri].skip_delta)
+            return (float)h2;
+    } else {
+        h2 = h2_of(mri);
+    }
+    double x = 1.0 + (double)delta / ((double)mri + 1e-5);
+    double h1 = x > H1_EXP_OVERFLOW ? 0.0 : 2.0 / (1.0 + exp(x));
+    return (float)(h1 + h2);
+}
+
+static void lazy_row(const lkv_score_args *a, int32_t r)
+{
+    const lkv_cache_buffers *c = a->cache;
+    int32_t row = a->rows[r], n = a->row_n[r], cap = c->capacity;
+    float *s = lkv_hostmem_row_f32(a->scores, cap, row);
+    const int32_t *last = lkv_hostmem_row_i32(c->state_a, cap, row);
+    const int32_t *mri = lkv_hostmem_row_i32(c->state_b, cap, row);
+    int32_t lo = a->protect_head, hi = n - a->protect_tail;
+    int32_t t = a->row_t ? a->row_t[r] : a->t;
+    for (int32_t i = 0; i < n; i++)
+        s[i] = i < lo || i >= hi ? INFINITY : lazy_score(mri[i], t - last[i]);
+    if (a->prior_kept) {
+        const int32_t *kept = lkv_hostmem_row_i32(a->prior_kept, cap, row);
+        for (int32_t j = 0; j < a->prior_k; j++)
+            s[kept[j]] = INFINITY;
+    }
+}
 
 typedef struct score_job {
     const lkv_score_args *a;
@@ -16,6 +96,11 @@ typedef struct score_job {
 static void score_units(void *ctx, int64_t begin, int64_t end)
 {
     score_job *j = ctx;
+    if (j->a->kind == LKV_SCORE_RECURRENCE) {
+        for (int64_t r = begin; r < end; r++)
+            lazy_row(j->a, (int32_t)r);
+        return;
+    }
     lkv_score_args part = *j->a;
     int32_t first = (int32_t)begin * j->unit;
     part.n_rows = (int32_t)(end - begin) * j->unit;
@@ -33,6 +118,8 @@ lkv_status lkv_cpu_score(lkv_device *dev, const lkv_score_args *a)
                                                                             : 1;
     if (a->n_rows % unit != 0)
         return lkv_ref_score(dev, a); /* a ragged group: let the oracle see all of it */
+    if (a->kind == LKV_SCORE_RECURRENCE && pthread_once(&h2_once, h2_fill) != 0)
+        return lkv_ref_score(dev, a);
     int64_t slots = 0;
     for (int32_t r = 0; r < a->n_rows; r++)
         slots += a->row_n[r];
