@@ -62,4 +62,10 @@ LSAN_OPTIONS=suppressions=$PWD/tests/lsan-drivers.supp:print_suppressions=0 \
 # (build-fuzz): a crash, leak, timeout or OOM fails here. About 3 minutes
 # on 2 cores, the build included; scripts/fuzz.sh SECONDS runs them longer.
 bash scripts/fuzz.sh "${LAZYKV_FUZZ_SECONDS:-15}"
+# The library cross-compiled for aarch64 and its cpu backend (the NEON
+# kernel) checked against ref under qemu-aarch64; LAZYKV_REQUIRE_AARCH64=0
+# leaves it out where the cross tools are not installed.
+if [ "$LAZYKV_REQUIRE_AARCH64" != 0 ]; then
+  bash scripts/check-aarch64.sh build-aarch64
+fi
 echo "== all suites passed (warnings-as-errors build and ASan+UBSan build)"
