@@ -24,7 +24,7 @@ static void compact_words(const lkv_cache_buffers *c, int32_t row, const int32_t
     int32_t *w[4] = {lkv_hostmem_row_i32(c->pos, c->capacity, row),
                      lkv_hostmem_row_i32(c->state_a, c->capacity, row),
                      lkv_hostmem_row_i32(c->state_b, c->capacity, row),
-                     (int32_t *)lkv_hostmem_row_f32(c->state_f, c->capacity, row)};
+                     lkv_hostmem_row_i32(c->state_f, c->capacity, row)}; /* f32 bits */
     for (int b = 0; b < 4; b++)
         for (int32_t j = first; j < k; j++)
             w[b][j] = w[b][kept[j]];

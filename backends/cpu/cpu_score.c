@@ -79,11 +79,7 @@ static void lazy_row(const lkv_score_args *a, int32_t r)
     int32_t t = a->row_t ? a->row_t[r] : a->t;
     for (int32_t i = 0; i < n; i++)
         s[i] = i < lo || i >= hi ? INFINITY : lazy_score(mri[i], t - last[i]);
-    if (a->prior_kept) {
-        const int32_t *kept = lkv_hostmem_row_i32(a->prior_kept, cap, row);
-        for (int32_t j = 0; j < a->prior_k; j++)
-            s[kept[j]] = INFINITY;
-    }
+    lkv_ref_score_prior(a, r, s);
 }
 
 typedef struct score_job {

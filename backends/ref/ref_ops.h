@@ -18,6 +18,9 @@ void lkv_ref_parallel(const lkv_device *dev, int n_items, double work,
 lkv_status lkv_ref_attend(lkv_device *dev, const lkv_attend_args *args);
 lkv_status lkv_ref_observe(lkv_device *dev, const lkv_observe_args *args);
 lkv_status lkv_ref_score(lkv_device *dev, const lkv_score_args *args);
+/* The last step of a score row: the prior_k slots a previous select kept
+ * (args->prior_kept, when set) score +infinity. scores is listed row r's. */
+void lkv_ref_score_prior(const lkv_score_args *args, int32_t r, float *scores);
 lkv_status lkv_ref_select(lkv_device *dev, const lkv_select_args *args);
 lkv_status lkv_ref_compact(lkv_device *dev, const lkv_compact_args *args);
 lkv_status lkv_ref_store(lkv_device *dev, const lkv_store_args *args);

@@ -62,11 +62,16 @@ static void score_row(const lkv_score_args *a, int32_t r)
         case LKV_SCORE_GUMBEL_NOISE: s[i] = (float)(f[i] + lkv_gumbel(a->seed, row, pos[i])); break;
         }
     }
-    if (a->prior_kept) {
-        const int32_t *kept = lkv_hostmem_row_i32(a->prior_kept, cap, row);
-        for (int32_t j = 0; j < a->prior_k; j++)
-            s[kept[j]] = INFINITY;
-    }
+    lkv_ref_score_prior(a, r, s);
+}
+
+void lkv_ref_score_prior(const lkv_score_args *a, int32_t r, float *scores)
+{
+    if (!a->prior_kept)
+        return;
+    const int32_t *kept = lkv_hostmem_row_i32(a->prior_kept, a->cache->capacity, a->rows[r]);
+    for (int32_t j = 0; j < a->prior_k; j++)
+        scores[kept[j]] = INFINITY;
 }
 
 lkv_status lkv_ref_score(lkv_device *dev, const lkv_score_args *a)
