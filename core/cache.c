@@ -69,6 +69,12 @@ static lkv_status check_shape(const lkv_cache_config *c)
     if (!isfinite(c->scale) || c->scale < 0.0f)
         return lkv_fail(LKV_INVALID_ARGUMENT, "scale %g is invalid: expected 0 (default) or > 0",
                         c->scale);
+    if (c->kv_owner != LKV_KV_OWNED && c->kv_owner != LKV_KV_ENGINE)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "kv_owner %d is not LKV_KV_OWNED or LKV_KV_ENGINE",
+                        (int)c->kv_owner);
+    if (!lkv_granularity_name(c->granularity))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "granularity %d is not head, layer or token",
+                        (int)c->granularity);
     if (c->policy.group_reduce != LKV_REDUCE_DEFAULT && c->policy.group_reduce != LKV_REDUCE_MAX &&
         c->policy.group_reduce != LKV_REDUCE_MEAN)
         return lkv_fail(LKV_INVALID_ARGUMENT, "group_reduce %d is not default, max or mean",
@@ -89,11 +95,16 @@ static void free_buffers(lkv_cache *c)
 
 static lkv_status alloc_buffers(lkv_cache *c)
 {
+    /* An engine-owned cache keeps a one-element f16 K/V per slot, never
+     * read, so that every backend's store and compact serve it unchanged. */
+    int engine = c->cfg.kv_owner == LKV_KV_ENGINE;
+    c->buf.head_dim = engine ? 1 : c->cfg.head_dim;
+    c->buf.dtype = engine ? LKV_DTYPE_F16 : c->cfg.dtype;
     size_t rows = (size_t)c->cfg.sequences * (size_t)c->cfg.layers * (size_t)c->heads;
     size_t slots = rows * (size_t)c->cfg.capacity;
-    size_t elem = lkv_dtype_size(c->cfg.dtype);
-    size_t kv_bytes = slots * (size_t)c->cfg.head_dim * elem;
-    if (kv_bytes / elem / (size_t)c->cfg.head_dim != slots || kv_bytes > ((size_t)1 << 46))
+    size_t elem = lkv_dtype_size(c->buf.dtype);
+    size_t kv_bytes = slots * (size_t)c->buf.head_dim * elem;
+    if (kv_bytes / elem / (size_t)c->buf.head_dim != slots || kv_bytes > ((size_t)1 << 46))
         return lkv_fail(LKV_OUT_OF_MEMORY, "cache of %zu slots x head_dim %d is too large", slots,
                         c->cfg.head_dim);
     struct { lkv_buffer **slot; size_t bytes; } plan[] = {
@@ -109,9 +120,7 @@ static lkv_status alloc_buffers(lkv_cache *c)
             return st;
     }
     c->buf.capacity = c->cfg.capacity;
-    c->buf.head_dim = c->cfg.head_dim;
-    c->buf.dtype = c->cfg.dtype;
-    c->stats.kv_bytes_reserved = (int64_t)(2 * kv_bytes);
+    c->stats.kv_bytes_reserved = engine ? 0 : (int64_t)(2 * kv_bytes);
     return LKV_OK;
 }
 
@@ -129,8 +138,9 @@ static lkv_status alloc_host(lkv_cache *c)
     c->seq_steps = calloc(seqs, sizeof *c->seq_steps);
     c->vote_first = calloc(seqs, sizeof *c->vote_first);
     c->vote_token0 = calloc(seqs, sizeof *c->vote_token0);
+    c->given_row = calloc((size_t)c->cfg.capacity, sizeof *c->given_row);
     if (!c->seqs || !c->rows || !c->row_n || !c->row_k || !c->row_t || !c->due_pairs ||
-        !c->listed || !c->seq_steps || !c->vote_first || !c->vote_token0)
+        !c->listed || !c->seq_steps || !c->vote_first || !c->vote_token0 || !c->given_row)
         return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for cache bookkeeping");
     for (int32_t s = 0; s < c->cfg.sequences; s++) {
         c->seqs[s].len = calloc((size_t)c->cfg.layers, sizeof(int32_t));
@@ -204,6 +214,9 @@ void lkv_cache_destroy(lkv_cache *c)
     free(c->seq_steps);
     free(c->vote_first);
     free(c->vote_token0);
+    free(c->given_row);
+    free(c->plan.rows);
+    free(c->plan.kept);
     free_lists(&c->lists);
     free(c->vote_q);
     free(c);
@@ -285,6 +298,19 @@ lkv_status lkv_cache_get_stats(const lkv_cache *c, lkv_cache_stats *out_stats)
     out_stats->kv_bytes_in_use = c->stats.slots_in_use * per_slot;
     out_stats->kv_bytes_peak = c->stats.peak_slots * per_slot;
     return LKV_OK;
+}
+
+lkv_status lkv_check_owner(const lkv_cache *c, const lkv_given *given, const char *call,
+                           const char *owned_call, const char *engine_call)
+{
+    int engine_io = given && given->engine;
+    if (!c || (c->cfg.kv_owner == LKV_KV_ENGINE) == engine_io)
+        return LKV_OK;
+    return lkv_fail(LKV_INVALID_ARGUMENT,
+                    engine_io ? "%s: the cache owns its K/V (kv_owner LKV_KV_OWNED): use %s"
+                              : "%s: the engine owns this cache's K/V (kv_owner LKV_KV_ENGINE): "
+                                "hand its attention to %s",
+                    call, engine_io ? owned_call : engine_call);
 }
 
 lkv_status lkv_check_seq(const lkv_cache *c, int32_t seq)

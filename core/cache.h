@@ -44,6 +44,27 @@ typedef struct lkv_batch_lists {
     int32_t *group_n;  /* attend groups (row0 reused) */
 } lkv_batch_lists;
 
+/* Probabilities handed in instead of computed. Trace replay (engine 0):
+ * rows per cache head, batches of one; in decode the step's probabilities
+ * ([heads][stride]), in prefill the votes' sums written to state_f. An
+ * engine-owned cache (engine 1): the engine's attention per query head,
+ * combined over each cache head's group here; in decode one block of
+ * [q_heads][stride] per listed sequence, in prefill one [q_heads][stride]
+ * block per voting query (core/engine.c). */
+typedef struct lkv_given {
+    const float *p;
+    int32_t stride;
+    int engine;
+} lkv_given;
+
+/* The eviction plan of the last call, kept for lkv_cache_get_plan. */
+typedef struct lkv_plan_store {
+    lkv_plan_row *rows;
+    int32_t n_rows, rows_cap;
+    int32_t *kept;
+    size_t kept_used, kept_cap;
+} lkv_plan_store;
+
 struct lkv_cache {
     lkv_runtime *rt;
     const lkv_backend_ops *ops;
@@ -67,6 +88,8 @@ struct lkv_cache {
     int32_t *seq_steps;      /* [sequences] per listed sequence: its step */
     int32_t *vote_first, *vote_token0; /* [sequences] prefill vote scratch */
     lkv_cache_stats stats;
+    lkv_plan_store plan;     /* engine-owned caches: what the last call evicted */
+    float *given_row;        /* [capacity] one combined row of given probabilities */
 };
 
 static inline int32_t lkv_row_of(const lkv_cache *c, int32_t seq, int32_t layer, int32_t head)
@@ -139,6 +162,12 @@ lkv_status lkv_cache_observe(lkv_cache *c, const int32_t *seqs, const int32_t *s
 lkv_status lkv_check_call(const lkv_cache *c, const void *io, const char *call, int32_t seq,
                           int32_t layer);
 
+/* The call fits who owns the K/V: an owned cache takes K/V (or, from trace
+ * replay, given probabilities), an engine-owned one the engine's attention
+ * only. `owned_call` / `engine_call` name the right calls for the message. */
+lkv_status lkv_check_owner(const lkv_cache *c, const lkv_given *given, const char *call,
+                           const char *owned_call, const char *engine_call);
+
 /* A sequence index in range. */
 lkv_status lkv_check_seq(const lkv_cache *c, int32_t seq);
 
@@ -192,8 +221,32 @@ lkv_status lkv_cache_create_holding(lkv_runtime *rt, const lkv_cache_config *con
  * cache as it stands); `given_votes` ([heads][n_tokens], one sequence)
  * replaces the prompt queries' votes. `call` names the public call. */
 lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
-                           const float *given_probs, const char *call);
+                           const lkv_given *given, const char *call);
 lkv_status lkv_core_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
-                            const float *given_votes, const char *call);
+                            const lkv_given *given, const char *call);
+
+/* The placeholder K/V an engine-owned cache's store reads (zeros, one
+ * element per token and KV head): the cache's rows keep a one-element f16
+ * K/V so that every backend's store and compact serve it unchanged. */
+lkv_status lkv_engine_zero_kv(lkv_cache *c, int32_t tokens, const lkv_buffer **out);
+
+/* Writes the given probabilities of the listed sequences that observe at
+ * their step (c->seq_steps) into c->probs, each over its layer's length. */
+lkv_status lkv_given_write(lkv_cache *c, const lkv_given *g, const int32_t *seqs, int32_t n,
+                           int32_t layer);
+
+/* The engine-owned prompt's votes: round by round, like an owned cache's
+ * voting queries (core/prefill.c), from the engine's rows. */
+lkv_status lkv_engine_votes(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
+                            const lkv_given *g);
+
+/* Appends the kept slots of every head of the listed pairs to the plan
+ * (rows of c->rows, keep slots each; n_before from row_n). */
+lkv_status lkv_plan_record(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs,
+                           int32_t keep);
+
+/* Gives every row of each decision group (lkv_granularity) the group's
+ * highest score per slot, so that select keeps the same slots in all. */
+lkv_status lkv_scores_unite(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs);
 
 #endif

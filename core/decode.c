@@ -32,7 +32,8 @@ static lkv_status check_order(const lkv_cache *c, int32_t seq, int32_t layer, in
                         "cache full: sequence %d layer %d holds %d slots = capacity under policy "
                         "%s, %s: raise capacity",
                         seq, layer, s->len[layer], c->rules->name,
-                        given ? "and recorded probabilities leave no room for an early eviction"
+                        given ? "and given probabilities leave no room for an early eviction (the "
+                                "engine's or the trace's attention covers the cache as it stands)"
                               : "which does not evict during decode (capacity bounds the tokens "
                                 "it keeps from the prompt plus every decoded token)");
     return LKV_OK;
@@ -41,6 +42,8 @@ static lkv_status check_order(const lkv_cache *c, int32_t seq, int32_t layer, in
 static lkv_status check_arrays(const lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
                                int given)
 {
+    if (c->cfg.kv_owner == LKV_KV_ENGINE)
+        return LKV_OK; /* no K/V; the engine's probabilities are checked in engine.c */
     if (io->memory == LKV_MEMORY_DEVICE) {
         const char *missing = !io->k_dev.handle ? "k_dev" : !io->v_dev.handle ? "v_dev"
                               : !io->q_dev.handle ? "q_dev" : !io->out_dev.handle ? "out_dev" : NULL;
@@ -87,6 +90,11 @@ static lkv_status prepare_io(lkv_cache *c, const lkv_decode_batch_io *io, lkv_in
     size_t kvb = n * (size_t)c->cfg.kv_heads * (size_t)c->cfg.head_dim * 4;
     int dev = io->memory == LKV_MEMORY_DEVICE, kv = dev || c->ops->store;
     memset(s, 0, sizeof *s);
+    if (c->cfg.kv_owner == LKV_KV_ENGINE) {
+        lkv_status st = lkv_engine_zero_kv(c, io->n_sequences, &s->k);
+        s->v = s->k;
+        return st;
+    }
     lkv_status st = LKV_OK;
     if (kv)
         st = lkv_cache_take_input(c, dev, io->k_dev, io->k, &c->stage_k, kvb, 1, &s->views[0],
@@ -150,7 +158,7 @@ static lkv_status make_room(lkv_cache *c, const int32_t *seqs, int32_t n, int32_
 }
 
 static lkv_status run_step(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
-                           const float *given, const lkv_inputs *s)
+                           const lkv_given *given, const lkv_inputs *s)
 {
     int32_t n = io->n_sequences;
     for (int32_t i = 0; i < n; i++) {
@@ -168,9 +176,8 @@ static lkv_status run_step(lkv_cache *c, int32_t layer, const lkv_decode_batch_i
         c->lists.group_n[i] = c->seqs[io->sequences[i]].len[layer];
     if (!given)
         st = lkv_cache_attend(c, n, s->q, s->out, observing);
-    else if (observing) /* recorded probabilities go where attend would put them */
-        st = lkv_cache_write_rows(c, io->sequences[0], layer, c->probs, given,
-                                  c->lists.group_n[0]);
+    else if (observing) /* given probabilities go where attend would put them */
+        st = lkv_given_write(c, given, io->sequences, n, layer);
     if (st == LKV_OK && observing)
         st = observe_step(c, io->sequences, n, layer);
     if (st == LKV_OK && !given && io->memory == LKV_MEMORY_HOST)
@@ -183,11 +190,16 @@ static lkv_status run_step(lkv_cache *c, int32_t layer, const lkv_decode_batch_i
 }
 
 lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
-                           const float *given, const char *call)
+                           const lkv_given *given, const char *call)
 {
-    lkv_status st = check_decode(c, layer, io, given != NULL, call);
+    lkv_status st = lkv_check_owner(c, given, call, "lkv_cache_decode_batch",
+                                    "lkv_cache_observe_batch");
+    if (st == LKV_OK)
+        st = check_decode(c, layer, io, given != NULL, call);
     if (st != LKV_OK)
         return st;
+    c->plan.n_rows = 0;
+    c->plan.kept_used = 0;
     int32_t n = io->n_sequences;
     for (int32_t i = 0; i < n; i++) {
         const lkv_sequence *s = &c->seqs[io->sequences[i]];

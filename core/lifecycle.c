@@ -44,7 +44,7 @@ static lkv_status copy_rows(lkv_cache *c, int32_t src, int32_t dst)
 {
     size_t rows = (size_t)c->cfg.layers * (size_t)c->heads;
     size_t slots = rows * (size_t)c->cfg.capacity;
-    size_t kv = slots * (size_t)c->cfg.head_dim * lkv_dtype_size(c->cfg.dtype);
+    size_t kv = slots * (size_t)c->buf.head_dim * lkv_dtype_size(c->buf.dtype);
     struct { lkv_buffer *buf; size_t bytes; } parts[] = {
         {c->buf.k, kv},           {c->buf.v, kv},           {c->buf.pos, slots * 4},
         {c->buf.state_a, slots * 4}, {c->buf.state_b, slots * 4}, {c->buf.state_f, slots * 4},

@@ -105,6 +105,8 @@ static int32_t io_first(const lkv_prefill_batch_io *io, int32_t i)
 
 static lkv_status check_arrays(const lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io)
 {
+    if (c->cfg.kv_owner == LKV_KV_ENGINE)
+        return LKV_OK; /* no K/V; the engine's votes are checked in engine.c */
     int device = io->memory == LKV_MEMORY_DEVICE;
     int has_k = device ? io->k_dev.handle != 0 : io->k != NULL;
     int has_v = device ? io->v_dev.handle != 0 : io->v != NULL;
@@ -160,7 +162,7 @@ static lkv_status check_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_b
         st = check_votes(c, layer, io, i, given);
     size_t token0 = 0;
     for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++) {
-        if (io->memory == LKV_MEMORY_HOST)
+        if (io->memory == LKV_MEMORY_HOST && c->cfg.kv_owner == LKV_KV_OWNED)
             st = check_inputs(c, layer, io, i, token0);
         token0 += (size_t)io->n_tokens[i];
     }
@@ -182,6 +184,11 @@ static lkv_status prepare_chunk(lkv_cache *c, const lkv_prefill_batch_io *io, in
     size_t kvb = t * (size_t)c->cfg.kv_heads * (size_t)c->cfg.head_dim * 4;
     int dev = io->memory == LKV_MEMORY_DEVICE, store = c->ops->store != NULL;
     lkv_status st = lkv_lists_reserve(c, tokens);
+    if (st == LKV_OK && c->cfg.kv_owner == LKV_KV_ENGINE) {
+        st = lkv_engine_zero_kv(c, tokens, &s->k);
+        s->v = s->k;
+        return st;
+    }
     if (st == LKV_OK && (store || dev))
         st = lkv_cache_take_input(c, dev, io->k_dev, io->k, &c->stage_k, kvb, 1, &s->views[0], &s->k);
     if (st == LKV_OK && (store || dev))
@@ -288,7 +295,7 @@ static lkv_status vote(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *
 }
 
 static lkv_status run_chunk(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
-                            const float *given, const lkv_inputs *s)
+                            const lkv_given *given, const lkv_inputs *s)
 {
     int32_t n = io->n_sequences, at = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -302,8 +309,10 @@ static lkv_status run_chunk(lkv_cache *c, int32_t layer, const lkv_prefill_batch
                                     dev ? NULL : io->v);
     if (st != LKV_OK)
         return st;
-    if (given)
-        st = lkv_cache_write_rows(c, io->sequences[0], layer, c->buf.state_f, given,
+    if (given && given->engine)
+        st = given->p ? lkv_engine_votes(c, layer, io, given) : LKV_OK;
+    else if (given)
+        st = lkv_cache_write_rows(c, io->sequences[0], layer, c->buf.state_f, given->p,
                                   io->n_tokens[0]);
     else if (s->out)
         st = attend_chunks(c, layer, io, s);
@@ -346,11 +355,16 @@ static int32_t advance(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *
 }
 
 lkv_status lkv_core_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
-                            const float *given, const char *call)
+                            const lkv_given *given, const char *call)
 {
-    lkv_status st = check_prefill(c, layer, io, given != NULL, call);
+    lkv_status st = lkv_check_owner(c, given, call, "lkv_cache_prefill_batch",
+                                    "lkv_cache_observe_prompt");
+    if (st == LKV_OK)
+        st = check_prefill(c, layer, io, given != NULL, call);
     if (st != LKV_OK)
         return st;
+    c->plan.n_rows = 0;
+    c->plan.kept_used = 0;
     /* A prompt's first chunk sets where positions start; the store reads it.
      * Kept in seq_steps to undo on failure. */
     for (int32_t i = 0; i < io->n_sequences; i++) {

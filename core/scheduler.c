@@ -70,11 +70,17 @@ static lkv_status run_plan(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pa
     int two_stage = p->stage1_keep > 0;
     lkv_status st = run_score(c, rows, p->score, p, t, 0);
     if (st == LKV_OK)
+        st = lkv_scores_unite(c, pairs, n_pairs);
+    if (st == LKV_OK)
         st = run_select(c, rows, two_stage ? p->stage1_keep : p->keep);
     if (st == LKV_OK && two_stage)
         st = run_score(c, rows, p->stage2, p, t, p->stage1_keep);
     if (st == LKV_OK && two_stage)
+        st = lkv_scores_unite(c, pairs, n_pairs);
+    if (st == LKV_OK && two_stage)
         st = run_select(c, rows, p->keep);
+    if (st == LKV_OK && c->cfg.kv_owner == LKV_KV_ENGINE)
+        st = lkv_plan_record(c, pairs, n_pairs, p->keep);
     if (st != LKV_OK)
         return st;
     lkv_compact_args a = {

@@ -40,6 +40,8 @@ typedef struct lkv_eval_settings {
     lkv_budget budgets[LKV_EVAL_MAX_BUDGETS]; /* of each prompt's full sequence T */
     int n_gqa;
     lkv_gqa_mode gqa[2];
+    int n_granularity;
+    lkv_granularity granularity[3]; /* which rows share a decision (lkv_granularity) */
     int32_t max_tokens; /* cap on the reference length G */
     int ignore_eos;     /* generate max_tokens even past end tokens */
     int32_t window;     /* lazy W; 0: lkv_budget_default_window for each lane's B */
@@ -57,6 +59,8 @@ lkv_status lkv_eval_parse_policies(const char *list, lkv_eval_settings *s);
 lkv_status lkv_eval_parse_budgets(const char *list, lkv_eval_settings *s);
 /* "grouped", "expanded" or "both". */
 lkv_status lkv_eval_parse_gqa(const char *text, lkv_eval_settings *s);
+/* A list of "head", "layer", "token" (or "all"). */
+lkv_status lkv_eval_parse_granularity(const char *list, lkv_eval_settings *s);
 
 /* ---- prompts (eval_prompts.c) ---- */
 
@@ -129,6 +133,7 @@ int lkv_eval_dataset_answer(const char *answer, char *out, size_t cap);
 typedef struct lkv_eval_lane_spec {
     lkv_policy_kind policy;
     lkv_gqa_mode gqa;
+    lkv_granularity granularity;
     int budget;        /* index into settings.budgets; -1 for full caches */
     int reference;     /* 1 for lane 0 */
     char name[48];     /* "lazy expanded 25%" */

@@ -24,6 +24,10 @@ static void settings(lkv_jw *w, const lkv_eval_results *r)
     for (int i = 0; i < s->n_gqa; i++)
         lkv_jw_string(w, NULL, s->gqa[i] == LKV_GQA_GROUPED ? "grouped" : "expanded");
     lkv_jw_end_array(w);
+    lkv_jw_begin_array(w, "granularity", 0);
+    for (int i = 0; i < s->n_granularity; i++)
+        lkv_jw_string(w, NULL, lkv_granularity_name(s->granularity[i]));
+    lkv_jw_end_array(w);
     lkv_jw_int(w, "max_tokens", s->max_tokens);
     lkv_jw_bool(w, "ignore_eos", s->ignore_eos);
     lkv_jw_number(w, "window", s->window > 0 ? s->window : NAN);
@@ -107,6 +111,7 @@ static void lanes(lkv_jw *w, const lkv_eval_results *r)
         lkv_jw_string(w, "name", l->name);
         lkv_jw_string(w, "policy", lkv_policy_name(l->policy));
         lkv_jw_string(w, "gqa", l->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded");
+        lkv_jw_string(w, "granularity", lkv_granularity_name(l->granularity));
         lkv_jw_string(w, "budget", l->budget >= 0 ? r->settings.budgets[l->budget].label : NULL);
         lkv_jw_bool(w, "reference", l->reference);
         summary(w, r, k);

@@ -16,8 +16,10 @@
 
 static void set_name(lkv_eval_lane_spec *l, const char *budget)
 {
-    snprintf(l->name, sizeof l->name, "%s %s%s%s", lkv_policy_name(l->policy),
-             l->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded", budget ? " " : "",
+    int head = l->granularity == LKV_GRANULARITY_HEAD;
+    snprintf(l->name, sizeof l->name, "%s %s%s%s%s%s", lkv_policy_name(l->policy),
+             l->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded", head ? "" : " per-",
+             head ? "" : lkv_granularity_name(l->granularity), budget ? " " : "",
              budget ? budget : "");
 }
 
@@ -26,7 +28,8 @@ lkv_status lkv_eval_lane_specs(const lkv_eval_settings *s, lkv_eval_lane_spec **
 {
     int n = 1;
     for (int p = 0; p < s->n_policies; p++)
-        n += s->n_gqa * (s->policies[p] == LKV_POLICY_FULL ? 1 : s->n_budgets);
+        n += s->policies[p] == LKV_POLICY_FULL ? s->n_gqa
+                                               : s->n_gqa * s->n_granularity * s->n_budgets;
     lkv_eval_lane_spec *l = calloc((size_t)n, sizeof *l);
     if (!l)
         return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for %d lanes", n);
@@ -36,11 +39,13 @@ lkv_status lkv_eval_lane_specs(const lkv_eval_settings *s, lkv_eval_lane_spec **
     for (int p = 0; p < s->n_policies; p++)
         for (int g = 0; g < s->n_gqa; g++) {
             int full = s->policies[p] == LKV_POLICY_FULL;
-            for (int b = 0; b < (full ? 1 : s->n_budgets); b++, k++) {
-                l[k] = (lkv_eval_lane_spec){.policy = s->policies[p], .gqa = s->gqa[g],
-                                            .budget = full ? -1 : b};
-                set_name(&l[k], full ? NULL : s->budgets[b].label);
-            }
+            for (int u = 0; u < (full ? 1 : s->n_granularity); u++)
+                for (int b = 0; b < (full ? 1 : s->n_budgets); b++, k++) {
+                    l[k] = (lkv_eval_lane_spec){
+                        .policy = s->policies[p], .gqa = s->gqa[g], .budget = full ? -1 : b,
+                        .granularity = full ? LKV_GRANULARITY_HEAD : s->granularity[u]};
+                    set_name(&l[k], full ? NULL : s->budgets[b].label);
+                }
         }
     *out_specs = l;
     *out_n = n;
@@ -101,6 +106,7 @@ lkv_status lkv_eval_lane_plan_make(const lkv_model *m, const lkv_eval_settings *
     pl.cfg.sequences = 1;
     pl.cfg.dtype = s->dtype;
     pl.cfg.gqa = spec->gqa;
+    pl.cfg.granularity = spec->granularity;
     lkv_status st = lkv_policy_init(&pl.cfg.policy, spec->policy);
     if (st != LKV_OK)
         return st;

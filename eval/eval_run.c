@@ -137,7 +137,7 @@ static lkv_status check_settings(const lkv_eval_settings *s)
     if (s->max_tokens < 1)
         return lkv_fail(LKV_INVALID_ARGUMENT, "max_tokens %d: expected >= 1", s->max_tokens);
     if (s->n_policies < 0 || s->n_policies > LKV_EVAL_MAX_POLICIES || s->n_gqa < 1 ||
-        s->n_gqa > 2 || s->n_budgets < 0 || s->n_budgets > LKV_EVAL_MAX_BUDGETS)
+        s->n_gqa > 2 || s->n_granularity < 1 || s->n_granularity > 3 || s->n_budgets < 0 || s->n_budgets > LKV_EVAL_MAX_BUDGETS)
         return lkv_fail(LKV_INVALID_ARGUMENT, "settings: %d policies, %d budgets, %d GQA modes "
                         "out of range", s->n_policies, s->n_budgets, s->n_gqa);
     for (int p = 0; p < s->n_policies; p++)

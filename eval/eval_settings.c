@@ -18,6 +18,8 @@ void lkv_eval_settings_init(lkv_eval_settings *s)
     s->budgets[1] = (lkv_budget){.fraction = 0.50, .label = "50%"};
     s->n_gqa = 1;
     s->gqa[0] = LKV_GQA_GROUPED;
+    s->n_granularity = 1;
+    s->granularity[0] = LKV_GRANULARITY_HEAD;
     s->max_tokens = 1024;
     s->alpha = -1.0;
     s->dtype = LKV_DTYPE_F16;
@@ -119,6 +121,36 @@ lkv_status lkv_eval_parse_budgets(const char *list, lkv_eval_settings *s)
     static const list_kind kind = {"--budgets", sizeof(lkv_budget), LKV_EVAL_MAX_BUDGETS,
                                    parse_budget, same_budget};
     return parse_list(&kind, list, s->budgets, &s->n_budgets);
+}
+
+lkv_status lkv_eval_parse_granularity(const char *list, lkv_eval_settings *s)
+{
+    const char *text = !strcmp(list, "all") ? "head,layer,token" : list;
+    lkv_granularity got[3];
+    int n = 0;
+    char item[16];
+    for (const char *p = text;; p++) {
+        size_t len = strcspn(p, ",");
+        lkv_granularity g;
+        if (len == 0 || len >= sizeof item)
+            return lkv_fail(LKV_INVALID_ARGUMENT, "--granularity '%s': expected a list of head, "
+                            "layer, token, or all", list);
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (lkv_granularity_from_name(item, &g) != LKV_OK)
+            return lkv_fail_context(LKV_INVALID_ARGUMENT, "--granularity '%s'", list);
+        for (int i = 0; i < n; i++)
+            if (got[i] == g)
+                return lkv_fail(LKV_INVALID_ARGUMENT, "--granularity '%s' lists %s twice", list,
+                                item);
+        got[n++] = g;
+        p += len;
+        if (!*p)
+            break;
+    }
+    memcpy(s->granularity, got, sizeof got);
+    s->n_granularity = n;
+    return LKV_OK;
 }
 
 lkv_status lkv_eval_parse_gqa(const char *text, lkv_eval_settings *s)

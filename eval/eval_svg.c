@@ -127,7 +127,8 @@ static void series(FILE *f, const panel *p, const lkv_eval_results *r, value_fn 
         int n = 0;
         for (int j = k; j < r->n_lanes && n < LKV_EVAL_MAX_BUDGETS; j++) {
             const lkv_eval_lane_spec *o = &r->lanes[j];
-            if (o->policy != spec->policy || o->gqa != spec->gqa)
+            if (o->policy != spec->policy || o->gqa != spec->gqa ||
+                o->granularity != spec->granularity)
                 continue;
             lkv_eval_summary s;
             lkv_eval_summarize(r, j, &s);

@@ -77,7 +77,10 @@ static void row(FILE *f, const lkv_eval_results *r, int k)
     lkv_eval_summary s;
     lkv_eval_summarize(r, k, &s);
     const char *policy = spec->reference ? "full (reference)" : lkv_policy_name(spec->policy);
-    const char *gqa = spec->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded";
+    static const char *const gqa_names[2][3] = {
+        {"grouped", "grouped, per layer", "grouped, per token"},
+        {"expanded", "expanded, per layer", "expanded, per token"}};
+    const char *gqa = gqa_names[spec->gqa == LKV_GQA_EXPANDED][spec->granularity];
     const char *budget = spec->budget >= 0 ? r->settings.budgets[spec->budget].label : "-";
     if (s.prompts == 0) {
         const char *cells[LKV_EVAL_COLUMNS] = {policy, gqa, budget, "skipped", "", "", "", "",

@@ -49,7 +49,7 @@ extern "C" {
  * liblazykv.so.MAJOR.MINOR (liblazykv.so.0.2); from 1.0 on it is
  * liblazykv.so.MAJOR, and only a major version may break the ABI. */
 #define LKV_VERSION_MAJOR 0
-#define LKV_VERSION_MINOR 3
+#define LKV_VERSION_MINOR 4
 #define LKV_VERSION_PATCH 0
 
 /* LKV_API marks the library's entry points: the shared library is built
@@ -294,6 +294,47 @@ typedef enum lkv_gqa_mode {
     LKV_GQA_EXPANDED
 } lkv_gqa_mode;
 
+/* Who holds the keys and values of the cache's slots.
+ *   LKV_KV_OWNED   lazykv stores K/V, computes attention and compacts
+ *                  (lkv_cache_prefill / lkv_cache_decode and their batches)
+ *   LKV_KV_ENGINE  observe and plan: the engine keeps K/V in its own buffers
+ *                  and runs its own attention; lazykv holds per slot only its
+ *                  position and the policy's state (20 bytes a slot whatever
+ *                  head_dim is) and returns what to keep as an eviction plan
+ *                  (see "Engine-owned K/V" below). head_dim and dtype then
+ *                  describe the engine's K/V, for the byte counts of
+ *                  lkv_cache_get_stats. */
+typedef enum lkv_kv_owner {
+    LKV_KV_OWNED = 0,
+    LKV_KV_ENGINE
+} lkv_kv_owner;
+
+/* Which slots share one eviction decision. A decision keeps the same slot
+ * indices in every row it covers, chosen by the highest of those rows'
+ * scores per slot (a slot any covered head ranks high is kept; protected
+ * slots stay protected).
+ *   LKV_GRANULARITY_HEAD   each (sequence, layer, cache head) decides alone:
+ *                          the policies as specified (with gqa = expanded,
+ *                          the LazyEviction paper's per-query-head cache)
+ *   LKV_GRANULARITY_LAYER  one decision per (sequence, layer) for all its
+ *                          cache heads: what a cache with one block table
+ *                          per layer can apply; an approximation
+ *   LKV_GRANULARITY_TOKEN  one decision per sequence for every layer and
+ *                          head: what an engine with one cell per token
+ *                          (llama.cpp) can apply; an approximation
+ * `lazykv eval --granularity` measures what the approximations cost. */
+typedef enum lkv_granularity {
+    LKV_GRANULARITY_HEAD = 0,
+    LKV_GRANULARITY_LAYER,
+    LKV_GRANULARITY_TOKEN
+} lkv_granularity;
+
+/* "head", "layer" or "token"; NULL for a value that is not an lkv_granularity. */
+LKV_API const char *lkv_granularity_name(lkv_granularity granularity);
+
+/* The granularity named `name`; INVALID_ARGUMENT naming the text otherwise. */
+LKV_API lkv_status lkv_granularity_from_name(const char *name, lkv_granularity *out_granularity);
+
 typedef struct lkv_cache_config {
     int32_t layers;
     int32_t q_heads;
@@ -307,12 +348,14 @@ typedef struct lkv_cache_config {
     lkv_gqa_mode gqa;
     float scale;           /* softmax scale; 0 means 1 / sqrt(head_dim) */
     lkv_policy_params policy;
+    lkv_kv_owner kv_owner;       /* default LKV_KV_OWNED */
+    lkv_granularity granularity; /* default LKV_GRANULARITY_HEAD */
 } lkv_cache_config;
 
 typedef struct lkv_cache lkv_cache;
 
 /* Defaults: 1 layer, 1 head, head_dim 64, 1 sequence, capacity 4096, f32,
- * grouped, policy "full". */
+ * grouped, policy "full", K/V owned by lazykv, one decision per head. */
 LKV_API void lkv_cache_config_init(lkv_cache_config *config);
 
 /* Creates a cache on the runtime's backend. Rejects (INVALID_ARGUMENT, message
@@ -596,6 +639,174 @@ typedef struct lkv_slot_view {
 
 LKV_API lkv_status lkv_cache_read_slots(const lkv_cache *cache, int32_t sequence, int32_t layer,
                                         int32_t head, lkv_slot_view *view, int32_t *out_n);
+
+/* ------------------------------------------------------------------------ */
+/* Engine-owned K/V: observe and plan                                       */
+/* ------------------------------------------------------------------------ */
+
+/* A cache created with kv_owner = LKV_KV_ENGINE keeps no keys or values: the
+ * engine does, in its own dense or paged buffers, and runs its own attention
+ * (FlashAttention, FlashInfer, a llama.cpp graph). lazykv observes the
+ * probabilities that attention produced, runs the policy (the same code and
+ * decisions as an owned cache) and says what to keep as an eviction plan.
+ *
+ * The slot contract. lazykv numbers the slots of every (sequence, layer,
+ * cache head) row 0 .. n-1, oldest first, as an owned cache does
+ * (lkv_cache_read_slots shows their positions), and the engine keeps its K/V
+ * in that order:
+ *  - a prompt of n tokens takes slots 0 .. n-1 of every row of the layer
+ *    (lkv_cache_observe_prompt);
+ *  - a decode step's token takes slot n, the row's length before the step,
+ *    in every cache head of the layer, and the step's attention covers slots
+ *    0 .. n (lkv_cache_observe_batch);
+ *  - after the call that ends a step (its last layer) or a prompt, the
+ *    engine applies that call's plan (lkv_cache_get_plan) before it computes
+ *    the next attention: each row in the plan keeps slots kept[0..n_kept) in
+ *    that order, moved down to slots 0 .. n_kept-1. lkv_plan_apply does it
+ *    for K/V in host memory, dense or paged.
+ * A cache head is a KV head with gqa = grouped, and a query head with gqa =
+ * expanded (the engine then keeps one K/V row per query head, as the
+ * expanded owned cache does: the LazyEviction paper's exact setting).
+ *
+ * Identical decisions: fed the probabilities an owned cache computes, an
+ * engine-owned cache makes the same decisions bit for bit (the test program
+ * examples/paged_engine.c checks it for every policy against an owned cache
+ * on the oracle). With gqa = grouped lazykv combines a group's query heads
+ * itself: by max exactly as an owned cache does; by mean as the double sum
+ * of the f32 probabilities, where an owned cache sums its double ones, so a
+ * mean may differ from the owned cache's by one rounding.
+ *
+ * Not offered on an engine-owned cache: lkv_cache_prefill, lkv_cache_decode
+ * and their batches (INVALID_ARGUMENT), prompts in chunks, and the early
+ * eviction of a full layer: size capacity for the longest prompt plus the
+ * policy's peak, or a step on a full layer is OUT_OF_MEMORY and changes
+ * nothing. Reset, fork, truncate, stats and read_slots work as on an owned
+ * cache (the engine resets, forks or truncates its own K/V alongside).
+ * Probabilities are host arrays in this version. */
+
+/* One decode step's attention, host f32, one row per query head:
+ *   probs : [n_sequences][q_heads][stride]
+ * Entries 0 .. n of row (i, h) are query head h's probabilities over slots
+ * 0 .. n of sequence i's layer (n = its length before the step, so the new
+ * token's slot is entry n); entries past n are not read. Every value read
+ * must be finite and in [0, 1] (INVALID_ARGUMENT names the first that is
+ * not). */
+typedef struct lkv_observe_batch_io {
+    int32_t n_sequences;
+    const int32_t *sequences; /* [n_sequences] host array of distinct indices */
+    const float *probs;       /* may be NULL under a policy that never observes
+                                 (full, streaming, nacl) */
+    int32_t stride;           /* floats from one head row to the next: at least
+                                 n + 1 for every listed sequence */
+} lkv_observe_batch_io;
+
+/* One decode step of one layer for the listed sequences of an engine-owned
+ * cache: every cache head's row gains the step's token, the policy observes
+ * `probs` as it does at this step, and after the last layer the evictions
+ * due run for every listed sequence and layer in one batched pass; their
+ * plan is then lkv_cache_get_plan's. Layers in order 0..layers-1, sequences
+ * in any subset and at any step, as lkv_cache_decode_batch. A failed check
+ * changes nothing. */
+LKV_API lkv_status lkv_cache_observe_batch(lkv_cache *cache, int32_t layer,
+                                           const lkv_observe_batch_io *io);
+
+/* Which prompt queries vote (score the prompt) under the cache's policy for a
+ * prompt of n_tokens: prompt indices *out_first .. n_tokens-1, query i
+ * seeing slots 0 .. i when *out_causal, else all n_tokens. *out_first =
+ * n_tokens when none vote; *out_required = 1 when the policy cannot evict the
+ * prompt without the votes (snapkv, nacl). Any out pointer may be NULL. */
+LKV_API lkv_status lkv_cache_prompt_voters(const lkv_cache *cache, int32_t n_tokens,
+                                           int32_t *out_first, int32_t *out_causal,
+                                           int32_t *out_required);
+
+/* A prompt of one layer for several sequences of an engine-owned cache. The
+ * voters' attention (host f32, NULL for none: refused when the policy
+ * requires it; h2o and tova then start from zero, as an owned cache given no
+ * q does): for sequence i with voters first_i .. n_i - 1
+ * (lkv_cache_prompt_voters), rows [n_i - first_i][q_heads][stride], the
+ * sequences' blocks one after the other in list order. Entry j of voter a's
+ * row is its probability of slot j, for j <= a (causal) or j < n_i (not);
+ * values as in lkv_observe_batch_io. */
+typedef struct lkv_observe_prompt_io {
+    int32_t n_sequences;
+    const int32_t *sequences;      /* [n_sequences] host array, distinct */
+    const int32_t *n_tokens;       /* [n_sequences] host array, each >= 1 */
+    const int32_t *first_position; /* [n_sequences] or NULL: 0 for all */
+    const float *votes;
+    int32_t stride;                /* floats from one row to the next: >= every n_i */
+} lkv_observe_prompt_io;
+
+/* Call once per layer, layers in order, before the sequences' first decode
+ * step; after the last layer the prefill eviction (snapkv, nacl) runs for
+ * every listed sequence and layer, and lkv_cache_get_plan lists it. */
+LKV_API lkv_status lkv_cache_observe_prompt(lkv_cache *cache, int32_t layer,
+                                            const lkv_observe_prompt_io *io);
+
+/* One evicted row: the cache head `head` of (sequence, layer), which held
+ * n_before slots and keeps kept[0..n_kept), ascending. Slot kept[j] moves to
+ * slot j; for j < first_move kept[j] == j, so those slots stay where they
+ * are. The moves in ascending j are safe in place (kept[j] >= j). */
+typedef struct lkv_plan_row {
+    int32_t sequence;
+    int32_t layer;
+    int32_t head;
+    int32_t n_before;
+    int32_t n_kept;
+    int32_t first_move;
+    const int32_t *kept;
+} lkv_plan_row;
+
+/* What the last call that could evict (lkv_cache_observe_batch,
+ * lkv_cache_observe_prompt) evicted: every cache head of every evicted
+ * (sequence, layer), in (sequence, layer, head) order of eviction; n_rows 0
+ * when nothing was. Owned by the cache and valid until its next call. */
+typedef struct lkv_eviction_plan {
+    int32_t n_rows;
+    const lkv_plan_row *rows;
+} lkv_eviction_plan;
+
+/* The plan of the cache's last call (engine-owned caches only). */
+LKV_API lkv_status lkv_cache_get_plan(const lkv_cache *cache, lkv_eviction_plan *out_plan);
+
+/* An engine's K/V in host memory, as lkv_plan_apply moves it. The head_dim
+ * elements of (sequence s, layer l, cache head h, slot j) of K start at byte
+ *   k_layers[l] + at(s, j) + h * head_stride
+ * and of V at v_layers[l] + the same, where
+ *   dense (block_size 0)   at = s * seq_stride + j * slot_stride
+ *   paged (block_size > 0) at = b * block_stride + (j % block_size) * slot_stride,
+ *                          b = block_table[s * max_blocks + j / block_size]
+ * Strides are in bytes. This covers [seq][slot][head][dim] and
+ * [seq][head][slot][dim] rows, vLLM's [block][slot][head][dim] and the HND
+ * [block][head][slot][dim] of FlashInfer. All layers share the block table
+ * (the usual paged engine); heads share each slot's block. */
+typedef struct lkv_kv_layout {
+    lkv_dtype dtype;
+    int32_t head_dim;
+    int32_t layers;               /* entries of k_layers and v_layers */
+    int32_t heads;                /* cache heads per layer */
+    int32_t sequences;            /* rows of the block table; dense: sequences held */
+    void *const *k_layers;
+    void *const *v_layers;
+    size_t seq_stride;            /* dense */
+    size_t slot_stride;
+    size_t head_stride;
+    size_t block_stride;          /* paged */
+    int32_t block_size;           /* 0: dense */
+    const int32_t *block_table;   /* paged: [sequences][max_blocks] */
+    int32_t max_blocks;
+    int32_t n_blocks;             /* blocks in the pool; table entries must be below */
+} lkv_kv_layout;
+
+/* Applies a plan to the engine's K/V in place: every row moves slot kept[j]
+ * to slot j for j >= first_move, in ascending j. Paged: a sequence whose
+ * every layer and head is in the plan leaves its block-table entries past
+ * its new length empty; their block ids are written to out_freed (room for
+ * freed_cap) and counted in *out_n_freed, for the engine to return to its
+ * pool (the table itself is not edited). Everything is checked first (row
+ * indices against the layout, kept ascending and below n_before, table
+ * entries below n_blocks, room in out_freed): a failed call moves nothing. */
+LKV_API lkv_status lkv_plan_apply(const lkv_eviction_plan *plan, const lkv_kv_layout *kv,
+                                  int32_t *out_freed, int32_t freed_cap, int32_t *out_n_freed);
 
 /* ------------------------------------------------------------------------ */
 /* Trace replay (spec/policies.md, section 4)                               */

@@ -54,6 +54,10 @@ static const char *const help =
     "  --alpha A           lazy importance threshold (default 1e-4); needs lazy\n"
     "  --gqa MODE          grouped (default), expanded (B x kv/q slots per head, the\n"
     "                      grouped budget's memory; peaks differ) or both\n"
+    "  --granularity LIST  which rows share an eviction decision: head (default, the\n"
+    "                      policies as specified), layer (all heads of a layer), token\n"
+    "                      (every layer and head: one cell per token, as llama.cpp),\n"
+    "                      a comma list of them, or all\n"
     "  --dtype f32|f16|bf16  K/V storage (default f16)\n"
     "  --backend SPEC      default $LAZYKV_BACKEND, else auto\n"
     "  --threads N         forward-pass threads, 1..256 (default: the online CPUs)\n\n"
@@ -98,6 +102,12 @@ static int parse_budgets(void *opts, const char *flag, const char *v)
     return lkv_eval_parse_budgets(v, &((eval_opts *)opts)->s) ? lib_input_error() : 0;
 }
 
+static int parse_granularity(void *opts, const char *flag, const char *v)
+{
+    (void)flag;
+    return lkv_eval_parse_granularity(v, &((eval_opts *)opts)->s) ? lib_input_error() : 0;
+}
+
 static int parse_gqa(void *opts, const char *flag, const char *v)
 {
     (void)flag;
@@ -128,6 +138,7 @@ static const cli_option options[] = {
     {"--policies", CLI_CALL, 0, 0, 0, parse_policies},
     {"--budgets", CLI_CALL, 0, 0, 0, parse_budgets},
     {"--gqa", CLI_CALL, 0, 0, 0, parse_gqa},
+    {"--granularity", CLI_CALL, 0, 0, 0, parse_granularity},
 };
 
 static int has_policy(const lkv_eval_settings *s, lkv_policy_kind kind)

@@ -1,0 +1,349 @@
+/* Engine-owned K/V (observe and plan): the engine's attention goes where an
+ * owned cache's attend would put its probabilities, and from there the
+ * policy runs the very code an owned cache runs (decode.c, prefill.c,
+ * scheduler.c). What differs lives here: checking the engine's arrays,
+ * combining its query heads per cache head, and keeping the plan. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "error.h"
+
+static lkv_status check_engine(const lkv_cache *c, const void *io, const char *call)
+{
+    if (!c || !io)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL", call, c ? "io" : "cache");
+    if (c->cfg.kv_owner != LKV_KV_ENGINE)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: the cache owns its K/V (kv_owner LKV_KV_OWNED): create it with "
+                        "kv_owner LKV_KV_ENGINE to hand it the engine's attention", call);
+    return LKV_OK;
+}
+
+/* The checks both engine calls start with: the cache kind, the list. */
+static lkv_status check_engine_batch(lkv_cache *c, const void *io, int32_t layer,
+                                     const int32_t *seqs, int32_t n, const char *call)
+{
+    lkv_status st = check_engine(c, io, call);
+    return st == LKV_OK ? lkv_check_batch(c, io, layer, seqs, n, LKV_MEMORY_HOST, call) : st;
+}
+
+lkv_status lkv_engine_zero_kv(lkv_cache *c, int32_t tokens, const lkv_buffer **out)
+{
+    /* Stage buffers are zero-filled when allocated, and an engine-owned
+     * cache never writes this one. */
+    lkv_status st = lkv_stage_reserve(c, &c->stage_k, (size_t)tokens * (size_t)c->cfg.kv_heads * 4);
+    *out = c->stage_k.buf;
+    return st;
+}
+
+/* Cache head h's probabilities over n slots from a block of the engine's
+ * rows [q_heads][stride], combined over its group as an owned cache's
+ * attend combines them (backends/ref/ref_attend.c): the max of the f32
+ * values (the same bits); the mean as their double sum over the group size,
+ * where the owned cache sums its unrounded double probabilities. */
+static const float *combined_row(lkv_cache *c, const float *block, int32_t stride, int32_t h,
+                                 int32_t n)
+{
+    int32_t per = c->group;
+    const float *first = block + (size_t)h * (size_t)per * (size_t)stride;
+    if (per == 1)
+        return first;
+    float *out = c->given_row;
+    for (int32_t i = 0; i < n; i++) {
+        if (c->cfg.policy.group_reduce == LKV_REDUCE_MAX) {
+            float m = -INFINITY;
+            for (int32_t j = 0; j < per; j++)
+                m = fmaxf(m, first[(size_t)j * (size_t)stride + (size_t)i]);
+            out[i] = m;
+        } else {
+            double sum = 0.0;
+            for (int32_t j = 0; j < per; j++)
+                sum += (double)first[(size_t)j * (size_t)stride + (size_t)i];
+            out[i] = (float)(sum / per);
+        }
+    }
+    return out;
+}
+
+/* Every cache head of (seq, layer) over n slots into c->probs, from a block
+ * of rows per query head (engine) or per cache head (trace). */
+static lkv_status write_block(lkv_cache *c, const lkv_given *g, const float *block, int32_t seq,
+                              int32_t layer, int32_t n)
+{
+    lkv_status st = LKV_OK;
+    for (int32_t h = 0; h < c->heads && st == LKV_OK; h++) {
+        const float *row = g->engine ? combined_row(c, block, g->stride, h, n)
+                                     : block + (size_t)h * (size_t)g->stride;
+        size_t off = (size_t)lkv_row_of(c, seq, layer, h) * (size_t)c->cfg.capacity * 4;
+        st = c->ops->write(c->dev, c->probs, off, row, (size_t)n * 4);
+    }
+    return st;
+}
+
+lkv_status lkv_given_write(lkv_cache *c, const lkv_given *g, const int32_t *seqs, int32_t n,
+                           int32_t layer)
+{
+    size_t block = (size_t)(g->engine ? c->cfg.q_heads : c->heads) * (size_t)g->stride;
+    lkv_status st = LKV_OK;
+    for (int32_t i = 0; i < n && st == LKV_OK; i++) {
+        lkv_observe_kind kind;
+        if (lkv_observes_at(c, c->seq_steps[i], &kind))
+            st = write_block(c, g, g->p + (size_t)i * block, seqs[i], layer,
+                             c->seqs[seqs[i]].len[layer]);
+    }
+    return st;
+}
+
+/* The voting queries of a one-shot prompt of n tokens: [*first, n). */
+static int voters_of(const lkv_cache *c, int32_t n, lkv_vote_plan *plan, int32_t *first)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->first = n;
+    *first = n;
+    if (!c->rules->prefill_votes || !c->rules->prefill_votes(&c->cfg.policy, n, plan))
+        return 0;
+    *first = plan->first > 0 ? plan->first : 0;
+    return *first < n;
+}
+
+lkv_status lkv_engine_votes(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
+                            const lkv_given *g)
+{
+    size_t row_block = (size_t)c->cfg.q_heads * (size_t)g->stride;
+    int32_t *first = c->vote_first, most = 0;
+    size_t *at = malloc(sizeof *at * (size_t)io->n_sequences);
+    if (!at)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for the prompt's votes");
+    size_t offset = 0;
+    for (int32_t i = 0; i < io->n_sequences; i++) {
+        lkv_vote_plan plan;
+        int32_t n = io->n_tokens[i];
+        voters_of(c, n, &plan, &first[i]); /* n when none vote */
+        at[i] = offset;
+        offset += (size_t)(n - first[i]) * row_block;
+        most = n - first[i] > most ? n - first[i] : most;
+    }
+    /* Round r: the r-th voter of every sequence that has one, one observe
+     * dispatch, as an owned cache's vote_round does. */
+    lkv_status st = LKV_OK;
+    for (int32_t r = 0; r < most && st == LKV_OK; r++) {
+        int32_t m = 0;
+        for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++) {
+            int32_t n = io->n_tokens[i], query = first[i] + r;
+            if (query >= n)
+                continue;
+            lkv_vote_plan plan;
+            int32_t ignored;
+            voters_of(c, n, &plan, &ignored);
+            int32_t seen = plan.causal ? query + 1 : n;
+            st = write_block(c, g, g->p + at[i] + (size_t)r * row_block, io->sequences[i], layer,
+                             seen);
+            c->lists.src_token[m] = io->sequences[i];
+            c->lists.slot0[m] = 0;
+            c->lists.group_n[m++] = seen;
+        }
+        if (st == LKV_OK && m)
+            st = lkv_cache_observe(c, c->lists.src_token, c->lists.slot0, c->lists.group_n, m,
+                                   layer, LKV_OBSERVE_ACCUMULATE);
+    }
+    free(at);
+    return st;
+}
+
+/* Values read from the engine's rows must be probabilities. */
+static lkv_status check_rows(const float *p, int32_t rows, int32_t stride, int32_t n,
+                             const char *what, int32_t seq, int32_t layer)
+{
+    for (int32_t r = 0; r < rows; r++)
+        for (int32_t j = 0; j < n; j++) {
+            float x = p[(size_t)r * (size_t)stride + (size_t)j];
+            if (!(x >= 0.0f && x <= 1.0f))
+                return lkv_fail(LKV_INVALID_ARGUMENT,
+                                "%s row %d slot %d = %g (sequence %d, layer %d) is not a "
+                                "probability in [0, 1]",
+                                what, r, j, (double)x, seq, layer);
+        }
+    return LKV_OK;
+}
+
+static lkv_status check_probs(const lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io)
+{
+    size_t block = (size_t)c->cfg.q_heads * (size_t)(io->stride > 0 ? io->stride : 0);
+    for (int32_t i = 0; i < io->n_sequences; i++) {
+        int32_t seq = io->sequences[i];
+        const lkv_sequence *s = &c->seqs[seq];
+        int32_t n = s->len[layer] + 1, t = layer == 0 ? s->t + 1 : s->t;
+        lkv_observe_kind kind;
+        if (s->len[layer] >= c->cfg.capacity || !lkv_observes_at(c, t, &kind))
+            continue; /* a full layer is refused by decode's own checks */
+        if (!io->probs)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "lkv_cache_observe_batch: probs is NULL, but policy %s observes "
+                            "sequence %d at step %d",
+                            c->rules->name, seq, t);
+        if (io->stride < n)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "lkv_cache_observe_batch: stride %d is below sequence %d's %d slots "
+                            "(layer %d, new token included)",
+                            io->stride, seq, n, layer);
+        lkv_status st = check_rows(io->probs + (size_t)i * block, c->cfg.q_heads, io->stride, n,
+                                   "probs", seq, layer);
+        if (st != LKV_OK)
+            return st;
+    }
+    return LKV_OK;
+}
+
+lkv_status lkv_cache_observe_batch(lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io)
+{
+    lkv_clear_error();
+    const char *call = "lkv_cache_observe_batch";
+    lkv_status st = check_engine_batch(c, io, layer, io ? io->sequences : NULL,
+                                       io ? io->n_sequences : 0, call);
+    if (st == LKV_OK)
+        st = check_probs(c, layer, io);
+    if (st != LKV_OK)
+        return st;
+    lkv_decode_batch_io b = {
+        .n_sequences = io->n_sequences, .sequences = io->sequences, .memory = LKV_MEMORY_HOST,
+    };
+    lkv_given g = {io->probs, io->stride, 1};
+    return lkv_core_decode(c, layer, &b, &g, call);
+}
+
+lkv_status lkv_cache_prompt_voters(const lkv_cache *c, int32_t n_tokens, int32_t *out_first,
+                                   int32_t *out_causal, int32_t *out_required)
+{
+    lkv_clear_error();
+    if (!c)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_cache_prompt_voters: cache is NULL");
+    if (n_tokens < 1 || n_tokens > c->cfg.capacity)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "lkv_cache_prompt_voters: n_tokens %d is out of range: expected 1..%d",
+                        n_tokens, c->cfg.capacity);
+    lkv_vote_plan plan;
+    int32_t first;
+    int any = voters_of(c, n_tokens, &plan, &first);
+    if (out_first)
+        *out_first = first;
+    if (out_causal)
+        *out_causal = any && plan.causal;
+    if (out_required)
+        *out_required = any && plan.required;
+    return LKV_OK;
+}
+
+static lkv_status check_votes(const lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io)
+{
+    size_t offset = 0, row_block = (size_t)c->cfg.q_heads * (size_t)(io->stride > 0 ? io->stride : 0);
+    for (int32_t i = 0; i < io->n_sequences; i++) {
+        int32_t n = io->n_tokens[i], seq = io->sequences[i], first;
+        lkv_vote_plan plan;
+        if (n < 1 || n > c->cfg.capacity || !voters_of(c, n, &plan, &first))
+            continue; /* a bad n is prefill's own check */
+        if (!io->votes && plan.required)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "policy %s scores the prompt with its queries' votes: "
+                            "lkv_cache_observe_prompt of sequence %d, layer %d needs votes",
+                            c->rules->name, seq, layer);
+        if (!io->votes)
+            continue;
+        if (io->stride < n)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "lkv_cache_observe_prompt: stride %d is below sequence %d's prompt "
+                            "of %d tokens",
+                            io->stride, seq, n);
+        for (int32_t a = first; a < n; a++, offset += row_block) {
+            lkv_status st = check_rows(io->votes + offset, c->cfg.q_heads, io->stride,
+                                       plan.causal ? a + 1 : n, "votes", seq, layer);
+            if (st != LKV_OK)
+                return lkv_fail_context(st, "voting query %d", a);
+        }
+    }
+    return LKV_OK;
+}
+
+lkv_status lkv_cache_observe_prompt(lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io)
+{
+    lkv_clear_error();
+    const char *call = "lkv_cache_observe_prompt";
+    lkv_status st = check_engine_batch(c, io, layer, io ? io->sequences : NULL,
+                                       io ? io->n_sequences : 0, call);
+    if (st == LKV_OK && !io->n_tokens)
+        st = lkv_fail(LKV_INVALID_ARGUMENT, "%s: n_tokens is NULL", call);
+    if (st == LKV_OK)
+        st = check_votes(c, layer, io);
+    if (st != LKV_OK)
+        return st;
+    lkv_prefill_batch_io b = {
+        .n_sequences = io->n_sequences, .sequences = io->sequences, .n_tokens = io->n_tokens,
+        .first_position = io->first_position, .memory = LKV_MEMORY_HOST,
+    };
+    lkv_given g = {io->votes, io->stride, 1};
+    return lkv_core_prefill(c, layer, &b, &g, call);
+}
+
+static lkv_status plan_reserve(lkv_plan_store *p, int32_t rows, size_t kept)
+{
+    if (p->n_rows + rows > p->rows_cap) {
+        int32_t cap = p->rows_cap ? p->rows_cap : 64;
+        while (cap < p->n_rows + rows)
+            cap *= 2;
+        lkv_plan_row *grown = realloc(p->rows, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for an eviction plan");
+        p->rows = grown;
+        p->rows_cap = cap;
+    }
+    if (p->kept_used + kept > p->kept_cap) {
+        size_t cap = p->kept_cap ? p->kept_cap : 4096;
+        while (cap < p->kept_used + kept)
+            cap *= 2;
+        int32_t *grown = realloc(p->kept, sizeof *grown * cap);
+        if (!grown)
+            return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for an eviction plan");
+        /* rows point into the pool: move them with it */
+        for (int32_t r = 0; r < p->n_rows; r++)
+            p->rows[r].kept = grown + (p->rows[r].kept - p->kept);
+        p->kept = grown;
+        p->kept_cap = cap;
+    }
+    return LKV_OK;
+}
+
+lkv_status lkv_plan_record(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs, int32_t keep)
+{
+    lkv_plan_store *p = &c->plan;
+    int32_t rows = n_pairs * c->heads;
+    lkv_status st = plan_reserve(p, rows, (size_t)rows * (size_t)keep);
+    for (int32_t r = 0; r < rows && st == LKV_OK; r++) {
+        int32_t *kept = p->kept + p->kept_used;
+        size_t off = (size_t)c->rows[r] * (size_t)c->cfg.capacity * 4;
+        st = c->ops->read(c->dev, c->kept, off, kept, (size_t)keep * 4);
+        if (st != LKV_OK)
+            break;
+        int32_t first_move = 0;
+        while (first_move < keep && kept[first_move] == first_move)
+            first_move++;
+        p->rows[p->n_rows++] = (lkv_plan_row){
+            .sequence = pairs[r / c->heads].seq, .layer = pairs[r / c->heads].layer,
+            .head = r % c->heads, .n_before = c->row_n[r], .n_kept = keep,
+            .first_move = first_move, .kept = kept,
+        };
+        p->kept_used += (size_t)keep;
+    }
+    return st;
+}
+
+lkv_status lkv_cache_get_plan(const lkv_cache *c, lkv_eviction_plan *out_plan)
+{
+    lkv_clear_error();
+    lkv_status st = check_engine(c, out_plan, "lkv_cache_get_plan");
+    if (st != LKV_OK)
+        return st;
+    out_plan->n_rows = c->plan.n_rows;
+    out_plan->rows = c->plan.rows;
+    return LKV_OK;
+}

@@ -1,0 +1,163 @@
+/* lkv_plan_apply: an eviction plan applied to K/V the engine owns, in host
+ * memory, dense or paged. Everything is checked before the first byte
+ * moves; then each row moves its kept slots down in ascending order, which
+ * is safe in place because kept[j] >= j. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "lazykv.h"
+
+static lkv_status check_layout(const lkv_kv_layout *kv)
+{
+    if (!lkv_dtype_name(kv->dtype))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: dtype %d is not a lkv_dtype",
+                        (int)kv->dtype);
+    if (kv->head_dim < 1 || kv->layers < 1 || kv->heads < 1 || kv->sequences < 1)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "lkv_plan_apply: head_dim %d, layers %d, heads %d, sequences %d: each "
+                        "must be >= 1",
+                        kv->head_dim, kv->layers, kv->heads, kv->sequences);
+    if (!kv->k_layers || !kv->v_layers)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: %s is NULL",
+                        !kv->k_layers ? "k_layers" : "v_layers");
+    for (int32_t l = 0; l < kv->layers; l++)
+        if (!kv->k_layers[l] || !kv->v_layers[l])
+            return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: %s[%d] is NULL",
+                            !kv->k_layers[l] ? "k_layers" : "v_layers", l);
+    if (kv->block_size < 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: block_size %d is negative",
+                        kv->block_size);
+    if (kv->block_size > 0 && (!kv->block_table || kv->max_blocks < 1 || kv->n_blocks < 1))
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "lkv_plan_apply: a paged layout (block_size %d) needs block_table, "
+                        "max_blocks (%d) and n_blocks (%d)",
+                        kv->block_size, kv->max_blocks, kv->n_blocks);
+    return LKV_OK;
+}
+
+/* Byte offset of (s, j) within a layer, or (size_t)-1 for a slot whose
+ * block-table entry is missing or out of the pool. */
+static size_t slot_at(const lkv_kv_layout *kv, int32_t s, int32_t j)
+{
+    if (kv->block_size == 0)
+        return (size_t)s * kv->seq_stride + (size_t)j * kv->slot_stride;
+    int32_t bi = j / kv->block_size;
+    if (bi >= kv->max_blocks)
+        return (size_t)-1;
+    int32_t b = kv->block_table[(size_t)s * (size_t)kv->max_blocks + (size_t)bi];
+    if (b < 0 || b >= kv->n_blocks)
+        return (size_t)-1;
+    return (size_t)b * kv->block_stride + (size_t)(j % kv->block_size) * kv->slot_stride;
+}
+
+static lkv_status check_row(const lkv_plan_row *r, int32_t i, const lkv_kv_layout *kv)
+{
+    if (r->sequence < 0 || r->sequence >= kv->sequences || r->layer < 0 ||
+        r->layer >= kv->layers || r->head < 0 || r->head >= kv->heads)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "lkv_plan_apply: row %d names sequence %d layer %d head %d, outside the "
+                        "layout's %d x %d x %d",
+                        i, r->sequence, r->layer, r->head, kv->sequences, kv->layers, kv->heads);
+    if (r->n_kept < 0 || r->n_kept > r->n_before || r->first_move < 0 ||
+        r->first_move > r->n_kept || (r->n_kept > 0 && !r->kept))
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "lkv_plan_apply: row %d keeps %d of %d slots from %d: not a plan row", i,
+                        r->n_kept, r->n_before, r->first_move);
+    for (int32_t j = 0; j < r->n_kept; j++) {
+        int32_t src = r->kept[j];
+        if (src < j || src >= r->n_before || (j > 0 && src <= r->kept[j - 1]) ||
+            (j < r->first_move && src != j))
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "lkv_plan_apply: row %d kept[%d] = %d: kept slots must ascend, be "
+                            "below n_before %d, and equal their index before first_move %d",
+                            i, j, src, r->n_before, r->first_move);
+        if (slot_at(kv, r->sequence, src) == (size_t)-1)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "lkv_plan_apply: row %d: sequence %d slot %d has no block in the "
+                            "table (max_blocks %d, n_blocks %d)",
+                            i, r->sequence, src, kv->max_blocks, kv->n_blocks);
+    }
+    return LKV_OK;
+}
+
+static void move_row(const lkv_plan_row *r, const lkv_kv_layout *kv)
+{
+    size_t bytes = (size_t)kv->head_dim * lkv_dtype_size(kv->dtype);
+    size_t head = (size_t)r->head * kv->head_stride;
+    unsigned char *k = kv->k_layers[r->layer], *v = kv->v_layers[r->layer];
+    for (int32_t j = r->first_move; j < r->n_kept; j++) {
+        size_t dst = slot_at(kv, r->sequence, j) + head;
+        size_t src = slot_at(kv, r->sequence, r->kept[j]) + head;
+        memmove(k + dst, k + src, bytes);
+        memmove(v + dst, v + src, bytes);
+    }
+}
+
+/* Per sequence: the most slots any of its rows held before and keeps
+ * after, and how many of its rows the plan covers. */
+typedef struct seq_span {
+    int32_t before, after, rows;
+} seq_span;
+
+static lkv_status freed_blocks(const lkv_eviction_plan *plan, const lkv_kv_layout *kv,
+                               seq_span *span, int32_t *out, int32_t cap, int32_t *out_n)
+{
+    for (int32_t i = 0; i < plan->n_rows; i++) {
+        seq_span *s = &span[plan->rows[i].sequence];
+        s->before = plan->rows[i].n_before > s->before ? plan->rows[i].n_before : s->before;
+        s->after = plan->rows[i].n_kept > s->after ? plan->rows[i].n_kept : s->after;
+        s->rows++;
+    }
+    int32_t n = 0, bs = kv->block_size, all = kv->layers * kv->heads;
+    for (int32_t s = 0; s < kv->sequences; s++) {
+        if (span[s].rows < all)
+            continue; /* some layer or head still holds its slots */
+        for (int32_t b = (span[s].after + bs - 1) / bs; b < (span[s].before + bs - 1) / bs; b++) {
+            if (n == cap)
+                return lkv_fail(LKV_INVALID_ARGUMENT,
+                                "lkv_plan_apply: out_freed has room for %d blocks; the plan "
+                                "frees more", cap);
+            if (out)
+                out[n] = kv->block_table[(size_t)s * (size_t)kv->max_blocks + (size_t)b];
+            n++;
+        }
+    }
+    *out_n = n;
+    return LKV_OK;
+}
+
+lkv_status lkv_plan_apply(const lkv_eviction_plan *plan, const lkv_kv_layout *kv,
+                          int32_t *out_freed, int32_t freed_cap, int32_t *out_n_freed)
+{
+    lkv_clear_error();
+    if (!plan || !kv)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: %s is NULL", !plan ? "plan" : "kv");
+    if (plan->n_rows < 0 || (plan->n_rows > 0 && !plan->rows))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: plan of %d rows without rows",
+                        plan->n_rows);
+    lkv_status st = check_layout(kv);
+    for (int32_t i = 0; i < plan->n_rows && st == LKV_OK; i++)
+        st = check_row(&plan->rows[i], i, kv);
+    if (st != LKV_OK)
+        return st;
+    int32_t n_freed = 0;
+    if (kv->block_size > 0) {
+        seq_span *span = calloc((size_t)kv->sequences, sizeof *span);
+        if (!span)
+            return lkv_fail(LKV_OUT_OF_MEMORY, "lkv_plan_apply: out of host memory");
+        st = freed_blocks(plan, kv, span, NULL, out_freed ? freed_cap : INT32_MAX, &n_freed);
+        if (st == LKV_OK && out_freed) {
+            memset(span, 0, (size_t)kv->sequences * sizeof *span);
+            st = freed_blocks(plan, kv, span, out_freed, freed_cap, &n_freed);
+        }
+        free(span);
+        if (st != LKV_OK)
+            return st;
+    }
+    for (int32_t i = 0; i < plan->n_rows; i++)
+        move_row(&plan->rows[i], kv);
+    if (out_n_freed)
+        *out_n_freed = n_freed;
+    return LKV_OK;
+}
