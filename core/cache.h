@@ -50,7 +50,8 @@ typedef struct lkv_batch_lists {
  * engine-owned cache (engine 1): the engine's attention per query head,
  * combined over each cache head's group here; in decode one block of
  * [q_heads][stride] per listed sequence, in prefill one [q_heads][stride]
- * block per voting query (core/engine.c). */
+ * block per voting query (core/engine.c). A trace's stride is its rows'
+ * length (the layer's slots after the append). */
 typedef struct lkv_given {
     const float *p;
     int32_t stride;
@@ -234,6 +235,13 @@ lkv_status lkv_engine_zero_kv(lkv_cache *c, int32_t tokens, const lkv_buffer **o
  * their step (c->seq_steps) into c->probs, each over its layer's length. */
 lkv_status lkv_given_write(lkv_cache *c, const lkv_given *g, const int32_t *seqs, int32_t n,
                            int32_t layer);
+
+/* The voting queries of a prompt chunk of n tokens after `prefix` earlier
+ * ones (more: chunks follow): 1 with the policy's plan and the chunk's first
+ * voter as a prompt index in *out_first, or 0 (then *out_first is not
+ * written). prefill.c's rule, shared with engine-owned prompts. */
+int lkv_chunk_votes(const lkv_cache *c, int32_t prefix, int32_t n, int more,
+                    lkv_vote_plan *plan, int32_t *out_first);
 
 /* The engine-owned prompt's votes: round by round, like an owned cache's
  * voting queries (core/prefill.c), from the engine's rows. */

@@ -67,15 +67,14 @@ static const float *combined_row(lkv_cache *c, const float *block, int32_t strid
     return out;
 }
 
-/* Every cache head of (seq, layer) over n slots into c->probs, from a block
- * of rows per query head (engine) or per cache head (trace). */
-static lkv_status write_block(lkv_cache *c, const lkv_given *g, const float *block, int32_t seq,
+/* Every cache head of (seq, layer) over n slots into c->probs, combined
+ * from the engine's block of rows per query head. */
+static lkv_status write_block(lkv_cache *c, const float *block, int32_t stride, int32_t seq,
                               int32_t layer, int32_t n)
 {
     lkv_status st = LKV_OK;
     for (int32_t h = 0; h < c->heads && st == LKV_OK; h++) {
-        const float *row = g->engine ? combined_row(c, block, g->stride, h, n)
-                                     : block + (size_t)h * (size_t)g->stride;
+        const float *row = combined_row(c, block, stride, h, n);
         size_t off = (size_t)lkv_row_of(c, seq, layer, h) * (size_t)c->cfg.capacity * 4;
         st = c->ops->write(c->dev, c->probs, off, row, (size_t)n * 4);
     }
@@ -89,30 +88,32 @@ lkv_status lkv_given_write(lkv_cache *c, const lkv_given *g, const int32_t *seqs
     lkv_status st = LKV_OK;
     for (int32_t i = 0; i < n && st == LKV_OK; i++) {
         lkv_observe_kind kind;
-        if (lkv_observes_at(c, c->seq_steps[i], &kind))
-            st = write_block(c, g, g->p + (size_t)i * block, seqs[i], layer,
-                             c->seqs[seqs[i]].len[layer]);
+        int32_t len = c->seqs[seqs[i]].len[layer];
+        if (!lkv_observes_at(c, c->seq_steps[i], &kind))
+            continue;
+        /* a trace's rows are per cache head, `len` apart */
+        st = g->engine ? write_block(c, g->p + (size_t)i * block, g->stride, seqs[i], layer, len)
+                       : lkv_cache_write_rows(c, seqs[i], layer, c->probs, g->p + (size_t)i * block,
+                                              len);
     }
     return st;
 }
 
-/* The voting queries of a one-shot prompt of n tokens: [*first, n). */
+/* The voting queries of a one-shot prompt of n tokens: [*first, n), with
+ * *first = n when none vote. */
 static int voters_of(const lkv_cache *c, int32_t n, lkv_vote_plan *plan, int32_t *first)
 {
-    memset(plan, 0, sizeof *plan);
-    plan->first = n;
+    if (lkv_chunk_votes(c, 0, n, 0, plan, first))
+        return 1;
     *first = n;
-    if (!c->rules->prefill_votes || !c->rules->prefill_votes(&c->cfg.policy, n, plan))
-        return 0;
-    *first = plan->first > 0 ? plan->first : 0;
-    return *first < n;
+    return 0;
 }
 
 lkv_status lkv_engine_votes(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
                             const lkv_given *g)
 {
     size_t row_block = (size_t)c->cfg.q_heads * (size_t)g->stride;
-    int32_t *first = c->vote_first, most = 0;
+    int32_t *first = c->vote_first, *causal = c->vote_token0, most = 0;
     size_t *at = malloc(sizeof *at * (size_t)io->n_sequences);
     if (!at)
         return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for the prompt's votes");
@@ -120,7 +121,7 @@ lkv_status lkv_engine_votes(lkv_cache *c, int32_t layer, const lkv_prefill_batch
     for (int32_t i = 0; i < io->n_sequences; i++) {
         lkv_vote_plan plan;
         int32_t n = io->n_tokens[i];
-        voters_of(c, n, &plan, &first[i]); /* n when none vote */
+        causal[i] = voters_of(c, n, &plan, &first[i]) && plan.causal;
         at[i] = offset;
         offset += (size_t)(n - first[i]) * row_block;
         most = n - first[i] > most ? n - first[i] : most;
@@ -134,12 +135,9 @@ lkv_status lkv_engine_votes(lkv_cache *c, int32_t layer, const lkv_prefill_batch
             int32_t n = io->n_tokens[i], query = first[i] + r;
             if (query >= n)
                 continue;
-            lkv_vote_plan plan;
-            int32_t ignored;
-            voters_of(c, n, &plan, &ignored);
-            int32_t seen = plan.causal ? query + 1 : n;
-            st = write_block(c, g, g->p + at[i] + (size_t)r * row_block, io->sequences[i], layer,
-                             seen);
+            int32_t seen = causal[i] ? query + 1 : n;
+            st = write_block(c, g->p + at[i] + (size_t)r * row_block, g->stride, io->sequences[i],
+                             layer, seen);
             c->lists.src_token[m] = io->sequences[i];
             c->lists.slot0[m] = 0;
             c->lists.group_n[m++] = seen;

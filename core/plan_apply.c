@@ -100,8 +100,7 @@ typedef struct seq_span {
     int32_t before, after, rows;
 } seq_span;
 
-static lkv_status freed_blocks(const lkv_eviction_plan *plan, const lkv_kv_layout *kv,
-                               seq_span *span, int32_t *out, int32_t cap, int32_t *out_n)
+static void plan_spans(const lkv_eviction_plan *plan, seq_span *span)
 {
     for (int32_t i = 0; i < plan->n_rows; i++) {
         seq_span *s = &span[plan->rows[i].sequence];
@@ -109,19 +108,35 @@ static lkv_status freed_blocks(const lkv_eviction_plan *plan, const lkv_kv_layou
         s->after = plan->rows[i].n_kept > s->after ? plan->rows[i].n_kept : s->after;
         s->rows++;
     }
-    int32_t n = 0, bs = kv->block_size, all = kv->layers * kv->heads;
+}
+
+/* The table entries a sequence's new length empties: [*first, *end). None
+ * when some layer or head of it is not in the plan: that row still holds
+ * its slots. */
+static void emptied(const lkv_kv_layout *kv, const seq_span *s, int32_t *first, int32_t *end)
+{
+    int32_t bs = kv->block_size;
+    *first = (s->after + bs - 1) / bs;
+    *end = s->rows < kv->layers * kv->heads ? *first : (s->before + bs - 1) / bs;
+}
+
+/* Counts the freed blocks, checks the room, then lists them. */
+static lkv_status freed_blocks(const lkv_kv_layout *kv, const seq_span *span, int32_t *out,
+                               int32_t cap, int32_t *out_n)
+{
+    int32_t n = 0, first, end;
     for (int32_t s = 0; s < kv->sequences; s++) {
-        if (span[s].rows < all)
-            continue; /* some layer or head still holds its slots */
-        for (int32_t b = (span[s].after + bs - 1) / bs; b < (span[s].before + bs - 1) / bs; b++) {
-            if (n == cap)
-                return lkv_fail(LKV_INVALID_ARGUMENT,
-                                "lkv_plan_apply: out_freed has room for %d blocks; the plan "
-                                "frees more", cap);
-            if (out)
-                out[n] = kv->block_table[(size_t)s * (size_t)kv->max_blocks + (size_t)b];
-            n++;
-        }
+        emptied(kv, &span[s], &first, &end);
+        n += end - first;
+    }
+    if (out && n > cap)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "lkv_plan_apply: out_freed has room for %d blocks; the plan frees %d", cap,
+                        n);
+    for (int32_t s = 0, k = 0; out && s < kv->sequences; s++) {
+        emptied(kv, &span[s], &first, &end);
+        for (int32_t b = first; b < end; b++)
+            out[k++] = kv->block_table[(size_t)s * (size_t)kv->max_blocks + (size_t)b];
     }
     *out_n = n;
     return LKV_OK;
@@ -146,11 +161,8 @@ lkv_status lkv_plan_apply(const lkv_eviction_plan *plan, const lkv_kv_layout *kv
         seq_span *span = calloc((size_t)kv->sequences, sizeof *span);
         if (!span)
             return lkv_fail(LKV_OUT_OF_MEMORY, "lkv_plan_apply: out of host memory");
-        st = freed_blocks(plan, kv, span, NULL, out_freed ? freed_cap : INT32_MAX, &n_freed);
-        if (st == LKV_OK && out_freed) {
-            memset(span, 0, (size_t)kv->sequences * sizeof *span);
-            st = freed_blocks(plan, kv, span, out_freed, freed_cap, &n_freed);
-        }
+        plan_spans(plan, span);
+        st = freed_blocks(kv, span, out_freed, freed_cap, &n_freed);
         free(span);
         if (st != LKV_OK)
             return st;

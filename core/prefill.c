@@ -16,8 +16,8 @@
  * "Every query" must hold however long the prompt grows (up to capacity;
  * a plan's first voter never moves back as the prompt grows), not just for
  * the prompt so far: tova's last query is query 0 of a one-token prefix. */
-static int chunk_votes(const lkv_cache *c, int32_t prefix, int32_t n, int more,
-                       lkv_vote_plan *plan, int32_t *out_first)
+int lkv_chunk_votes(const lkv_cache *c, int32_t prefix, int32_t n, int more,
+                    lkv_vote_plan *plan, int32_t *out_first)
 {
     int32_t total = prefix + n;
     memset(plan, 0, sizeof *plan);
@@ -128,7 +128,7 @@ static lkv_status check_votes(const lkv_cache *c, int32_t layer, const lkv_prefi
     const lkv_sequence *s = &c->seqs[io->sequences[i]];
     lkv_vote_plan votes;
     int32_t first = 0;
-    if (given || !chunk_votes(c, s->prompt_tokens, io->n_tokens[i], io_more(io, i), &votes, &first))
+    if (given || !lkv_chunk_votes(c, s->prompt_tokens, io->n_tokens[i], io_more(io, i), &votes, &first))
         return LKV_OK;
     int has_q = io->memory == LKV_MEMORY_DEVICE ? io->q_dev.handle != 0 : io->q != NULL;
     if (votes.required && !has_q)
@@ -238,7 +238,7 @@ static lkv_status vote_round(lkv_cache *c, int32_t layer, const lkv_prefill_batc
             continue;
         lkv_vote_plan plan;
         int32_t first = 0;
-        chunk_votes(c, prefix, io->n_tokens[i], io_more(io, i), &plan, &first);
+        lkv_chunk_votes(c, prefix, io->n_tokens[i], io_more(io, i), &plan, &first);
         memcpy(c->vote_q + (size_t)m * qw, io->q + (size_t)(token0[i] + at - prefix) * qw,
                qw * sizeof(float));
         c->lists.row0[m] = lkv_row_of(c, io->sequences[i], layer, 0);
@@ -270,7 +270,7 @@ static lkv_status vote(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *
         lkv_vote_plan plan;
         int32_t first = 0;
         const lkv_sequence *s = &c->seqs[io->sequences[i]];
-        vote_first[i] = io->q && chunk_votes(c, s->prompt_tokens, io->n_tokens[i], io_more(io, i),
+        vote_first[i] = io->q && lkv_chunk_votes(c, s->prompt_tokens, io->n_tokens[i], io_more(io, i),
                                              &plan, &first)
                             ? first
                             : -1;

@@ -29,6 +29,7 @@ void lkv_eval_settings_init(lkv_eval_settings *s)
 typedef union list_item {
     lkv_policy_kind policy;
     lkv_budget budget;
+    lkv_granularity granularity;
 } list_item;
 
 #define LIST_MAX (LKV_EVAL_MAX_BUDGETS > LKV_EVAL_MAX_POLICIES ? LKV_EVAL_MAX_BUDGETS \
@@ -123,34 +124,25 @@ lkv_status lkv_eval_parse_budgets(const char *list, lkv_eval_settings *s)
     return parse_list(&kind, list, s->budgets, &s->n_budgets);
 }
 
+static lkv_status parse_granularity(const char *entry, list_item *out)
+{
+    if (lkv_granularity_from_name(entry, &out->granularity) != LKV_OK)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "--granularity entry '%s' is not head, layer or token", entry);
+    return LKV_OK;
+}
+
+static int same_granularity(const list_item *a, const list_item *b)
+{
+    return a->granularity == b->granularity;
+}
+
 lkv_status lkv_eval_parse_granularity(const char *list, lkv_eval_settings *s)
 {
-    const char *text = !strcmp(list, "all") ? "head,layer,token" : list;
-    lkv_granularity got[3];
-    int n = 0;
-    char item[16];
-    for (const char *p = text;; p++) {
-        size_t len = strcspn(p, ",");
-        lkv_granularity g;
-        if (len == 0 || len >= sizeof item)
-            return lkv_fail(LKV_INVALID_ARGUMENT, "--granularity '%s': expected a list of head, "
-                            "layer, token, or all", list);
-        memcpy(item, p, len);
-        item[len] = 0;
-        if (lkv_granularity_from_name(item, &g) != LKV_OK)
-            return lkv_fail_context(LKV_INVALID_ARGUMENT, "--granularity '%s'", list);
-        for (int i = 0; i < n; i++)
-            if (got[i] == g)
-                return lkv_fail(LKV_INVALID_ARGUMENT, "--granularity '%s' lists %s twice", list,
-                                item);
-        got[n++] = g;
-        p += len;
-        if (!*p)
-            break;
-    }
-    memcpy(s->granularity, got, sizeof got);
-    s->n_granularity = n;
-    return LKV_OK;
+    static const list_kind kind = {"--granularity", sizeof(lkv_granularity), 3,
+                                   parse_granularity, same_granularity};
+    return parse_list(&kind, list && !strcmp(list, "all") ? "head,layer,token" : list,
+                      s->granularity, &s->n_granularity);
 }
 
 lkv_status lkv_eval_parse_gqa(const char *text, lkv_eval_settings *s)
