@@ -44,6 +44,8 @@ typedef struct engine {
     int32_t *pos;                    /* [SEQS][LAYERS][heads][CAP] the engine's own */
     int32_t next_pos[SEQS];
     int32_t peak_blocks, in_use;
+    int64_t moved;                   /* slots compaction moved, per head */
+    lkv_slot_map *holes;             /* --holes: the map places tokens, nothing moves */
     float scale;
 } engine;
 
@@ -73,10 +75,30 @@ static void token(int32_t seq, int32_t pos, int32_t layer, float *q, float *k, f
     }
 }
 
-static float *slot_ptr(engine *e, float *base, int32_t s, int32_t j, int32_t h)
+/* Physical slot p of sequence s: compaction keeps the engine's own table,
+ * hole filling the slot map's. */
+static float *slot_ptr(engine *e, float *base, int32_t s, int32_t p, int32_t h)
 {
-    int32_t b = e->table[s][j / BS];
-    return base + (((size_t)b * BS + (size_t)(j % BS)) * (size_t)e->heads + (size_t)h) * D;
+    int32_t b = e->table[s][p / BS];
+    if (e->holes) {
+        const int32_t *table;
+        int32_t n;
+        lkv_slot_map_table(e->holes, s, &table, &n);
+        b = table[p / BS];
+    }
+    return base + (((size_t)b * BS + (size_t)(p % BS)) * (size_t)e->heads + (size_t)h) * D;
+}
+
+/* Where logical slot j (lazykv's slot j) of a row is: slot j itself once
+ * compacted, wherever the slot map put it with holes. */
+static int32_t phys(engine *e, int32_t s, int32_t l, int32_t h, int32_t j)
+{
+    if (!e->holes)
+        return j;
+    const int32_t *row;
+    int32_t n;
+    lkv_slot_map_row(e->holes, s, l, h, &row, &n);
+    return row[j];
 }
 
 static int32_t *pos_row(engine *e, int32_t s, int32_t l, int32_t h)
@@ -84,8 +106,30 @@ static int32_t *pos_row(engine *e, int32_t s, int32_t l, int32_t h)
     return e->pos + (((size_t)s * LAYERS + (size_t)l) * (size_t)e->heads + (size_t)h) * CAP;
 }
 
+static int append_hole(engine *e, int32_t s, int32_t l, const float *k, const float *v,
+                       int32_t pos)
+{
+    int32_t at[QH];
+    lkv_slot_map_stats st;
+    if (!check(lkv_slot_map_place(e->holes, s, l, 1, at), "place") ||
+        !check(lkv_slot_map_get_stats(e->holes, &st), "map stats"))
+        return 0;
+    for (int32_t h = 0; h < e->heads; h++) {
+        int32_t kvh = h * KVH / e->heads;
+        memcpy(slot_ptr(e, e->k[l], s, at[h], h), k + kvh * D, sizeof(float) * D);
+        memcpy(slot_ptr(e, e->v[l], s, at[h], h), v + kvh * D, sizeof(float) * D);
+        pos_row(e, s, l, h)[at[h]] = pos;
+    }
+    e->len[s][l]++;
+    e->in_use = st.blocks_in_use;
+    e->peak_blocks = st.blocks_peak;
+    return 1;
+}
+
 static int append(engine *e, int32_t s, int32_t l, const float *k, const float *v, int32_t pos)
 {
+    if (e->holes)
+        return append_hole(e, s, l, k, v, pos);
     int32_t j = e->len[s][l];
     if (j / BS >= e->blocks[s]) {
         if (e->n_free == 0 || e->blocks[s] == MAX_BLOCKS) {
@@ -106,14 +150,18 @@ static int append(engine *e, int32_t s, int32_t l, const float *k, const float *
     return 1;
 }
 
-/* The engine's attention of one query head over slots 0..n-1 of cache head
- * h, in double, slot by slot: the oracle's order (backends/ref). */
+/* The engine's attention of one query head over logical slots 0..n-1 of
+ * cache head h, in double, slot by slot: the oracle's order (backends/ref),
+ * whichever physical slots hold them. */
 static void attend(engine *e, int32_t s, int32_t l, int32_t h, int32_t n, const float *q,
                    float *probs, float *out)
 {
     double p[CAP], m = -INFINITY, z = 0.0, acc[D] = {0};
+    int32_t at[CAP];
+    for (int32_t i = 0; i < n; i++)
+        at[i] = phys(e, s, l, h, i);
     for (int32_t i = 0; i < n; i++) {
-        const float *k = slot_ptr(e, e->k[l], s, i, h);
+        const float *k = slot_ptr(e, e->k[l], s, at[i], h);
         double dot = 0.0;
         for (int d = 0; d < D; d++)
             dot += (double)q[d] * (double)k[d];
@@ -129,7 +177,7 @@ static void attend(engine *e, int32_t s, int32_t l, int32_t h, int32_t n, const 
         probs[i] = (float)p[i];
     }
     for (int32_t i = 0; out && i < n; i++) {
-        const float *v = slot_ptr(e, e->v[l], s, i, h);
+        const float *v = slot_ptr(e, e->v[l], s, at[i], h);
         for (int d = 0; d < D; d++)
             acc[d] += p[i] * (double)v[d];
     }
@@ -149,12 +197,68 @@ static lkv_kv_layout layout_of(engine *e)
     return kv;
 }
 
+/* Whether any row of sequence s keeps a slot in table entry b: worked out
+ * from the rows, not from the map's own counts. */
+static int entry_used(engine *e, int32_t s, int32_t b)
+{
+    for (int32_t l = 0; l < LAYERS; l++)
+        for (int32_t h = 0; h < e->heads; h++)
+            for (int32_t j = 0; j < e->len[s][l]; j++)
+                if (phys(e, s, l, h, j) / BS == b)
+                    return 1;
+    return 0;
+}
+
+/* Hole filling: nothing moves; the blocks the map frees must be exactly the
+ * held ones no row uses any more. */
+static int apply_holes(engine *e, const lkv_eviction_plan *plan)
+{
+    int32_t before[SEQS][MAX_BLOCKS], freed[POOL], n_freed = 0, expect = 0;
+    for (int32_t s = 0; s < SEQS; s++) {
+        const int32_t *table;
+        int32_t n;
+        lkv_slot_map_table(e->holes, s, &table, &n);
+        memcpy(before[s], table, sizeof(int32_t) * MAX_BLOCKS);
+    }
+    lkv_slot_map_stats st;
+    if (!check(lkv_slot_map_apply(e->holes, plan, freed, POOL, &n_freed), "apply as holes") ||
+        !check(lkv_slot_map_get_stats(e->holes, &st), "map stats"))
+        return 0;
+    for (int32_t r = 0; r < plan->n_rows; r++)
+        e->len[plan->rows[r].sequence][plan->rows[r].layer] = plan->rows[r].n_kept;
+    for (int32_t s = 0; s < SEQS; s++)
+        for (int32_t b = 0; b < MAX_BLOCKS; b++) {
+            const int32_t *table;
+            int32_t n, used = entry_used(e, s, b), found = 0;
+            lkv_slot_map_table(e->holes, s, &table, &n);
+            for (int32_t i = 0; i < n_freed; i++)
+                found |= before[s][b] >= 0 && freed[i] == before[s][b];
+            expect += found;
+            if (used ? table[b] != before[s][b] || before[s][b] < 0
+                     : table[b] != -1 || (before[s][b] >= 0 && !found)) {
+                fprintf(stderr, "paged-engine: sequence %d entry %d %s (block %d, was %d)\n", s,
+                        b, used ? "is used but lost its block" : "is empty but not freed",
+                        table[b], before[s][b]);
+                return 0;
+            }
+        }
+    if (expect != n_freed) {
+        fprintf(stderr, "paged-engine: the map freed %d blocks, the rows empty %d\n", n_freed,
+                expect);
+        return 0;
+    }
+    e->in_use = st.blocks_in_use;
+    return 1;
+}
+
 /* The last call's plan onto the engine's blocks and its own positions. */
 static int apply_plan(engine *e, lkv_cache *plan_cache)
 {
     lkv_eviction_plan plan;
     if (!check(lkv_cache_get_plan(plan_cache, &plan), "get plan"))
         return 0;
+    if (e->holes)
+        return apply_holes(e, &plan);
     lkv_kv_layout kv = layout_of(e);
     int32_t freed[POOL], n_freed = 0;
     if (!check(lkv_plan_apply(&plan, &kv, freed, POOL, &n_freed), "apply plan"))
@@ -165,6 +269,7 @@ static int apply_plan(engine *e, lkv_cache *plan_cache)
         int32_t *pos = pos_row(e, row->sequence, row->layer, row->head);
         for (int32_t j = row->first_move; j < row->n_kept; j++)
             pos[j] = pos[row->kept[j]];
+        e->moved += row->n_kept - row->first_move;
         e->len[row->sequence][row->layer] = row->n_kept;
     }
     for (int32_t s = 0; s < SEQS; s++) {
@@ -220,7 +325,11 @@ static int same_positions(engine *e, lkv_cache *owned, lkv_cache *planned,
                             "state differs\n", step, s, l, h);
                     return 0;
                 }
-                const int32_t *mine = pos_row(e, s, l, h), *first = pos_row(e, s, 0, 0);
+                int32_t mine[CAP] = {0}, first[CAP] = {0};
+                for (int32_t j = 0; j < e->len[s][l] && j < CAP; j++) {
+                    mine[j] = pos_row(e, s, l, h)[phys(e, s, l, h, j)];
+                    first[j] = j < e->len[s][0] ? pos_row(e, s, 0, 0)[phys(e, s, 0, 0, j)] : -1;
+                }
                 int token_ok = granularity != LKV_GRANULARITY_TOKEN ||
                                memcmp(mine, first, sizeof(int32_t) * (size_t)na) == 0;
                 if (na != nb || na != e->len[s][l] || memcmp(a, b, sizeof(int32_t) * (size_t)na) ||
@@ -348,7 +457,7 @@ static int usage(const char *bad)
 {
     fprintf(stderr, "paged-engine: bad argument %s\nusage: lazykv-paged-engine [--backend SPEC] "
             "[--policy NAME] [--gqa grouped|expanded] [--granularity head|layer|token] "
-            "[--steps N]\n", bad);
+            "[--steps N] [--holes]\n", bad);
     return 2;
 }
 
@@ -358,7 +467,12 @@ int main(int argc, char **argv)
     lkv_gqa_mode gqa = LKV_GQA_GROUPED;
     lkv_granularity granularity = LKV_GRANULARITY_HEAD;
     int32_t steps = 100;
+    int holes = 0;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--holes")) {
+            holes = 1;
+            continue;
+        }
         if (i + 1 >= argc)
             return usage(argv[i]);
         if (!strcmp(argv[i], "--backend"))
@@ -398,6 +512,8 @@ int main(int argc, char **argv)
     cfg.kv_owner = LKV_KV_ENGINE;
     ok = ok && check(lkv_cache_create(rt, &cfg, &r.planned), "engine-owned cache");
     e->heads = ok ? lkv_cache_heads(r.planned) : 1;
+    lkv_slot_map_config map = {SEQS, LAYERS, e->heads, CAP, BS, POOL};
+    ok = ok && (!holes || check(lkv_slot_map_create(&map, &e->holes), "slot map"));
     e->scale = (float)(1.0 / sqrt((double)D));
     r.probs = malloc(sizeof(float) * (size_t)CAP * QH * CAP);
     e->pos = calloc((size_t)SEQS * LAYERS * (size_t)e->heads * CAP, sizeof(int32_t));
@@ -413,12 +529,20 @@ int main(int argc, char **argv)
     for (int32_t t = 1; ok && t <= steps; t++)
         ok = decode_step(&r, t);
     lkv_cache_stats stats = {0};
+    lkv_slot_map_stats ms = {0};
+    ok = ok && (!holes || check(lkv_slot_map_get_stats(e->holes, &ms), "map stats"));
     if (ok && check(lkv_cache_get_stats(r.planned, &stats), "stats"))
-        printf("paged-engine: %s on %s, %s, granularity %s: %d steps identical to the owned "
-               "cache; blocks of %d slots: %d in use, peak %d of %d; %lld evictions\n",
+        printf("paged-engine: %s on %s, %s, granularity %s, %s: %d steps identical to the owned "
+               "cache; blocks of %d slots: %d in use, peak %d of %d; %lld evictions; %lld head "
+               "slots moved; %lld holes filled, %.0f%% of held cells live\n",
                policy, backend, gqa == LKV_GQA_GROUPED ? "grouped" : "expanded",
-               lkv_granularity_name(granularity), steps, BS, e->in_use, e->peak_blocks, POOL,
-               (long long)stats.evictions);
+               lkv_granularity_name(granularity), holes ? "hole filling" : "compaction", steps,
+               BS, e->in_use, e->peak_blocks, POOL, (long long)stats.evictions,
+               (long long)e->moved, (long long)ms.holes_filled,
+               holes ? 100.0 * (double)ms.cells_live / (double)(ms.cells_held ? ms.cells_held : 1)
+                     : 100.0 * (double)stats.slots_in_use /
+                           (double)((int64_t)e->in_use * BS * LAYERS * e->heads));
+    lkv_slot_map_destroy(e->holes);
     lkv_cache_destroy(r.owned);
     lkv_cache_destroy(r.planned);
     lkv_runtime_close(rt);

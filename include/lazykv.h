@@ -809,6 +809,104 @@ LKV_API lkv_status lkv_plan_apply(const lkv_eviction_plan *plan, const lkv_kv_la
                                   int32_t *out_freed, int32_t freed_cap, int32_t *out_n_freed);
 
 /* ------------------------------------------------------------------------ */
+/* Hole filling: plans applied without moving K/V                           */
+/* ------------------------------------------------------------------------ */
+
+/* lkv_plan_apply compacts: the kept slots move down. A slot map applies the
+ * same plans without moving a byte of K/V: an evicted slot becomes a hole,
+ * the row's next tokens fill its holes, and a block goes back to the pool
+ * when no row of its sequence holds a live slot in it. What it costs
+ * instead: attention reads each row's slots through the map (a gather by
+ * slot, where paged attention already gathers by block), and a block stays
+ * held while any layer or head of its sequence keeps a slot in it. Per-head
+ * decisions (granularity head) scatter the holes across heads and hold more
+ * blocks; layer and token granularity keep the heads' holes aligned.
+ *
+ * The slot contract above holds in logical form. Logical slot j of a
+ * (sequence, layer, cache head) row is lazykv's slot j (the order of
+ * lkv_cache_read_slots and of the probabilities lazykv takes); the map keeps
+ * it at physical slot p = lkv_slot_map_row(...)[j] of the sequence, which is
+ * offset p % block_size of pool block table[p / block_size]
+ * (lkv_slot_map_table). Attention that visits a row's logical slots in order
+ * computes exactly what it computes on compacted K/V, and the probabilities
+ * it produces in that order are what lkv_cache_observe_batch takes.
+ *
+ * Blocks come from the map's pool of n_blocks ids 0 .. n_blocks-1 shared by
+ * all sequences; every layer and head of a sequence share its block table
+ * (vLLM's layout: one buffer per layer, a block holding block_size slots of
+ * every head). Host memory, host bookkeeping: the engine's kernels read the
+ * tables. One map per cache; calls on one map are not thread-safe. */
+typedef struct lkv_slot_map lkv_slot_map;
+
+typedef struct lkv_slot_map_config {
+    int32_t sequences;  /* as the cache's */
+    int32_t layers;     /* as the cache's */
+    int32_t heads;      /* cache heads per layer (lkv_cache_heads) */
+    int32_t capacity;   /* live slots a row may hold: the cache's capacity */
+    int32_t block_size; /* slots per block, >= 1 (16 is the usual) */
+    int32_t n_blocks;   /* blocks in the pool, >= 1 */
+} lkv_slot_map_config;
+
+/* Counters for fragmentation: a held block holds block_size slots of every
+ * layer and head of its sequence (cells); live cells hold a token, the rest
+ * are holes or not yet filled. */
+typedef struct lkv_slot_map_stats {
+    int32_t blocks_in_use;
+    int32_t blocks_peak;
+    int64_t cells_held;      /* blocks_in_use * block_size * layers * heads */
+    int64_t cells_live;
+    int64_t holes_filled;    /* tokens placed in a slot an eviction emptied */
+} lkv_slot_map_stats;
+
+/* A map with every sequence empty and every block in the pool. Sizes must be
+ * >= 1; each sequence's table has ceil(capacity / block_size) entries. */
+LKV_API lkv_status lkv_slot_map_create(const lkv_slot_map_config *config,
+                                       lkv_slot_map **out_map);
+LKV_API void lkv_slot_map_destroy(lkv_slot_map *map);
+
+/* Places the next n_tokens tokens of (sequence, layer) in every cache head:
+ * out_slots[i * heads + h] is the physical slot of token i in head h, which
+ * becomes logical slot n + i of that row (n its live count before). Each
+ * head's tokens take its row's lowest free physical slots, holes first, in
+ * ascending order; a slot in a block the sequence does not hold takes a block
+ * from the pool (lowest id first) into its table entry. OUT_OF_MEMORY when a
+ * row would pass capacity or the pool runs dry; a failed call changes
+ * nothing. */
+LKV_API lkv_status lkv_slot_map_place(lkv_slot_map *map, int32_t sequence, int32_t layer,
+                                      int32_t n_tokens, int32_t *out_slots);
+
+/* Applies an eviction plan as holes: row r's logical slot j becomes its
+ * logical slot kept[j] before; the other slots become holes. A block that
+ * no row of its sequence uses any more goes back to the pool; its id is
+ * written to out_freed (room for freed_cap; NULL lists none) and counted in
+ * *out_n_freed (may be NULL). Every row is checked first (indices, n_before
+ * equal to the row's live count, kept ascending and below n_before): a
+ * failed call changes nothing. */
+LKV_API lkv_status lkv_slot_map_apply(lkv_slot_map *map, const lkv_eviction_plan *plan,
+                                      int32_t *out_freed, int32_t freed_cap,
+                                      int32_t *out_n_freed);
+
+/* Empties every row of a sequence (the engine reset or ended it; lazykv's
+ * lkv_cache_reset_sequence alongside) and returns its blocks to the pool,
+ * listed as lkv_slot_map_apply lists them. */
+LKV_API lkv_status lkv_slot_map_remove(lkv_slot_map *map, int32_t sequence, int32_t *out_freed,
+                                       int32_t freed_cap, int32_t *out_n_freed);
+
+/* The physical slots of a row's logical slots 0 .. *out_n-1, in order.
+ * Owned by the map, valid until its next place, apply or remove. */
+LKV_API lkv_status lkv_slot_map_row(const lkv_slot_map *map, int32_t sequence, int32_t layer,
+                                    int32_t head, const int32_t **out_slots, int32_t *out_n);
+
+/* A sequence's block table: *out_n entries, pool block ids, -1 for an entry
+ * that holds none. Owned by the map, valid until its next place, apply or
+ * remove. */
+LKV_API lkv_status lkv_slot_map_table(const lkv_slot_map *map, int32_t sequence,
+                                      const int32_t **out_table, int32_t *out_n);
+
+LKV_API lkv_status lkv_slot_map_get_stats(const lkv_slot_map *map,
+                                          lkv_slot_map_stats *out_stats);
+
+/* ------------------------------------------------------------------------ */
 /* Trace replay (spec/policies.md, section 4)                               */
 /* ------------------------------------------------------------------------ */
 

@@ -1,14 +1,20 @@
 #!/bin/sh
 # The paged engine (examples/paged_engine.c) over every policy, GQA mode and
-# granularity on one backend: each run must keep exactly what an owned cache
-# on the oracle keeps. 77 (SKIP) when the backend is unavailable, unless
+# granularity on one backend, the plans applied by compaction and as holes
+# (lkv_slot_map): each run must keep exactly what an owned cache on the
+# oracle keeps and compute the same attention. 77 (SKIP) when the backend is unavailable, unless
 # LAZYKV_REQUIRE_BACKENDS names it.
 bin=$1 backend=$2
 runs=0
-for gqa in grouped expanded; do
+for mode in compact holes; do
+ for gqa in grouped expanded; do
   for gran in head layer token; do
     for policy in full lazy streaming h2o tova snapkv nacl; do
-      "$bin" --backend "$backend" --policy "$policy" --gqa "$gqa" --granularity "$gran"
+      if [ "$mode" = holes ]; then
+        "$bin" --backend "$backend" --policy "$policy" --gqa "$gqa" --granularity "$gran" --holes
+      else
+        "$bin" --backend "$backend" --policy "$policy" --gqa "$gqa" --granularity "$gran"
+      fi
       rc=$?
       if [ "$rc" = 77 ]; then
         case ",$LAZYKV_REQUIRE_BACKENDS," in
@@ -16,9 +22,10 @@ for gqa in grouped expanded; do
         esac
         exit 77
       fi
-      [ "$rc" = 0 ] || { echo "paged_engine: FAIL $backend $policy $gqa $gran"; exit 1; }
+      [ "$rc" = 0 ] || { echo "paged_engine: FAIL $backend $policy $gqa $gran $mode"; exit 1; }
       runs=$((runs + 1))
     done
   done
+ done
 done
 echo "paged_engine: $runs runs on $backend identical to the owned cache"
