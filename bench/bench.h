@@ -165,6 +165,30 @@ typedef struct lkv_bench_batch {
     lkv_bench_batch_side per_sequence;
 } lkv_bench_batch;
 
+/* An engine-owned cache of n sequences standing at `slots` slots (lazy at
+ * budget slots, window W), stepped through one eviction period with host
+ * probabilities, then that eviction's plan applied to the engine's paged
+ * f16 K/V (blocks of LKV_BENCH_ENGINE_BLOCK slots) two ways. Host times are
+ * the median of their runs; the steps are each timed once. */
+#define LKV_BENCH_ENGINE_BLOCK 16
+typedef struct lkv_bench_engine {
+    lkv_status status;
+    char error[160];
+    int32_t sequences;
+    int32_t slots;
+    int32_t window;
+    double observe_s;        /* mean lkv_cache_observe_batch step that only observes */
+    double evict_s;          /* the step that evicts: observe, score, select, plan */
+    double compact_s;        /* lkv_plan_apply of its plan */
+    double holes_s;          /* lkv_slot_map_apply of the same plan */
+    int64_t moved_slots;     /* head slots compaction moved */
+    int32_t blocks_compact;  /* blocks held after the eviction, compacted */
+    int32_t blocks_holes;    /* ... and with holes */
+    double live_holes;       /* share of the held cells that are live, with holes */
+    double attend_dense_s;   /* host attention of every query head over the kept slots */
+    double attend_holes_s;   /* ... the same slots read through the hole map */
+} lkv_bench_engine;
+
 typedef struct lkv_bench_machine {
     char cpu[128];
     int cores;
@@ -181,6 +205,7 @@ typedef struct lkv_bench_results {
     lkv_bench_timing *ops;     /* [device][shape][length][op] */
     lkv_bench_decode *decode;  /* [device][length] */
     lkv_bench_batch *batch;    /* [device][batch size] */
+    lkv_bench_engine *engine;  /* [device][batch size] */
     int64_t peak_rss_bytes;    /* getrusage of the whole run, host side */
     double wall_s;
 } lkv_bench_results;
@@ -196,6 +221,7 @@ lkv_bench_timing *lkv_bench_op_at(const lkv_bench_results *r, int device, int sh
                                   lkv_bench_op op);
 lkv_bench_decode *lkv_bench_decode_at(const lkv_bench_results *r, int device, int length);
 lkv_bench_batch *lkv_bench_batch_at(const lkv_bench_results *r, int device, int batch);
+lkv_bench_engine *lkv_bench_engine_at(const lkv_bench_results *r, int device, int batch);
 
 /* Index of the cpu backend among the devices, -1 if it was not run. */
 int lkv_bench_cpu_index(const lkv_bench_results *r);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "bench.h"
+#include "bench_engine.h"
 #include "json_writer.h"
 
 static void write_timing(lkv_jw *w, const lkv_bench_timing *t)
@@ -297,6 +298,7 @@ int lkv_bench_write_json(FILE *f, const lkv_bench_results *r)
     write_observation(&w, r);
     write_decode(&w, r);
     write_batch(&w, r);
+    lkv_bench_json_engine(&w, r);
     lkv_jw_end_object(&w);
     return lkv_jw_finish(&w);
 }

@@ -27,7 +27,8 @@ lkv_status lkv_bench_results_init(lkv_bench_results *r, const lkv_bench_settings
     r->ops = calloc(n_ops ? n_ops : 1, sizeof *r->ops);
     r->decode = calloc(n_decode ? n_decode : 1, sizeof *r->decode);
     r->batch = calloc(n_batch ? n_batch : 1, sizeof *r->batch);
-    if (!r->ops || !r->decode || !r->batch) {
+    r->engine = calloc(n_batch ? n_batch : 1, sizeof *r->engine);
+    if (!r->ops || !r->decode || !r->batch || !r->engine) {
         lkv_bench_results_free(r);
         return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for %zu bench results", n_ops);
     }
@@ -40,6 +41,8 @@ lkv_status lkv_bench_results_init(lkv_bench_results *r, const lkv_bench_settings
     for (size_t i = 0; i < n_batch; i++) {
         r->batch[i].status = LKV_UNSUPPORTED;
         strcpy(r->batch[i].error, "not run");
+        r->engine[i].status = LKV_UNSUPPORTED;
+        strcpy(r->engine[i].error, "not run");
     }
     for (int d = 0; d < LKV_BENCH_MAX_DEVICES; d++)
         mark_not_run(&r->devices[d].copy);
@@ -51,6 +54,8 @@ void lkv_bench_results_free(lkv_bench_results *r)
     free(r->ops);
     free(r->decode);
     free(r->batch);
+    free(r->engine);
+    r->engine = NULL;
     r->ops = NULL;
     r->decode = NULL;
     r->batch = NULL;
@@ -75,6 +80,11 @@ lkv_bench_batch *lkv_bench_batch_at(const lkv_bench_results *r, int device, int 
     return &r->batch[(size_t)device * (size_t)r->settings.n_batches + (size_t)batch];
 }
 
+lkv_bench_engine *lkv_bench_engine_at(const lkv_bench_results *r, int device, int batch)
+{
+    return &r->engine[(size_t)device * (size_t)r->settings.n_batches + (size_t)batch];
+}
+
 int lkv_bench_cpu_index(const lkv_bench_results *r)
 {
     for (int d = 0; d < r->n_devices; d++)
@@ -97,7 +107,7 @@ int lkv_bench_any_failure(const lkv_bench_results *r)
         if (failed(r->decode[i].status))
             return 1;
     for (int i = 0; i < r->n_devices * s->n_batches; i++)
-        if (failed(r->batch[i].status))
+        if (failed(r->batch[i].status) || failed(r->engine[i].status))
             return 1;
     for (int d = 0; d < r->n_devices; d++)
         if (failed(r->devices[d].copy.status))

@@ -1,13 +1,14 @@
 /* The whole benchmark: open the devices, measure each one's copy roofline,
  * time the ops per shape and length on inputs made once per shape, then the
  * public-API decode step and the batched decode step, each on inputs made
- * once for all devices. */
+ * once for all devices, and the engine-owned path at the batch sizes. */
 #include <string.h>
 
 #include "bench.h"
 #include "bench_batch.h"
 #include "bench_copy.h"
 #include "bench_decode.h"
+#include "bench_engine.h"
 #include "bench_devices.h"
 #include "bench_inputs.h"
 #include "bench_machine.h"
@@ -17,11 +18,12 @@
 #include "clock.h"
 
 /* Progress steps: per device the copy, per (shape, length) an upload and the
- * ops, per length the two decode runs, per batch size its two ways. */
+ * ops, per length the two decode runs, per batch size its two ways and the
+ * engine-owned run. */
 static int progress_total(const lkv_bench_settings *s, int n_devices)
 {
     int per_device = 1 + s->n_shapes * s->n_lengths * (1 + LKV_BENCH_OP_COUNT) + 2 * s->n_lengths +
-                     2 * s->n_batches;
+                     3 * s->n_batches;
     return n_devices * per_device;
 }
 
@@ -64,6 +66,15 @@ static lkv_status run_decode(lkv_runtime **rts, lkv_bench_results *r, lkv_bench_
                                  lkv_bench_decode_at(r, d, l));
     lkv_bench_decode_inputs_free(&in);
     return LKV_OK;
+}
+
+static void run_engine(lkv_runtime **rts, lkv_bench_results *r, lkv_bench_progress *p)
+{
+    const lkv_bench_settings *s = &r->settings;
+    for (int d = 0; d < r->n_devices; d++)
+        for (int b = 0; b < s->n_batches; b++)
+            lkv_bench_engine_run(rts[d], s, s->batches[b], r->devices[d].label, p,
+                                 lkv_bench_engine_at(r, d, b));
 }
 
 static lkv_status run_batch(lkv_runtime **rts, lkv_bench_results *r, lkv_bench_progress *p)
@@ -111,6 +122,8 @@ lkv_status lkv_bench_run(const lkv_bench_settings *s, lkv_bench_results *out)
         st = run_decode(rts, out, &p);
     if (st == LKV_OK)
         st = run_batch(rts, out, &p);
+    if (st == LKV_OK)
+        run_engine(rts, out, &p);
     lkv_bench_progress_end(&p);
     lkv_bench_devices_close(rts, n);
     out->peak_rss_bytes = lkv_bench_peak_rss();

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_engine.h"
 #include "table.h"
 
 #define CELL_WIDTH 33 /* "   median       min   GB/s %copy" */
@@ -315,6 +316,7 @@ static void print_notes(FILE *f, const lkv_bench_results *r)
                 note(f, &count, what, LKV_UNSUPPORTED, "the backend keeps no device counters "
                      "(lkv_runtime_get_counters reads 0): counters shown as -");
         }
+        lkv_bench_note_engine(f, r, d, &count);
     }
 }
 
@@ -331,6 +333,7 @@ void lkv_bench_print_table(FILE *f, const lkv_bench_results *r)
     print_observation(f, r);
     print_decode(f, r);
     print_batch(f, r);
+    lkv_bench_print_engine(f, r);
     print_notes(f, r);
     char rss[32];
     lkv_bench_format_bytes((double)r->peak_rss_bytes, rss, sizeof rss);
