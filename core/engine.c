@@ -51,18 +51,22 @@ static const float *combined_row(lkv_cache *c, const float *block, int32_t strid
     if (per == 1)
         return first;
     float *out = c->given_row;
-    for (int32_t i = 0; i < n; i++) {
-        if (c->cfg.policy.group_reduce == LKV_REDUCE_MAX) {
-            float m = -INFINITY;
-            for (int32_t j = 0; j < per; j++)
-                m = fmaxf(m, first[(size_t)j * (size_t)stride + (size_t)i]);
-            out[i] = m;
-        } else {
-            double sum = 0.0;
-            for (int32_t j = 0; j < per; j++)
-                sum += (double)first[(size_t)j * (size_t)stride + (size_t)i];
-            out[i] = (float)(sum / per);
+    if (c->cfg.policy.group_reduce == LKV_REDUCE_MAX) {
+        /* Row by row, so it vectorizes; the values are checked (no NaN), so
+         * the compare is fmaxf. */
+        memcpy(out, first, sizeof(float) * (size_t)n);
+        for (int32_t j = 1; j < per; j++) {
+            const float *r = first + (size_t)j * (size_t)stride;
+            for (int32_t i = 0; i < n; i++)
+                out[i] = r[i] > out[i] ? r[i] : out[i];
         }
+        return out;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        double sum = 0.0;
+        for (int32_t j = 0; j < per; j++)
+            sum += (double)first[(size_t)j * (size_t)stride + (size_t)i];
+        out[i] = (float)(sum / per);
     }
     return out;
 }
@@ -150,19 +154,24 @@ lkv_status lkv_engine_votes(lkv_cache *c, int32_t layer, const lkv_prefill_batch
     return st;
 }
 
-/* Values read from the engine's rows must be probabilities. */
+/* Values read from the engine's rows must be probabilities. The scan is
+ * branch-free so it vectorizes; only a bad row is searched for the value to
+ * name. */
 static lkv_status check_rows(const float *p, int32_t rows, int32_t stride, int32_t n,
                              const char *what, int32_t seq, int32_t layer)
 {
-    for (int32_t r = 0; r < rows; r++)
-        for (int32_t j = 0; j < n; j++) {
-            float x = p[(size_t)r * (size_t)stride + (size_t)j];
-            if (!(x >= 0.0f && x <= 1.0f))
+    for (int32_t r = 0; r < rows; r++) {
+        const float *row = p + (size_t)r * (size_t)stride;
+        int bad = 0;
+        for (int32_t j = 0; j < n; j++)
+            bad |= !(row[j] >= 0.0f && row[j] <= 1.0f);
+        for (int32_t j = 0; bad && j < n; j++)
+            if (!(row[j] >= 0.0f && row[j] <= 1.0f))
                 return lkv_fail(LKV_INVALID_ARGUMENT,
                                 "%s row %d slot %d = %g (sequence %d, layer %d) is not a "
                                 "probability in [0, 1]",
-                                what, r, j, (double)x, seq, layer);
-        }
+                                what, r, j, (double)row[j], seq, layer);
+    }
     return LKV_OK;
 }
 
