@@ -133,6 +133,12 @@ typedef struct lkv_bench_decode {
     double lazy_ms;       /* mean per step, evictions included */
     double lazy_max_ms;   /* slowest step: usually, not always, the one that evicts */
     double lazy_evict_ms; /* the evicting step itself (0: none evicted) */
+    /* The same lazy run with eviction = background: the evicting step's
+     * call as the caller sees it, and the eviction it handed to the helper
+     * thread (lkv_cache_stats.eviction_seconds per eviction), which overlaps
+     * whatever the caller does before its next call on the cache. */
+    double bg_evict_call_ms;
+    double bg_eviction_ms;
     double full_ms;
     double full_max_ms;
     int64_t lazy_kv_peak, lazy_kv_reserved; /* lkv_cache_get_stats */

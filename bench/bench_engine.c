@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_timer.h"
 #include "clock.h"
 #include "error.h"
 #include "fp16.h"
@@ -140,17 +141,6 @@ static void side_close(engine_side *e)
     lkv_slot_map_destroy(e->map);
 }
 
-static double median(double *x, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && x[j] < x[j - 1]; j--) {
-            double t = x[j];
-            x[j] = x[j - 1];
-            x[j - 1] = t;
-        }
-    return x[n / 2];
-}
-
 static lkv_status time_compact(engine_side *e, const lkv_eviction_plan *plan,
                                lkv_bench_engine *out)
 {
@@ -171,7 +161,7 @@ static lkv_status time_compact(engine_side *e, const lkv_eviction_plan *plan,
         if (st != LKV_OK)
             return st;
     }
-    out->compact_s = median(runs, RUNS);
+    out->compact_s = lkv_bench_median(runs, RUNS);
     for (int32_t i = 0; i < plan->n_rows; i++)
         out->moved_slots += plan->rows[i].n_kept - plan->rows[i].first_move;
     int32_t per_seq = (e->slots + BS - 1) / BS;
@@ -211,7 +201,7 @@ static lkv_status time_holes(engine_side *e, const lkv_eviction_plan *plan,
         st = lkv_slot_map_get_stats(e->map, &ms);
     if (st != LKV_OK)
         return st;
-    out->holes_s = median(runs, RUNS);
+    out->holes_s = lkv_bench_median(runs, RUNS);
     out->blocks_holes = ms.blocks_in_use;
     out->live_holes = ms.cells_held ? (double)ms.cells_live / (double)ms.cells_held : 0.0;
     return LKV_OK;
@@ -275,7 +265,7 @@ static lkv_status time_attend(const engine_side *e, int holes, double *out_s, fl
     }
     free(w);
     free(q);
-    *out_s = median(runs, RUNS);
+    *out_s = lkv_bench_median(runs, RUNS);
     return st;
 }
 

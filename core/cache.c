@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "background.h"
 #include "error.h"
 #include "dtype.h"
 
@@ -72,6 +73,10 @@ static lkv_status check_shape(const lkv_cache_config *c)
     if (c->kv_owner != LKV_KV_OWNED && c->kv_owner != LKV_KV_ENGINE)
         return lkv_fail(LKV_INVALID_ARGUMENT, "kv_owner %d is not LKV_KV_OWNED or LKV_KV_ENGINE",
                         (int)c->kv_owner);
+    if (c->eviction != LKV_EVICTION_INLINE && c->eviction != LKV_EVICTION_BACKGROUND)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "eviction %d is not LKV_EVICTION_INLINE or LKV_EVICTION_BACKGROUND",
+                        (int)c->eviction);
     if (!lkv_granularity_name(c->granularity))
         return lkv_fail(LKV_INVALID_ARGUMENT, "granularity %d is not head, layer or token",
                         (int)c->granularity);
@@ -200,6 +205,7 @@ void lkv_cache_destroy(lkv_cache *c)
 {
     if (!c)
         return;
+    lkv_background_free(c->bg); /* waits for a pending eviction first */
     if (c->ops)
         free_buffers(c);
     for (int32_t s = 0; c->seqs && s < c->cfg.sequences; s++)
@@ -273,6 +279,9 @@ lkv_status lkv_cache_create_holding(lkv_runtime *rt, const lkv_cache_config *con
         lkv_cache_destroy(c);
         return st;
     }
+    /* Without the helper's memory the evictions run inline: same results. */
+    if (cfg.eviction == LKV_EVICTION_BACKGROUND)
+        c->bg = lkv_background_create(cfg.sequences);
     *out_cache = c;
     return LKV_OK;
 }
@@ -291,6 +300,9 @@ int32_t lkv_cache_heads(const lkv_cache *c) { return c ? c->heads : 0; }
 lkv_status lkv_cache_get_stats(const lkv_cache *c, lkv_cache_stats *out_stats)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     if (!c || !out_stats)
         return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_cache_get_stats: NULL argument");
     int64_t per_slot = 2LL * c->cfg.head_dim * (int64_t)lkv_dtype_size(c->cfg.dtype);
@@ -298,6 +310,11 @@ lkv_status lkv_cache_get_stats(const lkv_cache *c, lkv_cache_stats *out_stats)
     out_stats->kv_bytes_in_use = c->stats.slots_in_use * per_slot;
     out_stats->kv_bytes_peak = c->stats.peak_slots * per_slot;
     return LKV_OK;
+}
+
+lkv_status lkv_cache_join(const lkv_cache *c)
+{
+    return c ? lkv_background_join(c->bg) : LKV_OK;
 }
 
 lkv_status lkv_check_owner(const lkv_cache *c, const lkv_given *given, const char *call,
@@ -327,6 +344,9 @@ lkv_status lkv_cache_sequence_info(const lkv_cache *c, int32_t seq, int32_t *out
                                    int32_t *out_step)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     lkv_status st = lkv_check_seq(c, seq);
     if (st != LKV_OK)
         return st;
@@ -341,6 +361,9 @@ lkv_status lkv_cache_read_slots(const lkv_cache *c, int32_t seq, int32_t layer, 
                                 lkv_slot_view *view, int32_t *out_n)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     lkv_status st = lkv_check_seq(c, seq);
     if (st != LKV_OK)
         return st;

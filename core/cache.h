@@ -91,7 +91,13 @@ struct lkv_cache {
     lkv_cache_stats stats;
     lkv_plan_store plan;     /* engine-owned caches: what the last call evicted */
     float *given_row;        /* [capacity] one combined row of given probabilities */
+    struct lkv_background *bg; /* eviction = background: the helper; else NULL */
 };
+
+/* Waits for the cache's background eviction, if one is pending, and returns
+ * its failure once (lazykv.h, lkv_eviction_timing). Every public call that
+ * reads or changes the cache's state starts with it. */
+lkv_status lkv_cache_join(const lkv_cache *c);
 
 static inline int32_t lkv_row_of(const lkv_cache *c, int32_t seq, int32_t layer, int32_t head)
 {
@@ -201,6 +207,10 @@ typedef enum lkv_due {
 /* Runs the evictions due now of the listed sequences (each at its step
  * steps[i]), for layers first_layer .. layers - 1, all due pairs that share
  * a plan batched into one pass. */
+/* Whether lkv_schedule with LKV_DUE_DECODE would run any eviction for the
+ * listed sequences at their steps. */
+int lkv_schedule_due(const lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n);
+
 lkv_status lkv_schedule(lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n,
                         int32_t first_layer, lkv_due due);
 

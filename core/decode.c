@@ -5,6 +5,7 @@
  * per-sequence call is the batch of one. */
 #include <string.h>
 
+#include "background.h"
 #include "cache.h"
 #include "error.h"
 
@@ -192,6 +193,9 @@ static lkv_status run_step(lkv_cache *c, int32_t layer, const lkv_decode_batch_i
 lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
                            const lkv_given *given, const char *call)
 {
+    lkv_status joined = lkv_cache_join(c); /* trace replay calls in here directly */
+    if (joined != LKV_OK)
+        return joined;
     lkv_status st = lkv_check_owner(c, given, call, "lkv_cache_decode_batch",
                                     "lkv_cache_observe_batch");
     if (st == LKV_OK)
@@ -228,18 +232,24 @@ lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_i
     }
     if (layer + 1 < c->cfg.layers)
         return LKV_OK;
-    return lkv_schedule(c, io->sequences, c->seq_steps, n, 0, LKV_DUE_DECODE);
+    return lkv_background_evict(c->bg, c, io->sequences, c->seq_steps, n);
 }
 
 lkv_status lkv_cache_decode_batch(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     return lkv_core_decode(c, layer, io, NULL, "lkv_cache_decode_batch");
 }
 
 lkv_status lkv_cache_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_decode_io *io)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     lkv_status st = lkv_check_call(c, io, "lkv_cache_decode", seq, layer);
     if (st == LKV_OK && io->memory != LKV_MEMORY_HOST)
         st = lkv_fail(io->memory == LKV_MEMORY_DEVICE ? LKV_UNSUPPORTED : LKV_INVALID_ARGUMENT,

@@ -206,6 +206,9 @@ static lkv_status check_probs(const lkv_cache *c, int32_t layer, const lkv_obser
 lkv_status lkv_cache_observe_batch(lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     const char *call = "lkv_cache_observe_batch";
     lkv_status st = check_engine_batch(c, io, layer, io ? io->sequences : NULL,
                                        io ? io->n_sequences : 0, call);
@@ -275,6 +278,9 @@ static lkv_status check_votes(const lkv_cache *c, int32_t layer, const lkv_obser
 lkv_status lkv_cache_observe_prompt(lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     const char *call = "lkv_cache_observe_prompt";
     lkv_status st = check_engine_batch(c, io, layer, io ? io->sequences : NULL,
                                        io ? io->n_sequences : 0, call);
@@ -347,6 +353,9 @@ lkv_status lkv_plan_record(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pa
 lkv_status lkv_cache_get_plan(const lkv_cache *c, lkv_eviction_plan *out_plan)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     lkv_status st = check_engine(c, out_plan, "lkv_cache_get_plan");
     if (st != LKV_OK)
         return st;

@@ -27,6 +27,9 @@ static void drop_slots(lkv_cache *c, lkv_sequence *s)
 lkv_status lkv_cache_reset_sequence(lkv_cache *c, int32_t seq)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     lkv_status st = lkv_check_seq(c, seq);
     if (st != LKV_OK)
         return st;
@@ -59,6 +62,9 @@ static lkv_status copy_rows(lkv_cache *c, int32_t src, int32_t dst)
 lkv_status lkv_cache_fork_sequence(lkv_cache *c, int32_t src, int32_t dst)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     lkv_status st = lkv_check_seq(c, src);
     if (st == LKV_OK)
         st = lkv_check_seq(c, dst);
@@ -90,6 +96,9 @@ lkv_status lkv_cache_fork_sequence(lkv_cache *c, int32_t src, int32_t dst)
 lkv_status lkv_cache_truncate_sequence(lkv_cache *c, int32_t seq, int32_t n)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     lkv_status st = lkv_check_seq(c, seq);
     if (st == LKV_OK)
         st = check_idle(c, seq, "lkv_cache_truncate_sequence");

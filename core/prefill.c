@@ -357,6 +357,9 @@ static int32_t advance(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *
 lkv_status lkv_core_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
                             const lkv_given *given, const char *call)
 {
+    lkv_status joined = lkv_cache_join(c); /* trace replay calls in here directly */
+    if (joined != LKV_OK)
+        return joined;
     lkv_status st = lkv_check_owner(c, given, call, "lkv_cache_prefill_batch",
                                     "lkv_cache_observe_prompt");
     if (st == LKV_OK)
@@ -394,12 +397,18 @@ lkv_status lkv_core_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_batch
 lkv_status lkv_cache_prefill_batch(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     return lkv_core_prefill(c, layer, io, NULL, "lkv_cache_prefill_batch");
 }
 
 lkv_status lkv_cache_prefill(lkv_cache *c, int32_t seq, int32_t layer, const lkv_prefill_io *io)
 {
     lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    if (joined != LKV_OK)
+        return joined;
     lkv_status st = lkv_check_call(c, io, "lkv_cache_prefill", seq, layer);
     if (st == LKV_OK && io->memory != LKV_MEMORY_HOST)
         st = lkv_fail(io->memory == LKV_MEMORY_DEVICE ? LKV_UNSUPPORTED : LKV_INVALID_ARGUMENT,

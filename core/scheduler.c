@@ -118,6 +118,16 @@ static int32_t gather_batch(lkv_cache *c, int32_t i, int32_t n)
     return end - i;
 }
 
+int lkv_schedule_due(const lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n)
+{
+    lkv_evict_plan plan;
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t l = 0; l < c->cfg.layers; l++)
+            if (plan_for(c, c->seqs[seqs[i]].len[l], steps[i], LKV_DUE_DECODE, &plan))
+                return 1;
+    return 0;
+}
+
 lkv_status lkv_schedule(lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n_seqs,
                         int32_t first_layer, lkv_due due)
 {

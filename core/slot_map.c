@@ -164,8 +164,9 @@ static int32_t free_slot(const lkv_slot_map *m, size_t r, int32_t *from)
     return p;
 }
 
-/* Marks the table entries the placement would need and the pool lacks;
- * returns how many. Rows have room (checked). */
+/* Marks the table entries the placement would put a token in that hold no
+ * block yet; returns how many blocks it needs from the pool. The rows have
+ * room (checked). */
 static int32_t entries_needed(lkv_slot_map *m, int32_t s, int32_t l, int32_t n_tokens)
 {
     const int32_t *table = m->table + (size_t)s * (size_t)m->entries;

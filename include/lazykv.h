@@ -335,6 +335,31 @@ LKV_API const char *lkv_granularity_name(lkv_granularity granularity);
 /* The granularity named `name`; INVALID_ARGUMENT naming the text otherwise. */
 LKV_API lkv_status lkv_granularity_from_name(const char *name, lkv_granularity *out_granularity);
 
+/* When the evictions that a decode step makes due run (the scheduled ones,
+ * after a step's last layer; a prompt's eviction and the early eviction of a
+ * full layer always run inside their call).
+ *   LKV_EVICTION_INLINE      inside the call that ends the step, which
+ *                            returns once they are done
+ *   LKV_EVICTION_BACKGROUND  on the cache's helper thread: the call that
+ *                            ends the step hands them over and returns, so
+ *                            they overlap whatever the caller does next (the
+ *                            LM head, sampling, the next step's projections);
+ *                            every later call on the cache (any that reads or
+ *                            changes its state, destroy included) first waits
+ *                            for them. The decisions, and everything the
+ *                            cache shows, are the inline ones bit for bit.
+ *                            An eviction that fails is reported by the next
+ *                            such call, which then does nothing else. If the
+ *                            thread cannot start, evictions run inline.
+ * On GPU backends the helper issues the same work on the same queue; what
+ * it takes off the caller is the host's part (issue, the select's host
+ * round trips, the waits). lkv_cache_stats' eviction_seconds and
+ * eviction_wait_seconds show the overlap achieved. */
+typedef enum lkv_eviction_timing {
+    LKV_EVICTION_INLINE = 0,
+    LKV_EVICTION_BACKGROUND
+} lkv_eviction_timing;
+
 typedef struct lkv_cache_config {
     int32_t layers;
     int32_t q_heads;
@@ -350,6 +375,7 @@ typedef struct lkv_cache_config {
     lkv_policy_params policy;
     lkv_kv_owner kv_owner;       /* default LKV_KV_OWNED */
     lkv_granularity granularity; /* default LKV_GRANULARITY_HEAD */
+    lkv_eviction_timing eviction; /* default LKV_EVICTION_INLINE */
 } lkv_cache_config;
 
 typedef struct lkv_cache lkv_cache;
@@ -613,6 +639,11 @@ typedef struct lkv_cache_stats {
     int64_t kv_bytes_in_use; /* slots_in_use * 2 * head_dim * sizeof(dtype) */
     int64_t kv_bytes_peak;
     int64_t kv_bytes_reserved; /* capacity of every row: what the device holds */
+    /* Host seconds the scheduled (after-step) evictions took, and how long
+     * callers waited for them: inline, the two are equal; in the background
+     * the difference is the work the caller overlapped. */
+    double eviction_seconds;
+    double eviction_wait_seconds;
 } lkv_cache_stats;
 
 LKV_API lkv_status lkv_cache_get_stats(const lkv_cache *cache, lkv_cache_stats *out_stats);

@@ -10,7 +10,8 @@
 #                  as does a short run that needs the default window rule
 #   deterministic  stories260K, greedy: the same ids on every run and for 1
 #                  or 2 threads, and lazy with a budget it never reaches gives
-#                  the full cache's ids
+#                  the full cache's ids; lazy and h2o evicting give the same
+#                  ids with --eviction background as inline
 #   backends       stories260K, greedy, lazy at 50%, f16 and bf16 K/V: every
 #                  other backend of the registry that opens (as `lazykv
 #                  devices` lists them: cuda, hip, vulkan, opencl)
@@ -188,6 +189,11 @@ deterministic)
   [ "$a" = "$b" ] || fail "two runs differ: '$b'"
   [ "$a" = "$c" ] || fail "2 threads differ from 1: '$c'"
   [ "$a" = "$lazy" ] || fail "lazy without eviction (budget 100%) differs from full: '$lazy'"
+  for p in lazy h2o; do
+    inl=$(ids $base --policy $p --budget 30% --window 8 --eviction inline)
+    bg=$(ids $base --policy $p --budget 30% --window 8 --eviction background)
+    [ -n "$inl" ] && [ "$inl" = "$bg" ] || fail "$p: background eviction gave other ids: '$bg' vs '$inl'"
+  done
   ;;
 backends)
   need_stories

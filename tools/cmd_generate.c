@@ -52,6 +52,9 @@ static const char *const help =
     "  --alpha A           lazy importance threshold\n"
     "  --param KEY=VALUE   any other policy parameter (sinks, recent, interval, ...)\n"
     "  --gqa grouped|expanded  (default grouped)\n"
+    "  --eviction inline|background  when a step's evictions run: inside its last\n"
+    "                      layer's call (default), or on the cache's helper thread,\n"
+    "                      overlapping the LM head and sampling; same tokens\n"
     "  --dtype f32|f16|bf16  K/V storage (default f16)\n"
     "  --backend SPEC      default $LAZYKV_BACKEND, else auto\n\n"
     "output\n"
@@ -148,6 +151,13 @@ static int parse_gqa(void *opts, const char *flag, const char *v)
     return rc;
 }
 
+static int parse_eviction(void *opts, const char *flag, const char *v)
+{
+    int inline_ = 0, rc = parse_choice(flag, v, "background", "inline", &inline_);
+    ((gen_opts *)opts)->cache.eviction = inline_ ? LKV_EVICTION_INLINE : LKV_EVICTION_BACKGROUND;
+    return rc;
+}
+
 static int parse_dtype(void *opts, const char *flag, const char *v)
 {
     return cli_dtype("generate", flag, v, &((gen_opts *)opts)->cache.dtype);
@@ -177,6 +187,7 @@ static const cli_option options[] = {
     {"--alpha", CLI_CALL, 0, 0, 0, parse_named},
     {"--param", CLI_CALL, 0, 0, 0, parse_param},
     {"--gqa", CLI_CALL, 0, 0, 0, parse_gqa},
+    {"--eviction", CLI_CALL, 0, 0, 0, parse_eviction},
     {"--dtype", CLI_CALL, 0, 0, 0, parse_dtype},
     {"--backend", CLI_TEXT, AT(backend), 0, 0, NULL},
     {"--logits-out", CLI_TEXT, AT(logits_out), 0, 0, NULL},
@@ -485,6 +496,13 @@ static void report_memory(const gen_run *r, const lkv_cache_config *cfg)
         fprintf(f, "           (expanded GQA keeps %d cache heads per layer where the model has "
                    "%d KV heads; the full cache counts %d)\n",
                 (int)heads, (int)cfg->kv_heads, (int)cfg->kv_heads);
+    if (s.evictions > 0)
+        fprintf(f, "eviction   %s: after-step evictions took %.1f ms, the decode steps waited "
+                   "%.1f ms for them (%.0f%% overlapped)\n",
+                cfg->eviction == LKV_EVICTION_BACKGROUND ? "background" : "inline",
+                1e3 * s.eviction_seconds, 1e3 * s.eviction_wait_seconds,
+                s.eviction_seconds > 0.0
+                    ? 100.0 * (1.0 - s.eviction_wait_seconds / s.eviction_seconds) : 0.0);
 }
 
 static void report(const gen_opts *o, const gen_run *r)

@@ -56,6 +56,7 @@ typedef struct gen_cache_spec {
     int n_params;
     lkv_dtype dtype;
     lkv_gqa_mode gqa;
+    lkv_eviction_timing eviction;
 } gen_cache_spec;
 
 /* The policy name and parameters alone, before the model is loaded. */
