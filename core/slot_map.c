@@ -22,7 +22,10 @@ struct lkv_slot_map {
     int32_t *cells;    /* [sequences][entries] live cells over the sequence's rows */
     int32_t *sim;      /* [sequences][entries] cells as a checked call would leave them */
     uint8_t *marks;    /* [rows]: rows an apply names; [entries] also a place's new entries */
-    uint8_t *in_pool;  /* [n_blocks] */
+    int32_t *refs;     /* [n_blocks] table entries holding the block; 0: in the pool */
+    int32_t *block_sim; /* [n_blocks] refs as a checked call would leave them */
+    int32_t *copies;   /* [entries][2] the last place's copy-on-write (from, to) */
+    int32_t n_copies;
     int32_t pool_free, pool_low;
     lkv_slot_map_stats stats;
 };
@@ -80,15 +83,16 @@ lkv_status lkv_slot_map_create(const lkv_slot_map_config *config, lkv_slot_map *
     m->cells = calloc(tab, sizeof(int32_t));
     m->sim = malloc(tab * sizeof(int32_t));
     m->marks = calloc(nm, 1);
-    m->in_pool = malloc((size_t)config->n_blocks);
+    m->refs = calloc((size_t)config->n_blocks, sizeof(int32_t));
+    m->block_sim = malloc((size_t)config->n_blocks * sizeof(int32_t));
+    m->copies = malloc((size_t)m->entries * 2 * sizeof(int32_t));
     if (!m->logical || !m->live || !m->n || !m->low || !m->high || !m->table || !m->cells ||
-        !m->sim || !m->marks || !m->in_pool) {
+        !m->sim || !m->marks || !m->refs || !m->block_sim || !m->copies) {
         lkv_slot_map_destroy(m);
         return lkv_fail(LKV_OUT_OF_MEMORY, "lkv_slot_map_create: out of host memory for %zu "
                         "rows of %d slots", rows, config->capacity);
     }
     memset(m->table, 0xff, tab * sizeof(int32_t));
-    memset(m->in_pool, 1, (size_t)config->n_blocks);
     m->pool_free = config->n_blocks;
     *out_map = m;
     return LKV_OK;
@@ -107,16 +111,18 @@ void lkv_slot_map_destroy(lkv_slot_map *m)
     free(m->cells);
     free(m->sim);
     free(m->marks);
-    free(m->in_pool);
+    free(m->refs);
+    free(m->block_sim);
+    free(m->copies);
     free(m);
 }
 
 static int32_t pool_take(lkv_slot_map *m)
 {
-    while (!m->in_pool[m->pool_low])
+    while (m->refs[m->pool_low])
         m->pool_low++;
     int32_t b = m->pool_low;
-    m->in_pool[b] = 0;
+    m->refs[b] = 1;
     m->pool_free--;
     m->stats.blocks_in_use++;
     if (m->stats.blocks_in_use > m->stats.blocks_peak)
@@ -124,9 +130,11 @@ static int32_t pool_take(lkv_slot_map *m)
     return b;
 }
 
-static void pool_give(lkv_slot_map *m, int32_t b)
+/* Drops one table entry's hold on block b; the last returns it. */
+static void pool_release(lkv_slot_map *m, int32_t b)
 {
-    m->in_pool[b] = 1;
+    if (--m->refs[b] > 0)
+        return;
     m->pool_free++;
     m->pool_low = b < m->pool_low ? b : m->pool_low;
     m->stats.blocks_in_use--;
@@ -165,8 +173,8 @@ static int32_t free_slot(const lkv_slot_map *m, size_t r, int32_t *from)
 }
 
 /* Marks the table entries the placement would put a token in that hold no
- * block yet; returns how many blocks it needs from the pool. The rows have
- * room (checked). */
+ * block yet or share theirs with a fork (copy on write); returns how many
+ * blocks it needs from the pool. The rows have room (checked). */
 static int32_t entries_needed(lkv_slot_map *m, int32_t s, int32_t l, int32_t n_tokens)
 {
     const int32_t *table = m->table + (size_t)s * (size_t)m->entries;
@@ -176,7 +184,7 @@ static int32_t entries_needed(lkv_slot_map *m, int32_t s, int32_t l, int32_t n_t
         int32_t from = m->low[r];
         for (int32_t i = 0; i < n_tokens; i++) {
             int32_t e = free_slot(m, r, &from) / m->cfg.block_size;
-            if (table[e] < 0 && !m->marks[e]) {
+            if ((table[e] < 0 || m->refs[table[e]] > 1) && !m->marks[e]) {
                 m->marks[e] = 1;
                 need++;
             }
@@ -224,9 +232,17 @@ lkv_status lkv_slot_map_place(lkv_slot_map *m, int32_t s, int32_t l, int32_t n_t
     }
     int32_t need = entries_needed(m, s, l, n_tokens), ok = need <= m->pool_free;
     int32_t *table = m->table + (size_t)s * (size_t)m->entries;
+    m->n_copies = 0;
     for (int32_t e = 0; e < m->entries; e++) {
-        if (m->marks[e] && ok)
+        if (m->marks[e] && ok) {
+            int32_t from = table[e];
             table[e] = pool_take(m);
+            if (from >= 0) { /* shared with a fork: this sequence gets a copy */
+                pool_release(m, from);
+                m->copies[2 * m->n_copies] = from;
+                m->copies[2 * m->n_copies++ + 1] = table[e];
+            }
+        }
         m->marks[e] = 0;
     }
     if (!ok)
@@ -297,14 +313,18 @@ static void evict(lkv_slot_map *m, int32_t s, int32_t p, size_t *row)
     m->stats.cells_live--;
 }
 
-/* Entries of `counts` that hold a block and no live cell: the blocks a call
- * frees. Listed (when out) in sequence then entry order. */
-static int32_t list_empty(const lkv_slot_map *m, const int32_t *counts, int32_t *out)
+/* The blocks a call frees: entries of `counts` that hold a block and no
+ * live cell drop their hold, and a block whose last hold goes is freed.
+ * Listed (when out) in sequence then entry order of the last hold. */
+static int32_t count_freed(lkv_slot_map *m, const int32_t *counts, int32_t *out)
 {
-    int32_t n = 0;
     size_t tab = (size_t)m->cfg.sequences * (size_t)m->entries;
     for (size_t e = 0; e < tab; e++)
-        if (m->table[e] >= 0 && counts[e] == 0) {
+        if (m->table[e] >= 0 && counts[e] == 0)
+            m->block_sim[m->table[e]] = m->refs[m->table[e]];
+    int32_t n = 0;
+    for (size_t e = 0; e < tab; e++)
+        if (m->table[e] >= 0 && counts[e] == 0 && --m->block_sim[m->table[e]] == 0) {
             if (out)
                 out[n] = m->table[e];
             n++;
@@ -317,7 +337,7 @@ static void free_empty(lkv_slot_map *m)
     size_t tab = (size_t)m->cfg.sequences * (size_t)m->entries;
     for (size_t e = 0; e < tab; e++)
         if (m->table[e] >= 0 && m->cells[e] == 0) {
-            pool_give(m, m->table[e]);
+            pool_release(m, m->table[e]);
             m->table[e] = -1;
         }
 }
@@ -358,7 +378,7 @@ lkv_status lkv_slot_map_apply(lkv_slot_map *m, const lkv_eviction_plan *plan, in
     memcpy(m->sim, m->cells, tab * sizeof(int32_t));
     for (int32_t i = 0; i < plan->n_rows; i++)
         each_evicted(m, &plan->rows[i], sim_evict, NULL);
-    int32_t n_freed = list_empty(m, m->sim, NULL);
+    int32_t n_freed = count_freed(m, m->sim, NULL);
     if ((st = check_room(n_freed, out_freed, freed_cap, "lkv_slot_map_apply")) != LKV_OK)
         return st;
     for (int32_t i = 0; i < plan->n_rows; i++) {
@@ -370,7 +390,7 @@ lkv_status lkv_slot_map_apply(lkv_slot_map *m, const lkv_eviction_plan *plan, in
             logical[j] = logical[r->kept[j]];
         m->n[row] = r->n_kept;
     }
-    list_empty(m, m->cells, out_freed);
+    count_freed(m, m->cells, out_freed);
     free_empty(m);
     if (out_n_freed)
         *out_n_freed = n_freed;
@@ -384,10 +404,11 @@ lkv_status lkv_slot_map_remove(lkv_slot_map *m, int32_t s, int32_t *out_freed, i
     lkv_status st = check_sequence(m, s, "lkv_slot_map_remove");
     if (st != LKV_OK)
         return st;
+    size_t tab = (size_t)m->cfg.sequences * (size_t)m->entries;
     int32_t *cells = m->cells + (size_t)s * (size_t)m->entries;
-    int32_t n_freed = 0;
-    for (int32_t e = 0; e < m->entries; e++)
-        n_freed += m->table[(size_t)s * (size_t)m->entries + (size_t)e] >= 0;
+    memcpy(m->sim, m->cells, tab * sizeof(int32_t));
+    memset(m->sim + (size_t)s * (size_t)m->entries, 0, (size_t)m->entries * sizeof(int32_t));
+    int32_t n_freed = count_freed(m, m->sim, NULL); /* a block a fork shares stays */
     if ((st = check_room(n_freed, out_freed, freed_cap, "lkv_slot_map_remove")) != LKV_OK)
         return st;
     size_t first = row_of(m, s, 0, 0), rows = (size_t)m->cfg.layers * (size_t)m->cfg.heads;
@@ -397,7 +418,7 @@ lkv_status lkv_slot_map_remove(lkv_slot_map *m, int32_t s, int32_t *out_freed, i
     }
     memset(m->live + first * (size_t)m->cfg.capacity, 0, rows * (size_t)m->cfg.capacity);
     memset(cells, 0, (size_t)m->entries * sizeof(int32_t));
-    list_empty(m, m->cells, out_freed); /* only this sequence's entries are empty and held */
+    count_freed(m, m->cells, out_freed); /* only this sequence's entries are empty and held */
     free_empty(m);
     if (out_n_freed)
         *out_n_freed = n_freed;
@@ -443,5 +464,51 @@ lkv_status lkv_slot_map_get_stats(const lkv_slot_map *m, lkv_slot_map_stats *out
     *out_stats = m->stats;
     out_stats->cells_held = (int64_t)m->stats.blocks_in_use * m->cfg.block_size *
                             m->cfg.layers * m->cfg.heads;
+    return LKV_OK;
+}
+
+lkv_status lkv_slot_map_fork(lkv_slot_map *m, int32_t src, int32_t dst)
+{
+    lkv_clear_error();
+    lkv_status st = check_sequence(m, src, "lkv_slot_map_fork");
+    if (st == LKV_OK)
+        st = check_sequence(m, dst, "lkv_slot_map_fork");
+    if (st != LKV_OK)
+        return st;
+    size_t rows = (size_t)m->cfg.layers * (size_t)m->cfg.heads, cap = (size_t)m->cfg.capacity;
+    size_t fs = row_of(m, src, 0, 0), fd = row_of(m, dst, 0, 0), e = (size_t)m->entries;
+    int held = 0;
+    for (size_t r = fd; r < fd + rows; r++)
+        held |= m->n[r] > 0;
+    for (size_t i = 0; i < e; i++)
+        held |= m->table[(size_t)dst * e + i] >= 0;
+    if (src == dst || held)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        src == dst ? "lkv_slot_map_fork: sequence %d onto itself"
+                                   : "lkv_slot_map_fork: sequence %d holds slots: remove it first",
+                        dst);
+    memcpy(m->logical + fd * cap, m->logical + fs * cap, rows * cap * sizeof(int32_t));
+    memcpy(m->live + fd * cap, m->live + fs * cap, rows * cap);
+    memcpy(m->n + fd, m->n + fs, rows * sizeof(int32_t));
+    memcpy(m->low + fd, m->low + fs, rows * sizeof(int32_t));
+    memcpy(m->high + fd, m->high + fs, rows * sizeof(int32_t));
+    memcpy(m->cells + (size_t)dst * e, m->cells + (size_t)src * e, e * sizeof(int32_t));
+    memcpy(m->table + (size_t)dst * e, m->table + (size_t)src * e, e * sizeof(int32_t));
+    for (size_t i = 0; i < e; i++)
+        if (m->table[(size_t)dst * e + i] >= 0)
+            m->refs[m->table[(size_t)dst * e + i]]++;
+    for (size_t r = fd; r < fd + rows; r++)
+        m->stats.cells_live += m->n[r];
+    return LKV_OK;
+}
+
+lkv_status lkv_slot_map_copies(const lkv_slot_map *m, const int32_t **out_pairs, int32_t *out_n)
+{
+    lkv_clear_error();
+    if (!m || !out_pairs || !out_n)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_slot_map_copies: %s is NULL",
+                        !m ? "map" : !out_pairs ? "out_pairs" : "out_n");
+    *out_pairs = m->copies;
+    *out_n = m->n_copies;
     return LKV_OK;
 }

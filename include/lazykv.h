@@ -880,7 +880,8 @@ typedef struct lkv_slot_map_config {
 
 /* Counters for fragmentation: a held block holds block_size slots of every
  * layer and head of its sequence (cells); live cells hold a token, the rest
- * are holes or not yet filled. */
+ * are holes or not yet filled. A block forked sequences share counts once in
+ * cells_held and once per sequence in cells_live. */
 typedef struct lkv_slot_map_stats {
     int32_t blocks_in_use;
     int32_t blocks_peak;
@@ -907,8 +908,9 @@ LKV_API lkv_status lkv_slot_map_place(lkv_slot_map *map, int32_t sequence, int32
                                       int32_t n_tokens, int32_t *out_slots);
 
 /* Applies an eviction plan as holes: row r's logical slot j becomes its
- * logical slot kept[j] before; the other slots become holes. A block that
- * no row of its sequence uses any more goes back to the pool; its id is
+ * logical slot kept[j] before; the other slots become holes. A sequence
+ * drops a block no row of it uses any more, and a block no sequence holds
+ * (see lkv_slot_map_fork) goes back to the pool; its id is
  * written to out_freed (room for freed_cap; NULL lists none) and counted in
  * *out_n_freed (may be NULL). Every row is checked first (indices, n_before
  * equal to the row's live count, kept ascending and below n_before): a
@@ -936,6 +938,21 @@ LKV_API lkv_status lkv_slot_map_table(const lkv_slot_map *map, int32_t sequence,
 
 LKV_API lkv_status lkv_slot_map_get_stats(const lkv_slot_map *map,
                                           lkv_slot_map_stats *out_stats);
+
+/* Forks sequence src into dst, which must hold nothing: dst gets src's rows
+ * and shares its blocks (lazykv's lkv_cache_fork_sequence alongside). A
+ * shared block is copied on write: the first lkv_slot_map_place of either
+ * sequence into a slot of a shared block gives that sequence a block of its
+ * own from the pool, which lkv_slot_map_copies then lists. A shared block
+ * returns to the pool when the last sequence holding it leaves it. */
+LKV_API lkv_status lkv_slot_map_fork(lkv_slot_map *map, int32_t src, int32_t dst);
+
+/* The copies the last lkv_slot_map_place needs: *out_n (from, to) pairs of
+ * block ids. Before writing the placed tokens, the engine copies block
+ * `from` to block `to` in every layer (all slots and heads); the sequence's
+ * table already names `to`. Owned by the map, valid until its next place. */
+LKV_API lkv_status lkv_slot_map_copies(const lkv_slot_map *map, const int32_t **out_pairs,
+                                       int32_t *out_n);
 
 /* ------------------------------------------------------------------------ */
 /* Trace replay (spec/policies.md, section 4)                               */

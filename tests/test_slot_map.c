@@ -1,7 +1,8 @@
 /* The slot map (hole filling): placements against the rule in lazykv.h,
  * blocks freed when every row leaves them, refusals that change nothing, and
  * a long random run against a model written the plain way (each row a list
- * of physical slots, a block held while any row has a slot in it). */
+ * of physical slots, a block held while any row has a slot in it), forks
+ * sharing blocks and copying on write included. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,12 +202,58 @@ Test(slot_map, a_dry_pool_refuses_and_remove_returns_blocks)
     lkv_slot_map_destroy(m);
 }
 
-/* The plain model: rows as lists, the table recomputed from them. */
+Test(slot_map, a_fork_shares_blocks_and_copies_on_write)
+{
+    lkv_slot_map *m = make(3, 1, 2, 8, 4, 8);
+    int32_t out[16], freed[8], n = -1;
+    TU_OK(lkv_slot_map_place(m, 0, 0, 6, out)); /* blocks 0 and 1, 1 half full */
+    TU_OK(lkv_slot_map_fork(m, 0, 1));
+    cr_expect(entry(m, 1, 0) == 0 && entry(m, 1, 1) == 1, "the fork shares the blocks");
+    lkv_slot_map_stats st;
+    TU_OK(lkv_slot_map_get_stats(m, &st));
+    cr_expect_eq(st.blocks_in_use, 2);
+    cr_expect_eq(st.cells_live, 24);
+    int32_t w[] = {0, 1, 2, 3, 4, 5};
+    expect_row(m, 1, 0, 1, w, 6);
+    /* The fork writes into the shared half-full block: it gets a copy. */
+    TU_OK(lkv_slot_map_place(m, 1, 0, 1, out));
+    const int32_t *pairs;
+    int32_t n_pairs = -1;
+    TU_OK(lkv_slot_map_copies(m, &pairs, &n_pairs));
+    cr_assert_eq(n_pairs, 1);
+    cr_expect(pairs[0] == 1 && pairs[1] == 2, "copy %d -> %d", pairs[0], pairs[1]);
+    cr_expect(entry(m, 1, 1) == 2 && entry(m, 0, 1) == 1 && entry(m, 1, 0) == 0,
+              "only the writer's entry moves");
+    /* The source writes into its block, no longer shared: no copy. */
+    TU_OK(lkv_slot_map_place(m, 0, 0, 1, out));
+    TU_OK(lkv_slot_map_copies(m, &pairs, &n_pairs));
+    cr_expect_eq(n_pairs, 0);
+    /* Removing the source frees its own block 1, not the shared block 0. */
+    TU_OK(lkv_slot_map_remove(m, 0, freed, 8, &n));
+    cr_assert_eq(n, 1);
+    cr_expect_eq(freed[0], 1);
+    TU_OK(lkv_slot_map_get_stats(m, &st));
+    cr_expect_eq(st.blocks_in_use, 2);
+    /* The fork evicts everything in block 0: now it frees. */
+    int32_t k[] = {4, 5, 6};
+    lkv_plan_row rows[] = {{1, 0, 0, 7, 3, 0, k}, {1, 0, 1, 7, 3, 0, k}};
+    lkv_eviction_plan plan = {2, rows};
+    TU_OK(lkv_slot_map_apply(m, &plan, freed, 8, &n));
+    cr_assert_eq(n, 1);
+    cr_expect_eq(freed[0], 0);
+    REFUSED(m, lkv_slot_map_fork(m, 1, 1), LKV_INVALID_ARGUMENT, "onto itself");
+    REFUSED(m, lkv_slot_map_fork(m, 2, 1), LKV_INVALID_ARGUMENT, "remove it first");
+    lkv_slot_map_destroy(m);
+}
+
+/* The plain model: rows as lists; a block is free when no table entry
+ * names it, and a sequence's entry is dropped when none of its rows has a
+ * slot there; a placement into an entry another sequence shares takes a
+ * block of its own. */
 enum { MS = 2, ML = 2, MH = 3, MC = 24, MB = 4, MP = 10, ME = MC / MB };
 typedef struct model {
     int32_t slots[MS][ML][MH][MC], n[MS][ML][MH];
     int32_t table[MS][ME];
-    int pool[MP];
 } model;
 
 static int held(const model *d, int32_t s, int32_t e)
@@ -219,8 +266,18 @@ static int held(const model *d, int32_t s, int32_t e)
     return 0;
 }
 
+static int32_t refs(const model *d, int32_t b)
+{
+    int32_t n = 0;
+    for (int32_t s = 0; s < MS; s++)
+        for (int32_t e = 0; e < ME; e++)
+            n += d->table[s][e] == b;
+    return n;
+}
+
 static void model_place(model *d, int32_t s, int32_t l, int32_t k)
 {
+    int touched[ME] = {0};
     for (int32_t h = 0; h < MH; h++)
         for (int32_t i = 0; i < k; i++) {
             int32_t p = 0;
@@ -230,13 +287,13 @@ static void model_place(model *d, int32_t s, int32_t l, int32_t k)
                     used |= d->slots[s][l][h][j] == p;
             }
             d->slots[s][l][h][d->n[s][l][h]++] = p;
+            touched[p / MB] = 1;
         }
     for (int32_t e = 0; e < ME; e++)
-        if (d->table[s][e] < 0 && held(d, s, e)) {
+        if (touched[e] && (d->table[s][e] < 0 || refs(d, d->table[s][e]) > 1)) {
             int32_t b = 0;
-            while (!d->pool[b])
+            while (refs(d, b))
                 b++;
-            d->pool[b] = 0;
             d->table[s][e] = b;
         }
 }
@@ -253,10 +310,15 @@ static void model_free(model *d)
 {
     for (int32_t s = 0; s < MS; s++)
         for (int32_t e = 0; e < ME; e++)
-            if (d->table[s][e] >= 0 && !held(d, s, e)) {
-                d->pool[d->table[s][e]] = 1;
+            if (d->table[s][e] >= 0 && !held(d, s, e))
                 d->table[s][e] = -1;
-            }
+}
+
+static void model_fork(model *d, int32_t src, int32_t dst)
+{
+    memcpy(d->slots[dst], d->slots[src], sizeof d->slots[src]);
+    memcpy(d->n[dst], d->n[src], sizeof d->n[src]);
+    memcpy(d->table[dst], d->table[src], sizeof d->table[src]);
 }
 
 static void same_as_model(lkv_slot_map *m, const model *d, int32_t step)
@@ -283,13 +345,19 @@ Test(slot_map, a_random_run_matches_the_plain_model)
     model d;
     memset(&d, 0, sizeof d);
     memset(d.table, 0xff, sizeof d.table);
-    for (int32_t b = 0; b < MP; b++)
-        d.pool[b] = 1;
     uint32_t rng = 12345;
-    int32_t out[MC * MH], kept[MS * ML * MH][MC], freed[MP], n_freed;
+    int32_t out[MC * MH], kept[MS * ML * MH][MC], freed[MP], n_freed, forks = 0;
     lkv_plan_row rows[MS * ML * MH];
     for (int32_t step = 0; step < 400; step++) {
         int32_t s = (int32_t)(step % MS);
+        if (step % 37 == 36) { /* the other sequence ends; this one forks into it */
+            TU_OK(lkv_slot_map_remove(m, 1 - s, NULL, 0, NULL));
+            memset(d.n[1 - s], 0, sizeof d.n[1 - s]);
+            memset(d.table[1 - s], 0xff, sizeof d.table[1 - s]);
+            TU_OK(lkv_slot_map_fork(m, s, 1 - s));
+            model_fork(&d, s, 1 - s);
+            forks++;
+        }
         for (int32_t l = 0; l < ML; l++) {
             int32_t k = 1 + (int32_t)(step % 3);
             lkv_status st = lkv_slot_map_place(m, s, l, k, out);
@@ -317,23 +385,24 @@ Test(slot_map, a_random_run_matches_the_plain_model)
             }
         lkv_eviction_plan plan = {nr, rows};
         TU_OK(lkv_slot_map_apply(m, &plan, freed, MP, &n_freed));
-        int pool_before[MP];
-        memcpy(pool_before, d.pool, sizeof pool_before);
+        int32_t before[MP];
+        for (int32_t b = 0; b < MP; b++)
+            before[b] = refs(&d, b);
         for (int32_t i = 0; i < nr; i++)
             model_keep(&d, &rows[i]);
         model_free(&d);
         int32_t expect = 0;
         for (int32_t b = 0; b < MP; b++)
-            expect += d.pool[b] && !pool_before[b];
+            expect += before[b] && !refs(&d, b);
         cr_assert_eq(n_freed, expect, "step %d", step);
         for (int32_t i = 0; i < n_freed; i++)
-            cr_assert(d.pool[freed[i]] && !pool_before[freed[i]], "step %d freed %d", step,
-                      freed[i]);
+            cr_assert(before[freed[i]] && !refs(&d, freed[i]), "step %d freed %d", step, freed[i]);
         same_as_model(m, &d, step);
     }
     lkv_slot_map_stats st;
     TU_OK(lkv_slot_map_get_stats(m, &st));
     cr_expect_gt(st.holes_filled, 100, "the run should fill holes: %lld",
                  (long long)st.holes_filled);
+    cr_expect_gt(forks, 8);
     lkv_slot_map_destroy(m);
 }
