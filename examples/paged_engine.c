@@ -17,7 +17,12 @@
  * sequences drift to different steps.
  *
  *   lazykv-paged-engine [--backend SPEC] [--policy NAME] [--gqa grouped|expanded]
- *                       [--granularity head|layer|token] [--steps N]
+ *                       [--granularity head|layer|token] [--steps N] [--holes]
+ *                       [--background]
+ *
+ * --holes applies the plans as holes through lkv_slot_map instead of
+ * compacting; --background gives the engine-owned cache eviction =
+ * LKV_EVICTION_BACKGROUND (the plan is read after the step, which waits).
  *
  * Exit 0: identical; 1: a difference or a failed call; 2: usage; 77: the
  * backend is unavailable here. */
@@ -457,7 +462,7 @@ static int usage(const char *bad)
 {
     fprintf(stderr, "paged-engine: bad argument %s\nusage: lazykv-paged-engine [--backend SPEC] "
             "[--policy NAME] [--gqa grouped|expanded] [--granularity head|layer|token] "
-            "[--steps N] [--holes]\n", bad);
+            "[--steps N] [--holes] [--background]\n", bad);
     return 2;
 }
 
@@ -467,10 +472,10 @@ int main(int argc, char **argv)
     lkv_gqa_mode gqa = LKV_GQA_GROUPED;
     lkv_granularity granularity = LKV_GRANULARITY_HEAD;
     int32_t steps = 100;
-    int holes = 0;
+    int holes = 0, background = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--holes")) {
-            holes = 1;
+        if (!strcmp(argv[i], "--holes") || !strcmp(argv[i], "--background")) {
+            *(!strcmp(argv[i], "--holes") ? &holes : &background) = 1;
             continue;
         }
         if (i + 1 >= argc)
@@ -510,6 +515,7 @@ int main(int argc, char **argv)
     policy_params(&cfg.policy, kind);
     int ok = check(lkv_cache_create(rt_ref, &cfg, &r.owned), "owned cache");
     cfg.kv_owner = LKV_KV_ENGINE;
+    cfg.eviction = background ? LKV_EVICTION_BACKGROUND : LKV_EVICTION_INLINE;
     ok = ok && check(lkv_cache_create(rt, &cfg, &r.planned), "engine-owned cache");
     e->heads = ok ? lkv_cache_heads(r.planned) : 1;
     lkv_slot_map_config map = {SEQS, LAYERS, e->heads, CAP, BS, POOL};
@@ -532,11 +538,12 @@ int main(int argc, char **argv)
     lkv_slot_map_stats ms = {0};
     ok = ok && (!holes || check(lkv_slot_map_get_stats(e->holes, &ms), "map stats"));
     if (ok && check(lkv_cache_get_stats(r.planned, &stats), "stats"))
-        printf("paged-engine: %s on %s, %s, granularity %s, %s: %d steps identical to the owned "
+        printf("paged-engine: %s on %s, %s, granularity %s, %s%s: %d steps identical to the owned "
                "cache; blocks of %d slots: %d in use, peak %d of %d; %lld evictions; %lld head "
                "slots moved; %lld holes filled, %.0f%% of held cells live\n",
                policy, backend, gqa == LKV_GQA_GROUPED ? "grouped" : "expanded",
-               lkv_granularity_name(granularity), holes ? "hole filling" : "compaction", steps,
+               lkv_granularity_name(granularity), holes ? "hole filling" : "compaction",
+               background ? ", background eviction" : "", steps,
                BS, e->in_use, e->peak_blocks, POOL, (long long)stats.evictions,
                (long long)e->moved, (long long)ms.holes_filled,
                holes ? 100.0 * (double)ms.cells_live / (double)(ms.cells_held ? ms.cells_held : 1)

@@ -28,4 +28,12 @@ for mode in compact holes; do
   done
  done
 done
+# Background eviction on the engine-owned cache, both ways of applying.
+for policy in lazy h2o snapkv nacl; do
+  for apply in "" --holes; do
+    "$bin" --backend "$backend" --policy "$policy" --background $apply ||
+      { echo "paged_engine: FAIL $backend $policy background $apply"; exit 1; }
+    runs=$((runs + 1))
+  done
+done
 echo "paged_engine: $runs runs on $backend identical to the owned cache"
