@@ -920,8 +920,8 @@ LKV_API lkv_status lkv_slot_map_apply(lkv_slot_map *map, const lkv_eviction_plan
                                       int32_t *out_n_freed);
 
 /* Empties every row of a sequence (the engine reset or ended it; lazykv's
- * lkv_cache_reset_sequence alongside) and returns its blocks to the pool,
- * listed as lkv_slot_map_apply lists them. */
+ * lkv_cache_reset_sequence alongside) and drops its blocks; those no fork
+ * still holds return to the pool, listed as lkv_slot_map_apply lists them. */
 LKV_API lkv_status lkv_slot_map_remove(lkv_slot_map *map, int32_t sequence, int32_t *out_freed,
                                        int32_t freed_cap, int32_t *out_n_freed);
 
