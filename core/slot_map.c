@@ -353,10 +353,11 @@ static lkv_status check_room(int32_t n, int32_t *out, int32_t cap, const char *c
 static lkv_status check_plan(lkv_slot_map *m, const lkv_eviction_plan *plan)
 {
     lkv_status st = LKV_OK;
-    int32_t i = 0;
-    for (; i < plan->n_rows && st == LKV_OK; i++)
-        st = check_plan_row(m, &plan->rows[i], i);
-    for (int32_t j = 0; j < i; j++) /* unmark what was marked */
+    int32_t marked = 0; /* rows that passed, each marked; a failing row marks nothing */
+    while (marked < plan->n_rows &&
+           (st = check_plan_row(m, &plan->rows[marked], marked)) == LKV_OK)
+        marked++;
+    for (int32_t j = 0; j < marked; j++)
         m->marks[row_of(m, plan->rows[j].sequence, plan->rows[j].layer, plan->rows[j].head)] = 0;
     return st;
 }
