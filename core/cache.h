@@ -236,6 +236,18 @@ lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_i
 lkv_status lkv_core_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
                             const lkv_given *given, const char *call);
 
+/* The engine-owned decode observe after its caller's own checks: the
+ * cache and list checks, the probabilities', then the step. */
+lkv_status lkv_engine_observe(lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io,
+                              const char *call);
+
+/* The cache kind and sequence-list checks every engine call starts with. */
+lkv_status lkv_engine_check(lkv_cache *c, const void *io, int32_t layer, const int32_t *seqs,
+                            int32_t n, const char *call);
+
+/* Whether sequence seq's next decode step at `layer` reads probabilities. */
+int lkv_engine_observes(const lkv_cache *c, int32_t seq, int32_t layer);
+
 /* The placeholder K/V an engine-owned cache's store reads (zeros, one
  * element per token and KV head): the cache's rows keep a one-element f16
  * K/V so that every backend's store and compact serve it unchanged. */

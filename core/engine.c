@@ -175,26 +175,25 @@ static lkv_status check_rows(const float *p, int32_t rows, int32_t stride, int32
     return LKV_OK;
 }
 
-static lkv_status check_probs(const lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io)
+static lkv_status check_probs(const lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io,
+                              const char *call)
 {
     size_t block = (size_t)c->cfg.q_heads * (size_t)(io->stride > 0 ? io->stride : 0);
     for (int32_t i = 0; i < io->n_sequences; i++) {
         int32_t seq = io->sequences[i];
         const lkv_sequence *s = &c->seqs[seq];
-        int32_t n = s->len[layer] + 1, t = layer == 0 ? s->t + 1 : s->t;
-        lkv_observe_kind kind;
-        if (s->len[layer] >= c->cfg.capacity || !lkv_observes_at(c, t, &kind))
-            continue; /* a full layer is refused by decode's own checks */
+        int32_t n = s->len[layer] + 1;
+        if (!lkv_engine_observes(c, seq, layer))
+            continue;
         if (!io->probs)
             return lkv_fail(LKV_INVALID_ARGUMENT,
-                            "lkv_cache_observe_batch: probs is NULL, but policy %s observes "
-                            "sequence %d at step %d",
-                            c->rules->name, seq, t);
+                            "%s: probs is NULL, but policy %s observes sequence %d at step %d",
+                            call, c->rules->name, seq, layer == 0 ? s->t + 1 : s->t);
         if (io->stride < n)
             return lkv_fail(LKV_INVALID_ARGUMENT,
-                            "lkv_cache_observe_batch: stride %d is below sequence %d's %d slots "
-                            "(layer %d, new token included)",
-                            io->stride, seq, n, layer);
+                            "%s: stride %d is below sequence %d's %d slots (layer %d, new token "
+                            "included)",
+                            call, io->stride, seq, n, layer);
         lkv_status st = check_rows(io->probs + (size_t)i * block, c->cfg.q_heads, io->stride, n,
                                    "probs", seq, layer);
         if (st != LKV_OK)
@@ -203,17 +202,13 @@ static lkv_status check_probs(const lkv_cache *c, int32_t layer, const lkv_obser
     return LKV_OK;
 }
 
-lkv_status lkv_cache_observe_batch(lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io)
+lkv_status lkv_engine_observe(lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io,
+                              const char *call)
 {
-    lkv_clear_error();
-    lkv_status joined = lkv_cache_join(c);
-    if (joined != LKV_OK)
-        return joined;
-    const char *call = "lkv_cache_observe_batch";
     lkv_status st = check_engine_batch(c, io, layer, io ? io->sequences : NULL,
                                        io ? io->n_sequences : 0, call);
     if (st == LKV_OK)
-        st = check_probs(c, layer, io);
+        st = check_probs(c, layer, io, call);
     if (st != LKV_OK)
         return st;
     lkv_decode_batch_io b = {
@@ -221,6 +216,28 @@ lkv_status lkv_cache_observe_batch(lkv_cache *c, int32_t layer, const lkv_observ
     };
     lkv_given g = {io->probs, io->stride, 1};
     return lkv_core_decode(c, layer, &b, &g, call);
+}
+
+lkv_status lkv_engine_check(lkv_cache *c, const void *io, int32_t layer, const int32_t *seqs,
+                            int32_t n, const char *call)
+{
+    return check_engine_batch(c, io, layer, seqs, n, call);
+}
+
+int lkv_engine_observes(const lkv_cache *c, int32_t seq, int32_t layer)
+{
+    const lkv_sequence *s = &c->seqs[seq];
+    int32_t t = layer == 0 ? s->t + 1 : s->t;
+    lkv_observe_kind kind;
+    /* a full layer is refused by decode's own checks */
+    return s->len[layer] < c->cfg.capacity && lkv_observes_at(c, t, &kind);
+}
+
+lkv_status lkv_cache_observe_batch(lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io)
+{
+    lkv_clear_error();
+    lkv_status joined = lkv_cache_join(c);
+    return joined != LKV_OK ? joined : lkv_engine_observe(c, layer, io, "lkv_cache_observe_batch");
 }
 
 lkv_status lkv_cache_prompt_voters(const lkv_cache *c, int32_t n_tokens, int32_t *out_first,

@@ -6,50 +6,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "lazykv.h"
-
-static lkv_status check_layout(const lkv_kv_layout *kv)
-{
-    if (!lkv_dtype_name(kv->dtype))
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: dtype %d is not a lkv_dtype",
-                        (int)kv->dtype);
-    if (kv->head_dim < 1 || kv->layers < 1 || kv->heads < 1 || kv->sequences < 1)
-        return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "lkv_plan_apply: head_dim %d, layers %d, heads %d, sequences %d: each "
-                        "must be >= 1",
-                        kv->head_dim, kv->layers, kv->heads, kv->sequences);
-    if (!kv->k_layers || !kv->v_layers)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: %s is NULL",
-                        !kv->k_layers ? "k_layers" : "v_layers");
-    for (int32_t l = 0; l < kv->layers; l++)
-        if (!kv->k_layers[l] || !kv->v_layers[l])
-            return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: %s[%d] is NULL",
-                            !kv->k_layers[l] ? "k_layers" : "v_layers", l);
-    if (kv->block_size < 0)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: block_size %d is negative",
-                        kv->block_size);
-    if (kv->block_size > 0 && (!kv->block_table || kv->max_blocks < 1 || kv->n_blocks < 1))
-        return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "lkv_plan_apply: a paged layout (block_size %d) needs block_table, "
-                        "max_blocks (%d) and n_blocks (%d)",
-                        kv->block_size, kv->max_blocks, kv->n_blocks);
-    return LKV_OK;
-}
-
-/* Byte offset of (s, j) within a layer, or (size_t)-1 for a slot whose
- * block-table entry is missing or out of the pool. */
-static size_t slot_at(const lkv_kv_layout *kv, int32_t s, int32_t j)
-{
-    if (kv->block_size == 0)
-        return (size_t)s * kv->seq_stride + (size_t)j * kv->slot_stride;
-    int32_t bi = j / kv->block_size;
-    if (bi >= kv->max_blocks)
-        return (size_t)-1;
-    int32_t b = kv->block_table[(size_t)s * (size_t)kv->max_blocks + (size_t)bi];
-    if (b < 0 || b >= kv->n_blocks)
-        return (size_t)-1;
-    return (size_t)b * kv->block_stride + (size_t)(j % kv->block_size) * kv->slot_stride;
-}
+#include "kv_layout.h"
 
 static lkv_status check_row(const lkv_plan_row *r, int32_t i, const lkv_kv_layout *kv)
 {
@@ -72,7 +29,7 @@ static lkv_status check_row(const lkv_plan_row *r, int32_t i, const lkv_kv_layou
                             "lkv_plan_apply: row %d kept[%d] = %d: kept slots must ascend, be "
                             "below n_before %d, and equal their index before first_move %d",
                             i, j, src, r->n_before, r->first_move);
-        if (slot_at(kv, r->sequence, src) == (size_t)-1)
+        if (lkv_kv_layout_slot(kv, r->sequence, src, NULL, 0) == (size_t)-1)
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "lkv_plan_apply: row %d: sequence %d slot %d has no block in the "
                             "table (max_blocks %d, n_blocks %d)",
@@ -87,8 +44,8 @@ static void move_row(const lkv_plan_row *r, const lkv_kv_layout *kv)
     size_t head = (size_t)r->head * kv->head_stride;
     unsigned char *k = kv->k_layers[r->layer], *v = kv->v_layers[r->layer];
     for (int32_t j = r->first_move; j < r->n_kept; j++) {
-        size_t dst = slot_at(kv, r->sequence, j) + head;
-        size_t src = slot_at(kv, r->sequence, r->kept[j]) + head;
+        size_t dst = lkv_kv_layout_slot(kv, r->sequence, j, NULL, 0) + head;
+        size_t src = lkv_kv_layout_slot(kv, r->sequence, r->kept[j], NULL, 0) + head;
         memmove(k + dst, k + src, bytes);
         memmove(v + dst, v + src, bytes);
     }
@@ -151,7 +108,7 @@ lkv_status lkv_plan_apply(const lkv_eviction_plan *plan, const lkv_kv_layout *kv
     if (plan->n_rows < 0 || (plan->n_rows > 0 && !plan->rows))
         return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: plan of %d rows without rows",
                         plan->n_rows);
-    lkv_status st = check_layout(kv);
+    lkv_status st = lkv_kv_layout_check(kv, 1, "lkv_plan_apply");
     for (int32_t i = 0; i < plan->n_rows && st == LKV_OK; i++)
         st = check_row(&plan->rows[i], i, kv);
     if (st != LKV_OK)

@@ -456,6 +456,16 @@ lkv_status lkv_slot_map_table(const lkv_slot_map *m, int32_t s, const int32_t **
     return LKV_OK;
 }
 
+lkv_status lkv_slot_map_get_config(const lkv_slot_map *map, lkv_slot_map_config *out_config)
+{
+    lkv_clear_error();
+    if (!map || !out_config)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_slot_map_get_config: %s is NULL",
+                        !map ? "map" : "out_config");
+    *out_config = map->cfg;
+    return LKV_OK;
+}
+
 lkv_status lkv_slot_map_get_stats(const lkv_slot_map *m, lkv_slot_map_stats *out_stats)
 {
     lkv_clear_error();

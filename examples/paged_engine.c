@@ -18,11 +18,13 @@
  *
  *   lazykv-paged-engine [--backend SPEC] [--policy NAME] [--gqa grouped|expanded]
  *                       [--granularity head|layer|token] [--steps N] [--holes]
- *                       [--background]
+ *                       [--background] [--qk]
  *
  * --holes applies the plans as holes through lkv_slot_map instead of
  * compacting; --background gives the engine-owned cache eviction =
- * LKV_EVICTION_BACKGROUND (the plan is read after the step, which waits).
+ * LKV_EVICTION_BACKGROUND (the plan is read after the step, which waits);
+ * --qk hands decode steps the queries, the engine's K and its log-sum-exp
+ * (lkv_cache_observe_batch_qk) instead of the probabilities.
  *
  * Exit 0: identical; 1: a difference or a failed call; 2: usage; 77: the
  * backend is unavailable here. */
@@ -51,6 +53,7 @@ typedef struct engine {
     int32_t peak_blocks, in_use;
     int64_t moved;                   /* slots compaction moved, per head */
     lkv_slot_map *holes;             /* --holes: the map places tokens, nothing moves */
+    int qk;                          /* --qk: decode hands q, K and lse, not probabilities */
     float scale;
 } engine;
 
@@ -159,7 +162,7 @@ static int append(engine *e, int32_t s, int32_t l, const float *k, const float *
  * cache head h, in double, slot by slot: the oracle's order (backends/ref),
  * whichever physical slots hold them. */
 static void attend(engine *e, int32_t s, int32_t l, int32_t h, int32_t n, const float *q,
-                   float *probs, float *out)
+                   float *probs, float *out, float *lse)
 {
     double p[CAP], m = -INFINITY, z = 0.0, acc[D] = {0};
     int32_t at[CAP];
@@ -181,6 +184,8 @@ static void attend(engine *e, int32_t s, int32_t l, int32_t h, int32_t n, const 
         p[i] /= z;
         probs[i] = (float)p[i];
     }
+    if (lse)
+        *lse = (float)(m + log(z));
     for (int32_t i = 0; out && i < n; i++) {
         const float *v = slot_ptr(e, e->v[l], s, at[i], h);
         for (int d = 0; d < D; d++)
@@ -302,6 +307,18 @@ static int apply_plan(engine *e, lkv_cache *plan_cache)
     return 1;
 }
 
+/* Float policy state within rounding: recomputed from an f32 lse, the
+ * probabilities differ from the engine's normalised ones in the last bits. */
+static int close_f(const float *a, const float *b, int32_t n)
+{
+    for (int32_t j = 0; j < n; j++) {
+        double x = a[j], y = b[j], big = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
+        if (!(fabs(x - y) <= 1e-5 * big + 1e-12))
+            return 0;
+    }
+    return 1;
+}
+
 /* Every row holds the owned cache's positions, in lazykv's view and the
  * engine's own; with token granularity all rows of a sequence agree. */
 static int same_positions(engine *e, lkv_cache *owned, lkv_cache *planned,
@@ -322,10 +339,12 @@ static int same_positions(engine *e, lkv_cache *owned, lkv_cache *planned,
                     return 0;
                 /* The policy state too: bit for bit, except a grouped mean
                  * (summed from f32 probabilities here, from double ones in the
-                 * owned cache: lazykv.h, "Engine-owned K/V"). */
-                size_t bytes = sizeof(int32_t) * (size_t)(na < nb ? na : nb);
+                 * owned cache: lazykv.h, "Engine-owned K/V"), and with --qk. */
+                int32_t both = na < nb ? na : nb;
+                size_t bytes = sizeof(int32_t) * (size_t)both;
                 if (memcmp(sa[0], sa[1], bytes) || memcmp(sb[0], sb[1], bytes) ||
-                    (exact_f && memcmp(fa, fb, bytes))) {
+                    (exact_f && !e->qk && memcmp(fa, fb, bytes)) ||
+                    (e->qk && !close_f(fa, fb, both))) {
                     fprintf(stderr, "paged-engine: step %d sequence %d layer %d head %d: policy "
                             "state differs\n", step, s, l, h);
                     return 0;
@@ -382,7 +401,7 @@ static int prefill(run *r)
                 for (int32_t qh = 0; qh < QH; qh++)
                     attend(e, s, l, qh / (QH / e->heads), causal ? a + 1 : n,
                            q + (at + (size_t)a) * QH * D + (size_t)qh * D,
-                           r->probs + (votes * QH + (size_t)qh) * CAP, NULL);
+                           r->probs + (votes * QH + (size_t)qh) * CAP, NULL, NULL);
             at += (size_t)n;
         }
         lkv_prefill_batch_io own = {
@@ -411,7 +430,7 @@ static int decode_step(run *r, int32_t step)
         if (!(s == 2 && step % 5 == 4)) /* sequence 2 sits some steps out */
             seqs[n++] = s;
     float q[SEQS][QH * D], k[SEQS][KVH * D], v[SEQS][KVH * D];
-    float out_own[SEQS][QH * D], out_mine[SEQS][QH * D];
+    float out_own[SEQS][QH * D], out_mine[SEQS][QH * D], lse[SEQS][QH];
     for (int32_t l = 0; l < LAYERS; l++) {
         for (int32_t i = 0; i < n; i++) {
             int32_t s = seqs[i];
@@ -420,7 +439,8 @@ static int decode_step(run *r, int32_t step)
                 return 0;
             for (int32_t qh = 0; qh < QH; qh++)
                 attend(e, s, l, qh / (QH / e->heads), e->len[s][l], q[i] + qh * D,
-                       r->probs + ((size_t)i * QH + (size_t)qh) * CAP, out_mine[i] + qh * D);
+                       r->probs + ((size_t)i * QH + (size_t)qh) * CAP, out_mine[i] + qh * D,
+                       &lse[i][qh]);
         }
         lkv_decode_batch_io own = {
             .n_sequences = n, .sequences = seqs, .q = &q[0][0], .k = &k[0][0], .v = &v[0][0],
@@ -428,8 +448,13 @@ static int decode_step(run *r, int32_t step)
         };
         lkv_observe_batch_io mine = {.n_sequences = n, .sequences = seqs, .probs = r->probs,
                                      .stride = CAP};
+        lkv_kv_layout kv = layout_of(e);
+        lkv_observe_qk_io qk = {.n_sequences = n, .sequences = seqs, .q = &q[0][0],
+                                .lse = &lse[0][0], .scale = e->scale, .k = &kv, .map = e->holes};
         if (!check(lkv_cache_decode_batch(r->owned, l, &own), "owned decode") ||
-            !check(lkv_cache_observe_batch(r->planned, l, &mine), "observe"))
+            !check(e->qk ? lkv_cache_observe_batch_qk(r->planned, l, &qk)
+                         : lkv_cache_observe_batch(r->planned, l, &mine),
+                   "observe"))
             return 0;
         if (memcmp(out_own, out_mine, sizeof(float) * (size_t)n * QH * D) != 0) {
             fprintf(stderr, "paged-engine: step %d layer %d: attention outputs differ\n", step, l);
@@ -462,7 +487,7 @@ static int usage(const char *bad)
 {
     fprintf(stderr, "paged-engine: bad argument %s\nusage: lazykv-paged-engine [--backend SPEC] "
             "[--policy NAME] [--gqa grouped|expanded] [--granularity head|layer|token] "
-            "[--steps N] [--holes] [--background]\n", bad);
+            "[--steps N] [--holes] [--background] [--qk]\n", bad);
     return 2;
 }
 
@@ -472,10 +497,14 @@ int main(int argc, char **argv)
     lkv_gqa_mode gqa = LKV_GQA_GROUPED;
     lkv_granularity granularity = LKV_GRANULARITY_HEAD;
     int32_t steps = 100;
-    int holes = 0, background = 0;
+    int holes = 0, background = 0, qk = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--holes") || !strcmp(argv[i], "--background")) {
-            *(!strcmp(argv[i], "--holes") ? &holes : &background) = 1;
+        int *flag = !strcmp(argv[i], "--holes")        ? &holes
+                    : !strcmp(argv[i], "--background") ? &background
+                    : !strcmp(argv[i], "--qk")         ? &qk
+                                                       : NULL;
+        if (flag) {
+            *flag = 1;
             continue;
         }
         if (i + 1 >= argc)
@@ -508,6 +537,7 @@ int main(int argc, char **argv)
         return 1;
     run r = {.granularity = granularity};
     engine *e = &r.e;
+    e->qk = qk;
     lkv_cache_config cfg;
     lkv_cache_config_init(&cfg);
     cfg.layers = LAYERS, cfg.q_heads = QH, cfg.kv_heads = KVH, cfg.head_dim = D;
@@ -539,12 +569,12 @@ int main(int argc, char **argv)
     ok = ok && (!holes || check(lkv_slot_map_get_stats(e->holes, &ms), "map stats"));
     if (ok && check(lkv_cache_get_stats(r.planned, &stats), "stats"))
         printf("paged-engine: %s on %s, %s, granularity %s, %s%s: %d steps identical to the owned "
-               "cache; blocks of %d slots: %d in use, peak %d of %d; %lld evictions; %lld head "
+               "cache%s; blocks of %d slots: %d in use, peak %d of %d; %lld evictions; %lld head "
                "slots moved; %lld holes filled, %.0f%% of held cells live\n",
                policy, backend, gqa == LKV_GQA_GROUPED ? "grouped" : "expanded",
                lkv_granularity_name(granularity), holes ? "hole filling" : "compaction",
                background ? ", background eviction" : "", steps,
-               BS, e->in_use, e->peak_blocks, POOL, (long long)stats.evictions,
+               qk ? " (decode probabilities recomputed from q, K and lse)" : "", BS, e->in_use, e->peak_blocks, POOL, (long long)stats.evictions,
                (long long)e->moved, (long long)ms.holes_filled,
                holes ? 100.0 * (double)ms.cells_live / (double)(ms.cells_held ? ms.cells_held : 1)
                      : 100.0 * (double)stats.slots_in_use /

@@ -713,7 +713,11 @@ LKV_API lkv_status lkv_cache_read_slots(const lkv_cache *cache, int32_t sequence
  * policy's peak, or a step on a full layer is OUT_OF_MEMORY and changes
  * nothing. Reset, fork, truncate, stats and read_slots work as on an owned
  * cache (the engine resets, forks or truncates its own K/V alongside).
- * Probabilities are host arrays in this version. */
+ * The engine hands each decode step's attention either as probabilities
+ * (lkv_cache_observe_batch) or as its queries, K and log-sum-exp, from which
+ * lazykv recomputes them (lkv_cache_observe_batch_qk). Both take host
+ * arrays in this version: an engine on a GPU copies the rows (or q and lse,
+ * with K in host-visible memory) back first. */
 
 /* One decode step's attention, host f32, one row per query head:
  *   probs : [n_sequences][q_heads][stride]
@@ -740,6 +744,49 @@ typedef struct lkv_observe_batch_io {
  * changes nothing. */
 LKV_API lkv_status lkv_cache_observe_batch(lkv_cache *cache, int32_t layer,
                                            const lkv_observe_batch_io *io);
+
+/* The same decode step, for an engine whose attention kernel keeps only its
+ * softmax statistics (FlashAttention, FlashInfer and most fused kernels
+ * return the log-sum-exp, not the probabilities). lazykv recomputes query
+ * head h's probability of slot j of sequence i from the engine's own K:
+ *   p = exp(scale * dot(q[i][h], K_j) - lse[i][h])
+ * with the dot product and the exponent in double, as the oracle's attend
+ * computes its logits, then rounded to f32. No second pass over V and no
+ * copy of K: the engine's buffers are read in place.
+ *   q   : [n_sequences][q_heads][head_dim] host f32, the step's queries;
+ *   lse : [n_sequences][q_heads] host f32, the natural log of the softmax
+ *         denominator over slots 0 .. n (the new token included), logits
+ *         scaled by `scale`, i.e. max + log(sum of exp(logit - max));
+ *   k   : the engine's K (lkv_plan_apply's layout; v_layers is not read):
+ *         dtype f32, f16 or bf16, head_dim and heads as the cache's
+ *         (lkv_cache_heads), layers > layer, and a row for every listed
+ *         sequence; query head h reads cache head h * heads / q_heads;
+ *   map : NULL when logical slot j sits at slot j of the layout (compacted
+ *         K/V); otherwise the slot map the engine fills holes with: logical
+ *         slot j of a row sits at lkv_slot_map_row's physical slot j, in the
+ *         block the map's table names (the layout's block_table is then not
+ *         read, but is checked as lkv_plan_apply checks it; its block_size
+ *         must be the map's, and n_blocks bounds the map's block ids).
+ * q and lse may be NULL under a policy that never observes. An lse that
+ * makes some p exceed 1 by more than 1e-5 (relative), or a row of p sum to
+ * more than 1e-3 away from 1, is refused naming it (it is not this step's
+ * denominator, or scale or K are not the ones it came from); between 1 and
+ * 1 + 1e-5, p is 1. The p are not renormalised: they carry the lse's f32
+ * rounding (relative |lse| * 6e-8), as the engine's own would. Then the
+ * call is lkv_cache_observe_batch's with those probabilities: same
+ * decisions, same plan, and a failed check changes nothing. */
+typedef struct lkv_observe_qk_io {
+    int32_t n_sequences;
+    const int32_t *sequences; /* [n_sequences] host array of distinct indices */
+    const float *q;
+    const float *lse;
+    float scale;              /* the logit scale the engine applied, > 0 */
+    const struct lkv_kv_layout *k;
+    const struct lkv_slot_map *map;
+} lkv_observe_qk_io;
+
+LKV_API lkv_status lkv_cache_observe_batch_qk(lkv_cache *cache, int32_t layer,
+                                              const lkv_observe_qk_io *io);
 
 /* Which prompt queries vote (score the prompt) under the cache's policy for a
  * prompt of n_tokens: prompt indices *out_first .. n_tokens-1, query i
@@ -895,6 +942,10 @@ typedef struct lkv_slot_map_stats {
 LKV_API lkv_status lkv_slot_map_create(const lkv_slot_map_config *config,
                                        lkv_slot_map **out_map);
 LKV_API void lkv_slot_map_destroy(lkv_slot_map *map);
+
+/* The configuration the map was created with. */
+LKV_API lkv_status lkv_slot_map_get_config(const lkv_slot_map *map,
+                                           lkv_slot_map_config *out_config);
 
 /* Places the next n_tokens tokens of (sequence, layer) in every cache head:
  * out_slots[i * heads + h] is the physical slot of token i in head h, which

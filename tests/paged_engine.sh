@@ -1,20 +1,24 @@
 #!/bin/sh
 # The paged engine (examples/paged_engine.c) over every policy, GQA mode and
 # granularity on one backend, the plans applied by compaction and as holes
-# (lkv_slot_map): each run must keep exactly what an owned cache on the
-# oracle keeps and compute the same attention. 77 (SKIP) when the backend is unavailable, unless
+# (lkv_slot_map), the decode probabilities handed as they are and recomputed
+# from q, K and lse (--qk): each run must keep exactly what an owned cache on
+# the oracle keeps and compute the same attention. 77 (SKIP) when the backend is unavailable, unless
 # LAZYKV_REQUIRE_BACKENDS names it.
 bin=$1 backend=$2
 runs=0
-for mode in compact holes; do
+for mode in compact holes compact-qk holes-qk; do
+ case $mode in
+   compact) flags= ;;
+   holes) flags=--holes ;;
+   compact-qk) flags=--qk ;;
+   holes-qk) flags="--holes --qk" ;;
+ esac
  for gqa in grouped expanded; do
   for gran in head layer token; do
     for policy in full lazy streaming h2o tova snapkv nacl; do
-      if [ "$mode" = holes ]; then
-        "$bin" --backend "$backend" --policy "$policy" --gqa "$gqa" --granularity "$gran" --holes
-      else
-        "$bin" --backend "$backend" --policy "$policy" --gqa "$gqa" --granularity "$gran"
-      fi
+      # shellcheck disable=SC2086 # flags is a list of options
+      "$bin" --backend "$backend" --policy "$policy" --gqa "$gqa" --granularity "$gran" $flags
       rc=$?
       if [ "$rc" = 77 ]; then
         case ",$LAZYKV_REQUIRE_BACKENDS," in

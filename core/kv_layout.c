@@ -1,0 +1,49 @@
+/* lkv_kv_layout: checks and slot offsets (kv_layout.h). */
+#include "kv_layout.h"
+
+#include "error.h"
+
+lkv_status lkv_kv_layout_check(const lkv_kv_layout *kv, int need_v, const char *call)
+{
+    if (!lkv_dtype_name(kv->dtype))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: dtype %d is not a lkv_dtype", call,
+                        (int)kv->dtype);
+    if (kv->head_dim < 1 || kv->layers < 1 || kv->heads < 1 || kv->sequences < 1)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: head_dim %d, layers %d, heads %d, sequences %d: each must be >= 1",
+                        call, kv->head_dim, kv->layers, kv->heads, kv->sequences);
+    if (!kv->k_layers || (need_v && !kv->v_layers))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL", call,
+                        !kv->k_layers ? "k_layers" : "v_layers");
+    for (int32_t l = 0; l < kv->layers; l++)
+        if (!kv->k_layers[l] || (need_v && !kv->v_layers[l]))
+            return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s[%d] is NULL", call,
+                            !kv->k_layers[l] ? "k_layers" : "v_layers", l);
+    if (kv->block_size < 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: block_size %d is negative", call,
+                        kv->block_size);
+    if (kv->block_size > 0 && (!kv->block_table || kv->max_blocks < 1 || kv->n_blocks < 1))
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: a paged layout (block_size %d) needs block_table, max_blocks (%d) "
+                        "and n_blocks (%d)",
+                        call, kv->block_size, kv->max_blocks, kv->n_blocks);
+    return LKV_OK;
+}
+
+size_t lkv_kv_layout_slot(const lkv_kv_layout *kv, int32_t s, int32_t j, const int32_t *table,
+                          int32_t n_table)
+{
+    if (kv->block_size == 0)
+        return (size_t)s * kv->seq_stride + (size_t)j * kv->slot_stride;
+    if (!table) {
+        table = kv->block_table + (size_t)s * (size_t)kv->max_blocks;
+        n_table = kv->max_blocks;
+    }
+    int32_t bi = j / kv->block_size;
+    if (bi >= n_table)
+        return (size_t)-1;
+    int32_t b = table[bi];
+    if (b < 0 || b >= kv->n_blocks)
+        return (size_t)-1;
+    return (size_t)b * kv->block_stride + (size_t)(j % kv->block_size) * kv->slot_stride;
+}
