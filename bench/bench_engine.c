@@ -7,7 +7,10 @@
  * applied again to the moved data does the same work, so it repeats) or
  * applied as holes to a slot map (re-placed between runs, untimed). Last,
  * the engine's attention over the kept slots, compacted against read through
- * the map: what holes cost every later step.
+ * the map: what holes cost every later step. Then a few observe-only steps
+ * more, handed the queries and the engine's paged K instead of
+ * probabilities (lkv_cache_observe_batch_qk, no lse): what an engine whose
+ * fused attention keeps no probabilities pays.
  *
  * The probabilities are random in [0, 2 alpha): about half the slots are
  * important at each step, so the kept sets scatter across the rows the way
@@ -269,6 +272,50 @@ static lkv_status time_attend(const engine_side *e, int holes, double *out_s, fl
     return st;
 }
 
+/* The engine's paged K as lkv_cache_observe_batch_qk reads it. */
+static lkv_kv_layout k_layout(const engine_side *e, void *const *layers)
+{
+    size_t slot = (size_t)e->heads * (size_t)e->d * sizeof(uint16_t);
+    return (lkv_kv_layout){
+        .dtype = LKV_DTYPE_F16, .head_dim = e->d, .layers = 1, .heads = e->heads,
+        .sequences = e->n, .k_layers = layers, .slot_stride = slot,
+        .head_stride = (size_t)e->d * sizeof(uint16_t), .block_stride = BS * slot,
+        .block_size = BS, .block_table = e->table, .max_blocks = e->blocks_per_seq,
+        .n_blocks = e->n * e->blocks_per_seq};
+}
+
+/* Observe-only steps after the eviction handed q and the engine's K instead
+ * of probabilities (no lse: lazykv normalises), as many as stay short of
+ * the next eviction. */
+static lkv_status time_qk(lkv_cache *c, const engine_side *e, lkv_bench_engine *out)
+{
+    int32_t runs = e->window - 1 < RUNS ? e->window - 1 : RUNS;
+    int32_t *seqs = malloc(sizeof(int32_t) * (size_t)e->n);
+    float *q = malloc(sizeof(float) * (size_t)e->n * (size_t)e->q_heads * (size_t)e->d);
+    if (!seqs || !q) {
+        free(seqs);
+        free(q);
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for the queries");
+    }
+    uint32_t x = 0x51ed270bu;
+    for (size_t i = 0; i < (size_t)e->n * (size_t)e->q_heads * (size_t)e->d; i++)
+        q[i] = (float)(next(&x) >> 8) / 16777216.0f - 0.5f;
+    for (int32_t i = 0; i < e->n; i++)
+        seqs[i] = i;
+    void *layers[1] = {e->k};
+    lkv_kv_layout kv = k_layout(e, layers);
+    lkv_observe_qk_io io = {.n_sequences = e->n, .sequences = seqs, .q = q,
+                            .scale = 1.0f / sqrtf((float)e->d), .k = &kv};
+    lkv_status st = LKV_OK;
+    double t0 = lkv_clock_seconds();
+    for (int32_t r = 0; r < runs && st == LKV_OK; r++)
+        st = lkv_cache_observe_batch_qk(c, 0, &io);
+    out->observe_qk_s = runs > 0 ? (lkv_clock_seconds() - t0) / runs : 0.0;
+    free(seqs);
+    free(q);
+    return st;
+}
+
 static lkv_status apply_both(lkv_cache *c, const lkv_bench_settings *s, int32_t n,
                              lkv_bench_engine *out)
 {
@@ -290,6 +337,8 @@ static lkv_status apply_both(lkv_cache *c, const lkv_bench_settings *s, int32_t 
         st = time_attend(&e, 0, &out->attend_dense_s, &sink);
     if (st == LKV_OK)
         st = time_attend(&e, 1, &out->attend_holes_s, &sink);
+    if (st == LKV_OK)
+        st = time_qk(c, &e, out);
     if (st == LKV_OK && !isfinite(sink))
         st = lkv_fail(LKV_INTERNAL, "the engine's attention gave %g", (double)sink);
     side_close(&e);

@@ -245,6 +245,15 @@ lkv_status lkv_engine_observe(lkv_cache *c, int32_t layer, const lkv_observe_bat
 lkv_status lkv_engine_check(lkv_cache *c, const void *io, int32_t layer, const int32_t *seqs,
                             int32_t n, const char *call);
 
+/* The engine-owned prompt observe after its caller's own checks. */
+lkv_status lkv_engine_prompt(lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io,
+                             const char *call);
+
+/* lkv_engine_check and n_tokens: present, each 1 .. capacity. */
+lkv_status lkv_engine_check_prompt(lkv_cache *c, const void *io, int32_t layer,
+                                   const int32_t *seqs, int32_t n, const int32_t *n_tokens,
+                                   const char *call);
+
 /* Whether sequence seq's next decode step at `layer` reads probabilities. */
 int lkv_engine_observes(const lkv_cache *c, int32_t seq, int32_t layer);
 

@@ -262,7 +262,8 @@ lkv_status lkv_cache_prompt_voters(const lkv_cache *c, int32_t n_tokens, int32_t
     return LKV_OK;
 }
 
-static lkv_status check_votes(const lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io)
+static lkv_status check_votes(const lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io,
+                              const char *call)
 {
     size_t offset = 0, row_block = (size_t)c->cfg.q_heads * (size_t)(io->stride > 0 ? io->stride : 0);
     for (int32_t i = 0; i < io->n_sequences; i++) {
@@ -273,14 +274,13 @@ static lkv_status check_votes(const lkv_cache *c, int32_t layer, const lkv_obser
         if (!io->votes && plan.required)
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "policy %s scores the prompt with its queries' votes: "
-                            "lkv_cache_observe_prompt of sequence %d, layer %d needs votes",
-                            c->rules->name, seq, layer);
+                            "%s of sequence %d, layer %d needs votes",
+                            c->rules->name, call, seq, layer);
         if (!io->votes)
             continue;
         if (io->stride < n)
             return lkv_fail(LKV_INVALID_ARGUMENT,
-                            "lkv_cache_observe_prompt: stride %d is below sequence %d's prompt "
-                            "of %d tokens",
+                            "%s: stride %d is below sequence %d's prompt of %d tokens", call,
                             io->stride, seq, n);
         for (int32_t a = first; a < n; a++, offset += row_block) {
             lkv_status st = check_rows(io->votes + offset, c->cfg.q_heads, io->stride,
@@ -292,19 +292,37 @@ static lkv_status check_votes(const lkv_cache *c, int32_t layer, const lkv_obser
     return LKV_OK;
 }
 
+lkv_status lkv_engine_check_prompt(lkv_cache *c, const void *io, int32_t layer,
+                                   const int32_t *seqs, int32_t n, const int32_t *n_tokens,
+                                   const char *call)
+{
+    lkv_status st = check_engine_batch(c, io, layer, seqs, n, call);
+    if (st == LKV_OK && !n_tokens)
+        st = lkv_fail(LKV_INVALID_ARGUMENT, "%s: n_tokens is NULL", call);
+    for (int32_t i = 0; st == LKV_OK && i < n; i++)
+        if (n_tokens[i] < 1 || n_tokens[i] > c->cfg.capacity)
+            st = lkv_fail(LKV_INVALID_ARGUMENT,
+                          "%s: n_tokens[%d] = %d is out of range: expected 1..%d (capacity)",
+                          call, i, n_tokens[i], c->cfg.capacity);
+    return st;
+}
+
 lkv_status lkv_cache_observe_prompt(lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io)
 {
     lkv_clear_error();
     lkv_status joined = lkv_cache_join(c);
-    if (joined != LKV_OK)
-        return joined;
-    const char *call = "lkv_cache_observe_prompt";
-    lkv_status st = check_engine_batch(c, io, layer, io ? io->sequences : NULL,
-                                       io ? io->n_sequences : 0, call);
-    if (st == LKV_OK && !io->n_tokens)
-        st = lkv_fail(LKV_INVALID_ARGUMENT, "%s: n_tokens is NULL", call);
+    return joined != LKV_OK ? joined
+                            : lkv_engine_prompt(c, layer, io, "lkv_cache_observe_prompt");
+}
+
+lkv_status lkv_engine_prompt(lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io,
+                             const char *call)
+{
+    lkv_status st = lkv_engine_check_prompt(c, io, layer, io ? io->sequences : NULL,
+                                            io ? io->n_sequences : 0, io ? io->n_tokens : NULL,
+                                            call);
     if (st == LKV_OK)
-        st = check_votes(c, layer, io);
+        st = check_votes(c, layer, io, call);
     if (st != LKV_OK)
         return st;
     lkv_prefill_batch_io b = {

@@ -1,11 +1,12 @@
-/* lkv_cache_observe_batch_qk: the probabilities an engine's fused attention
- * did not keep, recomputed from its queries, its K read in place and its
- * log-sum-exp; from there the step is lkv_cache_observe_batch's. The logits
- * are the oracle's (backends/ref attend: a double dot product, times the
- * scale), so only the engine's lse, rounded to f32, separates these
- * probabilities from the ones it would have normalised itself. Host memory,
- * one thread, scratch for one call: nothing of the cache changes until the
- * probabilities all check. */
+/* lkv_cache_observe_batch_qk and lkv_cache_observe_prompt_qk: the
+ * probabilities an engine's fused attention did not keep, recomputed from
+ * its queries, its K read in place and (optionally) its log-sum-exp; from
+ * there each call is its probabilities twin's. The logits are the oracle's
+ * (backends/ref attend: a double dot product, times the scale), so without
+ * an lse the probabilities are the oracle's softmax, and with one only the
+ * engine's lse, rounded to f32, separates them. Host memory, one thread,
+ * scratch for one call: nothing of the cache changes until every
+ * probability checks. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -14,18 +15,26 @@
 #include "error.h"
 #include "kv_layout.h"
 
-static const char *const call = "lkv_cache_observe_batch_qk";
-
 /* How far above 1 an exponent may land before its lse is called wrong: the
  * f32 rounding of a denominator a single slot dominates. */
 static const double lse_slack = 1e-5;
 
-/* How far from 1 a row's probabilities may sum. Every slot the step attends
- * is recomputed, so the sum is free and catches an lse, scale or K view that
- * is not the engine's (an lse off by 1 puts it at e or 1/e) where the bound
+/* How far from 1 a row's probabilities may sum. Every slot the query sees is
+ * recomputed, so the sum is free and catches an lse, scale or K view that is
+ * not the engine's (an lse off by 1 puts it at e or 1/e) where the bound
  * above cannot; 1e-3 leaves room for an engine that rounds q or accumulates
  * its logits in another order. */
 static const double sum_slack = 1e-3;
+
+/* What both calls share: where K is and how the logits were scaled. */
+typedef struct qk_view {
+    const float *q;
+    const float *lse;
+    float scale;
+    const lkv_kv_layout *k;
+    const lkv_slot_map *map;
+    const char *call;
+} qk_view;
 
 /* Where the K of one (sequence, layer, cache head) row is. */
 typedef struct k_row {
@@ -35,110 +44,185 @@ typedef struct k_row {
     int32_t n_table;
 } k_row;
 
-static lkv_status check_map(const lkv_cache *c, const lkv_observe_qk_io *io)
+/* One query's row: which sequence and query head it is, for the messages. */
+typedef struct qk_query {
+    const float *q;
+    const float *lse; /* NULL: normalise here */
+    int32_t seq, qh, n;
+} qk_query;
+
+static lkv_status check_map(const lkv_cache *c, const qk_view *v)
 {
     lkv_slot_map_config m;
-    lkv_status st = lkv_slot_map_get_config(io->map, &m);
+    lkv_status st = lkv_slot_map_get_config(v->map, &m);
     if (st != LKV_OK)
         return st;
     if (m.sequences != c->cfg.sequences || m.layers != c->cfg.layers || m.heads != c->heads ||
-        m.block_size != io->k->block_size)
+        m.block_size != v->k->block_size)
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "%s: the slot map's %d sequences x %d layers x %d heads in blocks of %d "
                         "do not match the cache's %d x %d x %d and the layout's blocks of %d",
-                        call, m.sequences, m.layers, m.heads, m.block_size, c->cfg.sequences,
-                        c->cfg.layers, c->heads, io->k->block_size);
+                        v->call, m.sequences, m.layers, m.heads, m.block_size, c->cfg.sequences,
+                        c->cfg.layers, c->heads, v->k->block_size);
     return LKV_OK;
 }
 
-static lkv_status check_layout(const lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io)
+static lkv_status check_view(const lkv_cache *c, int32_t layer, const qk_view *v)
 {
-    const lkv_kv_layout *kv = io->k;
-    if (!io->q || !io->lse || !kv)
+    const lkv_kv_layout *kv = v->k;
+    if (!v->q || !kv)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL, but policy %s observes this step",
-                        call, !io->q ? "q" : !io->lse ? "lse" : "k", c->rules->name);
-    if (!(io->scale > 0.0f) || !isfinite(io->scale))
-        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: scale %g must be finite and > 0", call,
-                        (double)io->scale);
-    lkv_status st = lkv_kv_layout_check(kv, 0, call);
+                        v->call, !v->q ? "q" : "k", c->rules->name);
+    if (!(v->scale > 0.0f) || !isfinite(v->scale))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: scale %g must be finite and > 0", v->call,
+                        (double)v->scale);
+    lkv_status st = lkv_kv_layout_check(kv, 0, v->call);
     if (st != LKV_OK)
         return st;
     if (kv->head_dim != c->cfg.head_dim || kv->heads != c->heads || kv->layers <= layer)
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "%s: the layout's head_dim %d, heads %d, layers %d do not hold the "
                         "cache's head_dim %d, heads %d and layer %d",
-                        call, kv->head_dim, kv->heads, kv->layers, c->cfg.head_dim, c->heads,
+                        v->call, kv->head_dim, kv->heads, kv->layers, c->cfg.head_dim, c->heads,
                         layer);
-    if (io->map && kv->block_size < 1)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: a slot map needs a paged layout (block_size "
-                        "%d)", call, kv->block_size);
-    return io->map ? check_map(c, io) : LKV_OK;
+    if (v->map && kv->block_size < 1)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: a slot map needs a paged layout (block_size %d)", v->call,
+                        kv->block_size);
+    return v->map ? check_map(c, v) : LKV_OK;
 }
 
-/* Row (seq, head) of the layer as the layout and map place it; its live
- * count must be the n slots the step attends. */
-static lkv_status k_row_of(const lkv_observe_qk_io *io, int32_t layer, int32_t seq, int32_t head,
-                           int32_t n, k_row *out)
+/* Row (seq, head) of the layer as the layout and map place it; a map's row
+ * must hold the `live` slots the call sees. */
+static lkv_status k_row_of(const qk_view *v, int32_t layer, int32_t seq, int32_t head,
+                           int32_t live, k_row *out)
 {
-    const lkv_kv_layout *kv = io->k;
+    const lkv_kv_layout *kv = v->k;
     *out = (k_row){(const unsigned char *)kv->k_layers[layer] + (size_t)head * kv->head_stride,
                    NULL, NULL, 0};
     if (seq >= kv->sequences)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequence %d is outside the layout's %d", call,
-                        seq, kv->sequences);
-    if (!io->map)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequence %d is outside the layout's %d",
+                        v->call, seq, kv->sequences);
+    if (!v->map)
         return LKV_OK;
-    int32_t live = 0;
-    lkv_status st = lkv_slot_map_row(io->map, seq, layer, head, &out->slots, &live);
+    int32_t held = 0;
+    lkv_status st = lkv_slot_map_row(v->map, seq, layer, head, &out->slots, &held);
     if (st == LKV_OK)
-        st = lkv_slot_map_table(io->map, seq, &out->table, &out->n_table);
-    if (st == LKV_OK && live != n)
+        st = lkv_slot_map_table(v->map, seq, &out->table, &out->n_table);
+    if (st == LKV_OK && held != live)
         st = lkv_fail(LKV_INVALID_ARGUMENT,
                       "%s: the slot map's row (sequence %d, layer %d, head %d) holds %d slots; "
-                      "the step attends %d (place the new token first)",
-                      call, seq, layer, head, live, n);
+                      "the call sees %d (place the new tokens first)",
+                      v->call, seq, layer, head, held, live);
     return st;
 }
 
-/* One query head's n probabilities into p. */
-static lkv_status recompute(const lkv_observe_qk_io *io, const k_row *r, const float *q,
-                            float lse, int32_t n, float *p, int32_t seq, int32_t qh)
+/* Logits of one query over logical slots 0 .. n-1 into l. */
+static lkv_status logits(const qk_view *v, const k_row *r, const qk_query *x, double *l)
 {
-    const lkv_kv_layout *kv = io->k;
-    double sum = 0.0;
-    if (!isfinite(lse))
-        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: lse %g of sequence %d query head %d is not "
-                        "finite", call, (double)lse, seq, qh);
-    for (int32_t j = 0; j < n; j++) {
+    const lkv_kv_layout *kv = v->k;
+    for (int32_t j = 0; j < x->n; j++) {
         int32_t slot = r->slots ? r->slots[j] : j;
-        size_t at = lkv_kv_layout_slot(kv, seq, slot, r->table, r->n_table);
+        size_t at = lkv_kv_layout_slot(kv, x->seq, slot, r->table, r->n_table);
         if (at == (size_t)-1)
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "%s: sequence %d slot %d has no block in the table (n_blocks %d)",
-                            call, seq, slot, kv->n_blocks);
+                            v->call, x->seq, slot, kv->n_blocks);
         double dot = 0.0;
         for (int32_t d = 0; d < kv->head_dim; d++)
-            dot += (double)q[d] * lkv_dtype_load(kv->dtype, r->base + at, (size_t)d);
-        double e = exp(dot * (double)io->scale - (double)lse);
+            dot += (double)x->q[d] * lkv_dtype_load(kv->dtype, r->base + at, (size_t)d);
+        l[j] = dot * (double)v->scale;
+    }
+    return LKV_OK;
+}
+
+/* The engine's lse applied: each p checked against 1, the row against a sum
+ * of 1. */
+static lkv_status with_lse(const qk_view *v, const qk_query *x, const double *l, float *p)
+{
+    double lse = (double)*x->lse, sum = 0.0;
+    if (!isfinite(lse))
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: lse %g of sequence %d query head %d is not finite", v->call, lse,
+                        x->seq, x->qh);
+    for (int32_t j = 0; j < x->n; j++) {
+        double e = exp(l[j] - lse);
         if (!(e <= 1.0 + lse_slack))
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "%s: lse %g of sequence %d query head %d is below its slot %d's "
-                            "logit %g: not the step's log-sum-exp",
-                            call, (double)lse, seq, qh, j, dot * (double)io->scale);
+                            "logit %g: not this query's log-sum-exp",
+                            v->call, lse, x->seq, x->qh, j, l[j]);
         p[j] = e > 1.0 ? 1.0f : (float)e;
         sum += e;
     }
     if (!(fabs(sum - 1.0) <= sum_slack))
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "%s: lse %g makes sequence %d query head %d's %d probabilities sum to "
-                        "%g, not 1: not the step's log-sum-exp (or not its scale or K)",
-                        call, (double)lse, seq, qh, n, sum);
+                        "%g, not 1: not this query's log-sum-exp (or not its scale or K)",
+                        v->call, lse, x->seq, x->qh, x->n, sum);
     return LKV_OK;
 }
 
+/* No lse: the oracle's softmax of the logits (max, then the double sum). */
+static lkv_status normalised(const qk_view *v, const qk_query *x, double *l, float *p)
+{
+    double m = -INFINITY, z = 0.0;
+    for (int32_t j = 0; j < x->n; j++)
+        m = l[j] > m ? l[j] : m;
+    if (!isfinite(m))
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: sequence %d query head %d has a logit of %g (q or K not finite)",
+                        v->call, x->seq, x->qh, m);
+    for (int32_t j = 0; j < x->n; j++) {
+        l[j] = exp(l[j] - m);
+        z += l[j];
+    }
+    for (int32_t j = 0; j < x->n; j++)
+        p[j] = (float)(l[j] / z);
+    return LKV_OK;
+}
+
+/* One query's n probabilities into p; l is scratch for n logits. */
+static lkv_status recompute(const qk_view *v, const k_row *r, const qk_query *x, double *l,
+                            float *p)
+{
+    lkv_status st = logits(v, r, x, l);
+    if (st != LKV_OK)
+        return st;
+    return x->lse ? with_lse(v, x, l, p) : normalised(v, x, l, p);
+}
+
+/* Scratch for one call: rows x stride probabilities and stride logits. */
+typedef struct qk_scratch {
+    float *p;
+    double *l;
+} qk_scratch;
+
+static lkv_status scratch_alloc(qk_scratch *s, size_t rows, int32_t stride, const char *call)
+{
+    s->p = malloc(sizeof(float) * rows * (size_t)stride);
+    s->l = malloc(sizeof(double) * (size_t)stride);
+    if (s->p && s->l)
+        return LKV_OK;
+    free(s->p);
+    free(s->l);
+    return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for %zu x %d probabilities",
+                    call, rows, stride);
+}
+
+static void scratch_free(qk_scratch *s)
+{
+    free(s->p);
+    free(s->l);
+}
+
+/* ---- decode ------------------------------------------------------------ */
+
+static const char *const decode_call = "lkv_cache_observe_batch_qk";
+
 /* Every observing sequence's rows into probs [n_sequences][q_heads][stride]. */
-static lkv_status recompute_all(const lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io,
-                                float *probs, int32_t stride)
+static lkv_status decode_rows(const lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io,
+                              const qk_view *v, qk_scratch *s, int32_t stride)
 {
     int32_t qh_n = c->cfg.q_heads, dim = c->cfg.head_dim;
     for (int32_t i = 0; i < io->n_sequences; i++) {
@@ -148,10 +232,10 @@ static lkv_status recompute_all(const lkv_cache *c, int32_t layer, const lkv_obs
         for (int32_t qh = 0; qh < qh_n; qh++) {
             k_row r;
             size_t row = (size_t)i * (size_t)qh_n + (size_t)qh;
-            lkv_status st = k_row_of(io, layer, seq, qh * c->heads / qh_n, n, &r);
+            qk_query x = {io->q + row * (size_t)dim, io->lse ? io->lse + row : NULL, seq, qh, n};
+            lkv_status st = k_row_of(v, layer, seq, qh * c->heads / qh_n, n, &r);
             if (st == LKV_OK)
-                st = recompute(io, &r, io->q + row * (size_t)dim, io->lse[row], n,
-                               probs + row * (size_t)stride, seq, qh);
+                st = recompute(v, &r, &x, s->l, s->p + row * (size_t)stride);
             if (st != LKV_OK)
                 return st;
         }
@@ -160,7 +244,7 @@ static lkv_status recompute_all(const lkv_cache *c, int32_t layer, const lkv_obs
 }
 
 /* The longest row any observing sequence attends; 0 when none observes. */
-static int32_t widest(const lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io)
+static int32_t decode_width(const lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io)
 {
     int32_t w = 0;
     for (int32_t i = 0; i < io->n_sequences; i++) {
@@ -177,25 +261,109 @@ lkv_status lkv_cache_observe_batch_qk(lkv_cache *c, int32_t layer, const lkv_obs
     lkv_status st = lkv_cache_join(c);
     if (st == LKV_OK)
         st = lkv_engine_check(c, io, layer, io ? io->sequences : NULL, io ? io->n_sequences : 0,
-                              call);
+                              decode_call);
     if (st != LKV_OK)
         return st;
-    int32_t stride = widest(c, layer, io);
+    int32_t stride = decode_width(c, layer, io);
     lkv_observe_batch_io b = {io->n_sequences, io->sequences, NULL, stride};
     if (stride == 0)
-        return lkv_engine_observe(c, layer, &b, call);
-    st = check_layout(c, layer, io);
+        return lkv_engine_observe(c, layer, &b, decode_call);
+    qk_view v = {io->q, io->lse, io->scale, io->k, io->map, decode_call};
+    qk_scratch s;
+    st = check_view(c, layer, &v);
+    if (st == LKV_OK)
+        st = scratch_alloc(&s, (size_t)io->n_sequences * (size_t)c->cfg.q_heads, stride,
+                           decode_call);
     if (st != LKV_OK)
         return st;
-    float *probs = malloc(sizeof(float) * (size_t)io->n_sequences * (size_t)c->cfg.q_heads *
-                          (size_t)stride);
-    if (!probs)
-        return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for %d x %d probabilities",
-                        call, io->n_sequences * c->cfg.q_heads, stride);
-    st = recompute_all(c, layer, io, probs, stride);
-    b.probs = probs;
+    st = decode_rows(c, layer, io, &v, &s, stride);
+    b.probs = s.p;
     if (st == LKV_OK)
-        st = lkv_engine_observe(c, layer, &b, call);
-    free(probs);
+        st = lkv_engine_observe(c, layer, &b, decode_call);
+    scratch_free(&s);
+    return st;
+}
+
+/* ---- prompt ------------------------------------------------------------ */
+
+static const char *const prompt_call = "lkv_cache_observe_prompt_qk";
+
+/* The voters of every listed prompt, as lkv_cache_prompt_voters says. */
+typedef struct prompt_votes {
+    int32_t rows;   /* voting queries over all sequences */
+    int32_t stride; /* the longest voting prompt; 0 when none votes */
+} prompt_votes;
+
+static lkv_status count_votes(const lkv_cache *c, const lkv_observe_prompt_qk_io *io,
+                              prompt_votes *out)
+{
+    *out = (prompt_votes){0, 0};
+    for (int32_t i = 0; i < io->n_sequences; i++) {
+        int32_t n = io->n_tokens[i], first = n;
+        lkv_status st = lkv_cache_prompt_voters(c, n, &first, NULL, NULL);
+        if (st != LKV_OK)
+            return st;
+        out->rows += n - first;
+        if (first < n && n > out->stride)
+            out->stride = n;
+    }
+    return LKV_OK;
+}
+
+/* The votes of sequence i's voters into their rows of s->p, from its
+ * queries at packed token `at`. */
+static lkv_status prompt_rows(const lkv_cache *c, int32_t layer, const lkv_observe_prompt_qk_io *io,
+                              const qk_view *v, qk_scratch *s, int32_t stride, int32_t i,
+                              size_t at, size_t *vote)
+{
+    int32_t qh_n = c->cfg.q_heads, dim = c->cfg.head_dim, n = io->n_tokens[i];
+    int32_t seq = io->sequences[i], first = n, causal = 0;
+    lkv_status st = lkv_cache_prompt_voters(c, n, &first, &causal, NULL);
+    for (int32_t a = first; st == LKV_OK && a < n; a++, (*vote)++)
+        for (int32_t qh = 0; st == LKV_OK && qh < qh_n; qh++) {
+            k_row r;
+            size_t token = (at + (size_t)a) * (size_t)qh_n + (size_t)qh;
+            qk_query x = {io->q + token * (size_t)dim, io->lse ? io->lse + token : NULL, seq, qh,
+                          causal ? a + 1 : n};
+            st = k_row_of(v, layer, seq, qh * c->heads / qh_n, n, &r);
+            if (st == LKV_OK)
+                st = recompute(v, &r, &x, s->l,
+                               s->p + (*vote * (size_t)qh_n + (size_t)qh) * (size_t)stride);
+        }
+    return st;
+}
+
+lkv_status lkv_cache_observe_prompt_qk(lkv_cache *c, int32_t layer,
+                                       const lkv_observe_prompt_qk_io *io)
+{
+    lkv_clear_error();
+    lkv_status st = lkv_cache_join(c);
+    if (st == LKV_OK)
+        st = lkv_engine_check_prompt(c, io, layer, io ? io->sequences : NULL,
+                                     io ? io->n_sequences : 0, io ? io->n_tokens : NULL,
+                                     prompt_call);
+    prompt_votes pv;
+    if (st == LKV_OK)
+        st = count_votes(c, io, &pv);
+    if (st != LKV_OK)
+        return st;
+    lkv_observe_prompt_io b = {io->n_sequences, io->sequences, io->n_tokens, io->first_position,
+                               NULL, pv.stride};
+    if (pv.rows == 0)
+        return lkv_engine_prompt(c, layer, &b, prompt_call);
+    qk_view v = {io->q, io->lse, io->scale, io->k, io->map, prompt_call};
+    qk_scratch s;
+    st = check_view(c, layer, &v);
+    if (st == LKV_OK)
+        st = scratch_alloc(&s, (size_t)pv.rows * (size_t)c->cfg.q_heads, pv.stride, prompt_call);
+    if (st != LKV_OK)
+        return st;
+    size_t at = 0, vote = 0;
+    for (int32_t i = 0; st == LKV_OK && i < io->n_sequences; at += (size_t)io->n_tokens[i], i++)
+        st = prompt_rows(c, layer, io, &v, &s, pv.stride, i, at, &vote);
+    b.votes = s.p;
+    if (st == LKV_OK)
+        st = lkv_engine_prompt(c, layer, &b, prompt_call);
+    scratch_free(&s);
     return st;
 }

@@ -23,8 +23,9 @@
  * --holes applies the plans as holes through lkv_slot_map instead of
  * compacting; --background gives the engine-owned cache eviction =
  * LKV_EVICTION_BACKGROUND (the plan is read after the step, which waits);
- * --qk hands decode steps the queries, the engine's K and its log-sum-exp
- * (lkv_cache_observe_batch_qk) instead of the probabilities.
+ * --qk hands prompts and decode steps the queries, the engine's K and its
+ * log-sum-exp (lkv_cache_observe_prompt_qk, lkv_cache_observe_batch_qk)
+ * instead of the probabilities.
  *
  * Exit 0: identical; 1: a difference or a failed call; 2: usage; 77: the
  * backend is unavailable here. */
@@ -385,7 +386,8 @@ static int prefill(run *r)
     float *q = malloc(sizeof(float) * (size_t)total * QH * D);
     float *k = malloc(sizeof(float) * (size_t)total * KVH * D);
     float *v = malloc(sizeof(float) * (size_t)total * KVH * D);
-    int ok = q && k && v;
+    float *lse = calloc((size_t)total * QH, sizeof(float));
+    int ok = q && k && v && lse;
     for (int32_t l = 0; ok && l < LAYERS; l++) {
         size_t at = 0, votes = 0;
         for (int32_t s = 0; s < SEQS; s++)
@@ -401,7 +403,8 @@ static int prefill(run *r)
                 for (int32_t qh = 0; qh < QH; qh++)
                     attend(e, s, l, qh / (QH / e->heads), causal ? a + 1 : n,
                            q + (at + (size_t)a) * QH * D + (size_t)qh * D,
-                           r->probs + (votes * QH + (size_t)qh) * CAP, NULL, NULL);
+                           r->probs + (votes * QH + (size_t)qh) * CAP, NULL,
+                           lse + (at + (size_t)a) * QH + qh);
             at += (size_t)n;
         }
         lkv_prefill_batch_io own = {
@@ -411,9 +414,19 @@ static int prefill(run *r)
             .n_sequences = SEQS, .sequences = seqs, .n_tokens = prompt_len,
             .votes = votes ? r->probs : NULL, .stride = CAP,
         };
+        /* Each voter's lse over the slots it sees (nacl's proxies: the whole
+         * prompt), as the engine's attention of those rows computed it. */
+        lkv_kv_layout kv = layout_of(e);
+        lkv_observe_prompt_qk_io qk = {
+            .n_sequences = SEQS, .sequences = seqs, .n_tokens = prompt_len, .q = q,
+            .lse = lse, .scale = e->scale, .k = &kv, .map = e->holes,
+        };
         ok = ok && check(lkv_cache_prefill_batch(r->owned, l, &own), "owned prefill") &&
-             check(lkv_cache_observe_prompt(r->planned, l, &mine), "observe prompt");
+             check(e->qk ? lkv_cache_observe_prompt_qk(r->planned, l, &qk)
+                         : lkv_cache_observe_prompt(r->planned, l, &mine),
+                   "observe prompt");
     }
+    free(lse);
     for (int32_t s = 0; s < SEQS; s++)
         e->next_pos[s] = prompt_len[s];
     free(q);
@@ -574,7 +587,7 @@ int main(int argc, char **argv)
                policy, backend, gqa == LKV_GQA_GROUPED ? "grouped" : "expanded",
                lkv_granularity_name(granularity), holes ? "hole filling" : "compaction",
                background ? ", background eviction" : "", steps,
-               qk ? " (decode probabilities recomputed from q, K and lse)" : "", BS, e->in_use, e->peak_blocks, POOL, (long long)stats.evictions,
+               qk ? " (probabilities recomputed from q, K and lse)" : "", BS, e->in_use, e->peak_blocks, POOL, (long long)stats.evictions,
                (long long)e->moved, (long long)ms.holes_filled,
                holes ? 100.0 * (double)ms.cells_live / (double)(ms.cells_held ? ms.cells_held : 1)
                      : 100.0 * (double)stats.slots_in_use /

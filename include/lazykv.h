@@ -756,7 +756,9 @@ LKV_API lkv_status lkv_cache_observe_batch(lkv_cache *cache, int32_t layer,
  *   q   : [n_sequences][q_heads][head_dim] host f32, the step's queries;
  *   lse : [n_sequences][q_heads] host f32, the natural log of the softmax
  *         denominator over slots 0 .. n (the new token included), logits
- *         scaled by `scale`, i.e. max + log(sum of exp(logit - max));
+ *         scaled by `scale`, i.e. max + log(sum of exp(logit - max)); or
+ *         NULL: lazykv normalises the logits itself (max and sum in double,
+ *         the oracle's softmax: one more pass over the n logits it holds);
  *   k   : the engine's K (lkv_plan_apply's layout; v_layers is not read):
  *         dtype f32, f16 or bf16, head_dim and heads as the cache's
  *         (lkv_cache_heads), layers > layer, and a row for every listed
@@ -767,7 +769,7 @@ LKV_API lkv_status lkv_cache_observe_batch(lkv_cache *cache, int32_t layer,
  *         block the map's table names (the layout's block_table is then not
  *         read, but is checked as lkv_plan_apply checks it; its block_size
  *         must be the map's, and n_blocks bounds the map's block ids).
- * q and lse may be NULL under a policy that never observes. An lse that
+ * q may be NULL under a policy that never observes. An lse that
  * makes some p exceed 1 by more than 1e-5 (relative), or a row of p sum to
  * more than 1e-3 away from 1, is refused naming it (it is not this step's
  * denominator, or scale or K are not the ones it came from); between 1 and
@@ -787,6 +789,41 @@ typedef struct lkv_observe_qk_io {
 
 LKV_API lkv_status lkv_cache_observe_batch_qk(lkv_cache *cache, int32_t layer,
                                               const lkv_observe_qk_io *io);
+
+/* lkv_cache_observe_prompt for an engine whose prefill attention keeps no
+ * probabilities: the voters' votes recomputed from their queries and the
+ * engine's K, as lkv_cache_observe_batch_qk recomputes a decode step's. The
+ * engine has written the whole prompt's K first (and, with a map, placed
+ * every prompt token: each row holds n_i slots).
+ *   q   : [sum n_i][q_heads][head_dim] host f32, every prompt token's query,
+ *         the sequences one after the other in list order (as
+ *         lkv_cache_prefill_batch takes them); only the voters'
+ *         (lkv_cache_prompt_voters) are read; NULL when no listed sequence
+ *         has voters (full, streaming, lazy);
+ *   lse : [sum n_i][q_heads], the log-sum-exp of each query over the slots
+ *         it votes on: 0 .. a for voter a of a causal policy (a causal
+ *         prefill's own lse), all n_i for nacl, whose proxies see the whole
+ *         prompt (a causal kernel's lse is then wrong and refused: pass
+ *         NULL); or NULL: lazykv normalises. Checked as in
+ *         lkv_cache_observe_batch_qk;
+ *   scale, k, map: as in lkv_cache_observe_batch_qk.
+ * n_tokens and first_position are lkv_cache_observe_prompt's. Same
+ * decisions and plan as lkv_cache_observe_prompt given the votes, and a
+ * failed check changes nothing. */
+typedef struct lkv_observe_prompt_qk_io {
+    int32_t n_sequences;
+    const int32_t *sequences;      /* [n_sequences] host array, distinct */
+    const int32_t *n_tokens;       /* [n_sequences] host array, each >= 1 */
+    const int32_t *first_position; /* [n_sequences] or NULL: 0 for all */
+    const float *q;
+    const float *lse;
+    float scale;
+    const struct lkv_kv_layout *k;
+    const struct lkv_slot_map *map;
+} lkv_observe_prompt_qk_io;
+
+LKV_API lkv_status lkv_cache_observe_prompt_qk(lkv_cache *cache, int32_t layer,
+                                               const lkv_observe_prompt_qk_io *io);
 
 /* Which prompt queries vote (score the prompt) under the cache's policy for a
  * prompt of n_tokens: prompt indices *out_first .. n_tokens-1, query i
