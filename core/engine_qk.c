@@ -117,21 +117,46 @@ static lkv_status k_row_of(const qk_view *v, int32_t layer, int32_t seq, int32_t
     return st;
 }
 
-/* Logits of one query over logical slots 0 .. n-1 into l. */
-static lkv_status logits(const qk_view *v, const k_row *r, const qk_query *x, double *l)
+/* A cache head's query heads (its group) over the same n slots: per
+ * queries head_dim apart, their lse (or NULL) and probability rows. */
+typedef struct qk_group {
+    const float *q;
+    const float *lse;
+    float *p;
+    int32_t per, stride; /* queries; floats from one p row to the next */
+    int32_t seq, qh, n;  /* qh: the first query head, for the messages */
+} qk_group;
+
+/* Scratch for one call: rows x stride probabilities, a group's logits
+ * [per][stride] and one slot's K widened to double. */
+typedef struct qk_scratch {
+    float *p;
+    double *l, *kd;
+} qk_scratch;
+
+/* The group's logits over logical slots 0 .. n-1 into s->l: each slot's K
+ * widened once, then every query's dot product in the oracle's order (d
+ * ascending, in double), so sharing the load changes no bit. */
+static lkv_status logits(const qk_view *v, const k_row *r, const qk_group *g, qk_scratch *s)
 {
     const lkv_kv_layout *kv = v->k;
-    for (int32_t j = 0; j < x->n; j++) {
+    int32_t dim = kv->head_dim;
+    for (int32_t j = 0; j < g->n; j++) {
         int32_t slot = r->slots ? r->slots[j] : j;
-        size_t at = lkv_kv_layout_slot(kv, x->seq, slot, r->table, r->n_table);
+        size_t at = lkv_kv_layout_slot(kv, g->seq, slot, r->table, r->n_table);
         if (at == (size_t)-1)
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "%s: sequence %d slot %d has no block in the table (n_blocks %d)",
-                            v->call, x->seq, slot, kv->n_blocks);
-        double dot = 0.0;
-        for (int32_t d = 0; d < kv->head_dim; d++)
-            dot += (double)x->q[d] * lkv_dtype_load(kv->dtype, r->base + at, (size_t)d);
-        l[j] = dot * (double)v->scale;
+                            v->call, g->seq, slot, kv->n_blocks);
+        for (int32_t d = 0; d < dim; d++)
+            s->kd[d] = lkv_dtype_load(kv->dtype, r->base + at, (size_t)d);
+        for (int32_t q = 0; q < g->per; q++) {
+            const float *x = g->q + (size_t)q * (size_t)dim;
+            double dot = 0.0;
+            for (int32_t d = 0; d < dim; d++)
+                dot += (double)x[d] * s->kd[d];
+            s->l[(size_t)q * (size_t)g->stride + (size_t)j] = dot * (double)v->scale;
+        }
     }
     return LKV_OK;
 }
@@ -182,30 +207,32 @@ static lkv_status normalised(const qk_view *v, const qk_query *x, double *l, flo
     return LKV_OK;
 }
 
-/* One query's n probabilities into p; l is scratch for n logits. */
-static lkv_status recompute(const qk_view *v, const k_row *r, const qk_query *x, double *l,
-                            float *p)
+/* The group's probabilities into its rows. */
+static lkv_status recompute(const qk_view *v, const k_row *r, const qk_group *g, qk_scratch *s)
 {
-    lkv_status st = logits(v, r, x, l);
-    if (st != LKV_OK)
-        return st;
-    return x->lse ? with_lse(v, x, l, p) : normalised(v, x, l, p);
+    lkv_status st = logits(v, r, g, s);
+    for (int32_t q = 0; q < g->per && st == LKV_OK; q++) {
+        qk_query x = {g->q + (size_t)q * (size_t)v->k->head_dim, g->lse ? g->lse + q : NULL,
+                      g->seq, g->qh + q, g->n};
+        double *l = s->l + (size_t)q * (size_t)g->stride;
+        float *p = g->p + (size_t)q * (size_t)g->stride;
+        st = x.lse ? with_lse(v, &x, l, p) : normalised(v, &x, l, p);
+    }
+    return st;
 }
 
-/* Scratch for one call: rows x stride probabilities and stride logits. */
-typedef struct qk_scratch {
-    float *p;
-    double *l;
-} qk_scratch;
-
-static lkv_status scratch_alloc(qk_scratch *s, size_t rows, int32_t stride, const char *call)
+static lkv_status scratch_alloc(qk_scratch *s, const lkv_cache *c, size_t rows, int32_t stride,
+                                const char *call)
 {
+    size_t per = (size_t)(c->cfg.q_heads / c->heads);
     s->p = malloc(sizeof(float) * rows * (size_t)stride);
-    s->l = malloc(sizeof(double) * (size_t)stride);
-    if (s->p && s->l)
+    s->l = malloc(sizeof(double) * per * (size_t)stride);
+    s->kd = malloc(sizeof(double) * (size_t)c->cfg.head_dim);
+    if (s->p && s->l && s->kd)
         return LKV_OK;
     free(s->p);
     free(s->l);
+    free(s->kd);
     return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for %zu x %d probabilities",
                     call, rows, stride);
 }
@@ -214,28 +241,31 @@ static void scratch_free(qk_scratch *s)
 {
     free(s->p);
     free(s->l);
+    free(s->kd);
 }
 
 /* ---- decode ------------------------------------------------------------ */
 
 static const char *const decode_call = "lkv_cache_observe_batch_qk";
 
-/* Every observing sequence's rows into probs [n_sequences][q_heads][stride]. */
+/* Every observing sequence's rows into probs [n_sequences][q_heads][stride],
+ * a cache head's group of query heads at a time. */
 static lkv_status decode_rows(const lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io,
                               const qk_view *v, qk_scratch *s, int32_t stride)
 {
-    int32_t qh_n = c->cfg.q_heads, dim = c->cfg.head_dim;
+    int32_t qh_n = c->cfg.q_heads, dim = c->cfg.head_dim, per = qh_n / c->heads;
     for (int32_t i = 0; i < io->n_sequences; i++) {
         int32_t seq = io->sequences[i], n = c->seqs[seq].len[layer] + 1;
         if (!lkv_engine_observes(c, seq, layer))
             continue;
-        for (int32_t qh = 0; qh < qh_n; qh++) {
+        for (int32_t h = 0; h < c->heads; h++) {
             k_row r;
-            size_t row = (size_t)i * (size_t)qh_n + (size_t)qh;
-            qk_query x = {io->q + row * (size_t)dim, io->lse ? io->lse + row : NULL, seq, qh, n};
-            lkv_status st = k_row_of(v, layer, seq, qh * c->heads / qh_n, n, &r);
+            size_t row = (size_t)i * (size_t)qh_n + (size_t)(h * per);
+            qk_group g = {io->q + row * (size_t)dim, io->lse ? io->lse + row : NULL,
+                          s->p + row * (size_t)stride, per, stride, seq, h * per, n};
+            lkv_status st = k_row_of(v, layer, seq, h, n, &r);
             if (st == LKV_OK)
-                st = recompute(v, &r, &x, s->l, s->p + row * (size_t)stride);
+                st = recompute(v, &r, &g, s);
             if (st != LKV_OK)
                 return st;
         }
@@ -272,7 +302,7 @@ lkv_status lkv_cache_observe_batch_qk(lkv_cache *c, int32_t layer, const lkv_obs
     qk_scratch s;
     st = check_view(c, layer, &v);
     if (st == LKV_OK)
-        st = scratch_alloc(&s, (size_t)io->n_sequences * (size_t)c->cfg.q_heads, stride,
+        st = scratch_alloc(&s, c, (size_t)io->n_sequences * (size_t)c->cfg.q_heads, stride,
                            decode_call);
     if (st != LKV_OK)
         return st;
@@ -319,16 +349,18 @@ static lkv_status prompt_rows(const lkv_cache *c, int32_t layer, const lkv_obser
     int32_t qh_n = c->cfg.q_heads, dim = c->cfg.head_dim, n = io->n_tokens[i];
     int32_t seq = io->sequences[i], first = n, causal = 0;
     lkv_status st = lkv_cache_prompt_voters(c, n, &first, &causal, NULL);
+    int32_t per = qh_n / c->heads;
     for (int32_t a = first; st == LKV_OK && a < n; a++, (*vote)++)
-        for (int32_t qh = 0; st == LKV_OK && qh < qh_n; qh++) {
+        for (int32_t h = 0; st == LKV_OK && h < c->heads; h++) {
             k_row r;
-            size_t token = (at + (size_t)a) * (size_t)qh_n + (size_t)qh;
-            qk_query x = {io->q + token * (size_t)dim, io->lse ? io->lse + token : NULL, seq, qh,
+            size_t token = (at + (size_t)a) * (size_t)qh_n + (size_t)(h * per);
+            size_t row = *vote * (size_t)qh_n + (size_t)(h * per);
+            qk_group g = {io->q + token * (size_t)dim, io->lse ? io->lse + token : NULL,
+                          s->p + row * (size_t)stride, per, stride, seq, h * per,
                           causal ? a + 1 : n};
-            st = k_row_of(v, layer, seq, qh * c->heads / qh_n, n, &r);
+            st = k_row_of(v, layer, seq, h, n, &r);
             if (st == LKV_OK)
-                st = recompute(v, &r, &x, s->l,
-                               s->p + (*vote * (size_t)qh_n + (size_t)qh) * (size_t)stride);
+                st = recompute(v, &r, &g, s);
         }
     return st;
 }
@@ -355,7 +387,7 @@ lkv_status lkv_cache_observe_prompt_qk(lkv_cache *c, int32_t layer,
     qk_scratch s;
     st = check_view(c, layer, &v);
     if (st == LKV_OK)
-        st = scratch_alloc(&s, (size_t)pv.rows * (size_t)c->cfg.q_heads, pv.stride, prompt_call);
+        st = scratch_alloc(&s, c, (size_t)pv.rows * (size_t)c->cfg.q_heads, pv.stride, prompt_call);
     if (st != LKV_OK)
         return st;
     size_t at = 0, vote = 0;
