@@ -38,7 +38,8 @@ work, reps = sys.argv[1], int(sys.argv[2])
 med = statistics.median
 
 def lazykv_rows(dt):
-    """backend -> (mean, evicting, others), each the median over the runs"""
+    """backend -> (mean, evicting, others, evicting with the eviction in the background,
+    that eviction's own time on the helper thread), each the median over the runs"""
     runs = {}
     for rep in range(1, reps + 1):
         doc = json.load(open("%s/lazykv-%s-%d.json" % (work, dt, rep)))
@@ -48,14 +49,19 @@ def lazykv_rows(dt):
                 continue
             lazy = r["lazy"]
             mean, ev, steps = lazy["ms_per_step"], r["lazy_evicting_step_ms"], lazy["steps"]
-            runs.setdefault(r["backend"], []).append((mean, ev, (mean * steps - ev) / (steps - 1)))
-    return {b: None if None in v else tuple(med(x[i] for x in v) for i in range(3))
+            runs.setdefault(r["backend"], []).append((mean, ev, (mean * steps - ev) / (steps - 1),
+                                                      r["background_evicting_call_ms"],
+                                                      r["background_eviction_ms"]))
+    return {b: None if None in v else tuple(med(x[i] for x in v) for i in range(5))
             for b, v in runs.items()}
 
 print("decode step, one layer, hq28/hkv28/d128 (expanded), lazy B 1492 W 175, ms per step,")
 print("median of %d runs each" % reps)
-print("%-6s %-8s %12s %12s %12s   %s" % ("dtype", "impl", "mean/period", "evicting", "others",
-                                        "torch / impl (mean, evicting, others)"))
+print("background: the evicting call with cfg.eviction = background (the eviction runs on a")
+print("helper thread, off the call: its own time is the last column), against torch's evicting step")
+print("%-6s %-8s %12s %12s %12s   %-36s %12s %12s" % (
+    "dtype", "impl", "mean/period", "evicting", "others", "torch / impl (mean, evicting, others)",
+    "background", "helper"))
 for dt in ("f32", "f16"):
     tr = [json.load(open("%s/torch-%s-%d.json" % (work, dt, rep))) for rep in range(1, reps + 1)]
     torch = tuple(med(t[k] for t in tr) for k in ("ms_per_step", "evicting_step_ms",
@@ -64,8 +70,9 @@ for dt in ("f32", "f16"):
         if row is None:
             print("%-6s %-8s failed (see lazykv bench)" % (dt, backend))
             continue
-        print("%-6s %-8s %12.3f %12.3f %12.3f   %.1fx %.1fx %.1fx" % (
-            (dt, backend) + row + tuple(torch[i] / row[i] for i in range(3))))
+        ratios = "%.1fx %.1fx %.1fx" % tuple(torch[i] / row[i] for i in range(3))
+        print("%-6s %-8s %12.3f %12.3f %12.3f   %-36s %7.3f %4.1fx %12.3f" % (
+            (dt, backend) + row[:3] + (ratios, row[3], torch[1] / row[3], row[4])))
     print("%-6s %-8s %12.3f %12.3f %12.3f   (torch %s, %d threads)" % (
         (dt, "torch") + torch + (tr[0]["torch"], tr[0]["threads"])))
 PY
