@@ -56,6 +56,12 @@ typedef struct lkv_given {
     const float *p;
     int32_t stride;
     int engine;
+    /* The engine's rows are one per cache head, combined by the engine
+     * (LKV_ROWS_CACHE_HEADS), not one per query head. */
+    int cache_rows;
+    /* The engine's rows in device memory (a view of them), read instead of
+     * p; cache_rows then, or a group of one. */
+    const lkv_buffer *dev;
 } lkv_given;
 
 /* The eviction plan of the last call, kept for lkv_cache_get_plan. */

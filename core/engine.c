@@ -71,24 +71,40 @@ static const float *combined_row(lkv_cache *c, const float *block, int32_t strid
     return out;
 }
 
-/* Every cache head of (seq, layer) over n slots into c->probs, combined
- * from the engine's block of rows per query head. */
-static lkv_status write_block(lkv_cache *c, const float *block, int32_t stride, int32_t seq,
+/* Every cache head of (seq, layer) over n slots into c->probs, from the
+ * engine's block of rows: combined per query-head group on the host, as
+ * they are when the engine combined them, or copied device to device. */
+static lkv_status write_block(lkv_cache *c, const lkv_given *g, size_t block_row, int32_t seq,
                               int32_t layer, int32_t n)
 {
     lkv_status st = LKV_OK;
     for (int32_t h = 0; h < c->heads && st == LKV_OK; h++) {
-        const float *row = combined_row(c, block, stride, h, n);
         size_t off = (size_t)lkv_row_of(c, seq, layer, h) * (size_t)c->cfg.capacity * 4;
-        st = c->ops->write(c->dev, c->probs, off, row, (size_t)n * 4);
+        size_t src = (block_row + (size_t)h) * (size_t)g->stride;
+        if (g->dev)
+            st = c->ops->copy(c->dev, c->probs, off, g->dev, src * 4, (size_t)n * 4);
+        else if (g->cache_rows)
+            st = c->ops->write(c->dev, c->probs, off, g->p + src, (size_t)n * 4);
+        else
+            st = c->ops->write(c->dev, c->probs, off,
+                               combined_row(c, g->p + block_row * (size_t)g->stride, g->stride, h,
+                                            n),
+                               (size_t)n * 4);
     }
     return st;
+}
+
+/* Rows per sequence in an engine's block: one per query head unless the
+ * engine combined them. */
+static int32_t engine_rows(const lkv_cache *c, const lkv_given *g)
+{
+    return g->cache_rows ? c->heads : c->cfg.q_heads;
 }
 
 lkv_status lkv_given_write(lkv_cache *c, const lkv_given *g, const int32_t *seqs, int32_t n,
                            int32_t layer)
 {
-    size_t block = (size_t)(g->engine ? c->cfg.q_heads : c->heads) * (size_t)g->stride;
+    size_t block = (size_t)(g->engine ? engine_rows(c, g) : c->heads) * (size_t)g->stride;
     lkv_status st = LKV_OK;
     for (int32_t i = 0; i < n && st == LKV_OK; i++) {
         lkv_observe_kind kind;
@@ -96,7 +112,8 @@ lkv_status lkv_given_write(lkv_cache *c, const lkv_given *g, const int32_t *seqs
         if (!lkv_observes_at(c, c->seq_steps[i], &kind))
             continue;
         /* a trace's rows are per cache head, `len` apart */
-        st = g->engine ? write_block(c, g->p + (size_t)i * block, g->stride, seqs[i], layer, len)
+        st = g->engine ? write_block(c, g, (size_t)i * (size_t)engine_rows(c, g), seqs[i], layer,
+                                     len)
                        : lkv_cache_write_rows(c, seqs[i], layer, c->probs, g->p + (size_t)i * block,
                                               len);
     }
@@ -116,7 +133,7 @@ static int voters_of(const lkv_cache *c, int32_t n, lkv_vote_plan *plan, int32_t
 lkv_status lkv_engine_votes(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
                             const lkv_given *g)
 {
-    size_t row_block = (size_t)c->cfg.q_heads * (size_t)g->stride;
+    size_t row_block = (size_t)c->cfg.q_heads; /* rows per voter */
     int32_t *first = c->vote_first, *causal = c->vote_token0, most = 0;
     size_t *at = malloc(sizeof *at * (size_t)io->n_sequences);
     if (!at)
@@ -140,8 +157,7 @@ lkv_status lkv_engine_votes(lkv_cache *c, int32_t layer, const lkv_prefill_batch
             if (query >= n)
                 continue;
             int32_t seen = causal[i] ? query + 1 : n;
-            st = write_block(c, g->p + at[i] + (size_t)r * row_block, g->stride, io->sequences[i],
-                             layer, seen);
+            st = write_block(c, g, at[i] + (size_t)r * row_block, io->sequences[i], layer, seen);
             c->lists.src_token[m] = io->sequences[i];
             c->lists.slot0[m] = 0;
             c->lists.group_n[m++] = seen;
@@ -175,31 +191,66 @@ static lkv_status check_rows(const float *p, int32_t rows, int32_t stride, int32
     return LKV_OK;
 }
 
+/* How the engine's rows are laid out and where they live. */
+static lkv_status check_form(const lkv_cache *c, const lkv_observe_batch_io *io, const char *call)
+{
+    if (io->rows != LKV_ROWS_QUERY_HEADS && io->rows != LKV_ROWS_CACHE_HEADS)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: rows %d is neither LKV_ROWS_QUERY_HEADS nor LKV_ROWS_CACHE_HEADS", call,
+                        (int)io->rows);
+    if (io->memory == LKV_MEMORY_DEVICE && io->rows == LKV_ROWS_QUERY_HEADS && c->group > 1)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: device probabilities of a cache whose heads have %d query heads each "
+                        "must be combined by the engine, one row per cache head "
+                        "(rows = LKV_ROWS_CACHE_HEADS): lazykv combines on the host only",
+                        call, c->group);
+    return lkv_check_memory(c, io->memory, call);
+}
+
 static lkv_status check_probs(const lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io,
                               const char *call)
 {
-    size_t block = (size_t)c->cfg.q_heads * (size_t)(io->stride > 0 ? io->stride : 0);
-    for (int32_t i = 0; i < io->n_sequences; i++) {
+    lkv_status st = check_form(c, io, call);
+    int32_t rows = io->rows == LKV_ROWS_CACHE_HEADS ? c->heads : c->cfg.q_heads;
+    size_t block = (size_t)rows * (size_t)(io->stride > 0 ? io->stride : 0);
+    int device = io->memory == LKV_MEMORY_DEVICE;
+    for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++) {
         int32_t seq = io->sequences[i];
         const lkv_sequence *s = &c->seqs[seq];
         int32_t n = s->len[layer] + 1;
         if (!lkv_engine_observes(c, seq, layer))
             continue;
-        if (!io->probs)
+        if (device ? !io->probs_dev.handle : !io->probs)
             return lkv_fail(LKV_INVALID_ARGUMENT,
-                            "%s: probs is NULL, but policy %s observes sequence %d at step %d",
-                            call, c->rules->name, seq, layer == 0 ? s->t + 1 : s->t);
+                            "%s: %s, but policy %s observes sequence %d at step %d", call,
+                            device ? "probs_dev.handle is 0" : "probs is NULL", c->rules->name,
+                            seq, layer == 0 ? s->t + 1 : s->t);
         if (io->stride < n)
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "%s: stride %d is below sequence %d's %d slots (layer %d, new token "
                             "included)",
                             call, io->stride, seq, n, layer);
-        lkv_status st = check_rows(io->probs + (size_t)i * block, c->cfg.q_heads, io->stride, n,
-                                   "probs", seq, layer);
-        if (st != LKV_OK)
-            return st;
+        if (!device)
+            st = check_rows(io->probs + (size_t)i * block, rows, io->stride, n, "probs", seq,
+                            layer);
     }
-    return LKV_OK;
+    return st;
+}
+
+/* A view of the engine's device rows, or NULL when no sequence observes
+ * (the handle may then be 0). */
+static lkv_status view_probs(lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io,
+                             lkv_buffer **out)
+{
+    *out = NULL;
+    int any = 0;
+    for (int32_t i = 0; i < io->n_sequences; i++)
+        any |= lkv_engine_observes(c, io->sequences[i], layer);
+    if (io->memory != LKV_MEMORY_DEVICE || !any)
+        return LKV_OK;
+    int32_t rows = io->rows == LKV_ROWS_CACHE_HEADS ? c->heads : c->cfg.q_heads;
+    size_t bytes = (size_t)io->n_sequences * (size_t)rows * (size_t)io->stride * 4;
+    return c->ops->wrap(c->dev, io->probs_dev.handle, io->probs_dev.offset, bytes, out);
 }
 
 lkv_status lkv_engine_observe(lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io,
@@ -209,13 +260,19 @@ lkv_status lkv_engine_observe(lkv_cache *c, int32_t layer, const lkv_observe_bat
                                        io ? io->n_sequences : 0, call);
     if (st == LKV_OK)
         st = check_probs(c, layer, io, call);
+    lkv_buffer *view = NULL;
+    if (st == LKV_OK)
+        st = view_probs(c, layer, io, &view);
     if (st != LKV_OK)
         return st;
     lkv_decode_batch_io b = {
         .n_sequences = io->n_sequences, .sequences = io->sequences, .memory = LKV_MEMORY_HOST,
     };
-    lkv_given g = {io->probs, io->stride, 1};
-    return lkv_core_decode(c, layer, &b, &g, call);
+    lkv_given g = {io->probs, io->stride, 1, io->rows == LKV_ROWS_CACHE_HEADS, view};
+    st = lkv_core_decode(c, layer, &b, &g, call);
+    if (view)
+        c->ops->free(c->dev, view);
+    return st;
 }
 
 lkv_status lkv_engine_check(lkv_cache *c, const void *io, int32_t layer, const int32_t *seqs,
@@ -329,7 +386,7 @@ lkv_status lkv_engine_prompt(lkv_cache *c, int32_t layer, const lkv_observe_prom
         .n_sequences = io->n_sequences, .sequences = io->sequences, .n_tokens = io->n_tokens,
         .first_position = io->first_position, .memory = LKV_MEMORY_HOST,
     };
-    lkv_given g = {io->votes, io->stride, 1};
+    lkv_given g = {.p = io->votes, .stride = io->stride, .engine = 1};
     return lkv_core_prefill(c, layer, &b, &g, call);
 }
 

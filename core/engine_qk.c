@@ -295,7 +295,8 @@ lkv_status lkv_cache_observe_batch_qk(lkv_cache *c, int32_t layer, const lkv_obs
     if (st != LKV_OK)
         return st;
     int32_t stride = decode_width(c, layer, io);
-    lkv_observe_batch_io b = {io->n_sequences, io->sequences, NULL, stride};
+    lkv_observe_batch_io b = {.n_sequences = io->n_sequences, .sequences = io->sequences,
+                              .stride = stride};
     if (stride == 0)
         return lkv_engine_observe(c, layer, &b, decode_call);
     qk_view v = {io->q, io->lse, io->scale, io->k, io->map, decode_call};

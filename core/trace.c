@@ -232,7 +232,7 @@ static lkv_status prefill(trace *tr, const lkv_json *line)
         lkv_prefill_batch_io io = {
             .n_sequences = 1, .sequences = &seq, .n_tokens = &n, .k = zeros, .v = zeros,
         };
-        lkv_given given = {votes ? votes : zeros, n, 0};
+        lkv_given given = {.p = votes ? votes : zeros, .stride = n};
         st = zeros ? lkv_core_prefill(tr->cache, 0, &io, &given, "lkv_trace_replay")
                    : lkv_fail(LKV_OUT_OF_MEMORY, "out of memory for the prompt");
         free(zeros);
@@ -317,7 +317,7 @@ static lkv_status step(trace *tr, const lkv_json *line, int32_t expect_t, int32_
     float zeros[LKV_TRACE_MAX_HEADS] = {0};
     int32_t seq = 0;
     lkv_decode_batch_io io = {.n_sequences = 1, .sequences = &seq, .k = zeros, .v = zeros};
-    lkv_given given = {probs, n, 0};
+    lkv_given given = {.p = probs, .stride = n};
     st = lkv_core_decode(c, 0, &io, &given, "lkv_trace_replay");
     if (st != LKV_OK)
         return lkv_fail_context(st, "trace line %d", tr->line_no);

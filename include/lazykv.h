@@ -49,7 +49,7 @@ extern "C" {
  * liblazykv.so.MAJOR.MINOR (liblazykv.so.0.2); from 1.0 on it is
  * liblazykv.so.MAJOR, and only a major version may break the ABI. */
 #define LKV_VERSION_MAJOR 0
-#define LKV_VERSION_MINOR 4
+#define LKV_VERSION_MINOR 5
 #define LKV_VERSION_PATCH 0
 
 /* LKV_API marks the library's entry points: the shared library is built
@@ -715,24 +715,53 @@ LKV_API lkv_status lkv_cache_read_slots(const lkv_cache *cache, int32_t sequence
  * cache (the engine resets, forks or truncates its own K/V alongside).
  * The engine hands each decode step's attention either as probabilities
  * (lkv_cache_observe_batch) or as its queries, K and log-sum-exp, from which
- * lazykv recomputes them (lkv_cache_observe_batch_qk). Both take host
- * arrays in this version: an engine on a GPU copies the rows (or q and lse,
- * with K in host-visible memory) back first. */
+ * lazykv recomputes them (lkv_cache_observe_batch_qk). Probabilities may
+ * stay in device memory (below); the qk calls and the prompt calls take
+ * host arrays in this version (K in host-visible memory). */
 
-/* One decode step's attention, host f32, one row per query head:
- *   probs : [n_sequences][q_heads][stride]
- * Entries 0 .. n of row (i, h) are query head h's probabilities over slots
- * 0 .. n of sequence i's layer (n = its length before the step, so the new
- * token's slot is entry n); entries past n are not read. Every value read
- * must be finite and in [0, 1] (INVALID_ARGUMENT names the first that is
- * not). */
+/* Whose rows an engine hands in lkv_observe_batch_io.
+ *   LKV_ROWS_QUERY_HEADS  one row per query head; with gqa = grouped lazykv
+ *                         combines each cache head's group (below)
+ *   LKV_ROWS_CACHE_HEADS  one row per cache head (lkv_cache_heads), already
+ *                         combined by the engine (a fused attention kernel
+ *                         that writes the metric per KV head beside its
+ *                         output); lazykv observes them as they are */
+typedef enum lkv_probs_rows {
+    LKV_ROWS_QUERY_HEADS = 0,
+    LKV_ROWS_CACHE_HEADS
+} lkv_probs_rows;
+
+/* One decode step's attention, f32, one block of rows per listed sequence:
+ *   probs : [n_sequences][R][stride], R = q_heads (LKV_ROWS_QUERY_HEADS)
+ *           or lkv_cache_heads (LKV_ROWS_CACHE_HEADS)
+ * Entries 0 .. n of row (i, h) are head h's probabilities over slots 0 .. n
+ * of sequence i's layer (n = its length before the step, so the new token's
+ * slot is entry n); entries past n are not read.
+ *
+ * Host memory (the default): every value read must be finite and in [0, 1]
+ * (INVALID_ARGUMENT names the first that is not).
+ *
+ * Device memory (memory = LKV_MEMORY_DEVICE, probs_dev on the runtime's
+ * device, lkv_device_array's rules): the rows never leave the device; each
+ * row is copied device to device where the cache's observe reads it, queued
+ * behind the engine's own work on the same stream or queue (open the
+ * runtime with lkv_runtime_open_external for that). Nothing is read back or
+ * checked: a value outside [0, 1] or NaN gives unspecified decisions, never
+ * an access outside the cache (the observe kernels only compare and add).
+ * Rows must be one per cache head (LKV_ROWS_CACHE_HEADS) unless every cache
+ * head has a single query head (expanded, or q_heads == kv_heads): lazykv
+ * combines query heads on the host only. The step is then free of host
+ * transfers and waits unless it evicts (the plan is read back then). */
 typedef struct lkv_observe_batch_io {
     int32_t n_sequences;
     const int32_t *sequences; /* [n_sequences] host array of distinct indices */
-    const float *probs;       /* may be NULL under a policy that never observes
-                                 (full, streaming, nacl) */
+    const float *probs;       /* host rows; may be NULL under a policy that
+                                 never observes (full, streaming, nacl) */
     int32_t stride;           /* floats from one head row to the next: at least
                                  n + 1 for every listed sequence */
+    lkv_probs_rows rows;      /* default LKV_ROWS_QUERY_HEADS */
+    lkv_memory memory;        /* default LKV_MEMORY_HOST */
+    lkv_device_array probs_dev; /* LKV_MEMORY_DEVICE: the rows; probs is not read */
 } lkv_observe_batch_io;
 
 /* One decode step of one layer for the listed sequences of an engine-owned

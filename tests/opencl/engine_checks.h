@@ -3,9 +3,11 @@
  * the backend's wrap refuses a misaligned offset naming it and the
  * alignment; store through views of the engine's buffers writes the bits
  * the cpu oracle writes, in one dispatch with no transfer or host wait;
- * and a decode batch on device arrays gives the cpu's host-array batch
+ * a decode batch on device arrays gives the cpu's host-array batch
  * outputs and lengths, with no sync and a fixed number of dispatches per
- * step. The engine's uploads are queued on its queue without waiting and
+ * step; and an engine-owned cache observing probabilities the engine keeps
+ * on its device makes the cpu's plans, with no transfer or wait at steps
+ * that evict nothing. The engine's uploads are queued on its queue without waiting and
  * its downloads wait on that queue, so the results also show the queue
  * hand-off both ways (docs/embedding.md).
  *
@@ -338,6 +340,129 @@ static void check_decode_batch_like_cpu(lkv_runtime *rt, lkv_engine *e, lkv_dtyp
     }
     tu_expect_same_positions(ref, dev, rt->info.backend);
     free(q), free(k), free(v), free(out_ref), free(out);
+    lkv_cache_destroy(dev);
+    lkv_cache_destroy(ref);
+    lkv_runtime_close(cpu);
+}
+
+/* ---- an engine-owned cache observing device probabilities ---- */
+
+#define OB_SEQS 2
+#define OB_QH 8
+#define OB_KV 2
+#define OB_CAP 64
+#define OB_STEPS 50
+
+static lkv_cache *observe_cache(lkv_runtime *rt)
+{
+    lkv_cache_config cfg = tu_config(2, OB_QH, OB_KV, 64, OB_CAP);
+    cfg.kv_owner = LKV_KV_ENGINE;
+    cfg.sequences = OB_SEQS;
+    TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY));
+    cfg.policy.window = 8;
+    cfg.policy.budget = 30;
+    cfg.policy.alpha = 0.02f;
+    cfg.policy.group_reduce = LKV_REDUCE_MAX;
+    lkv_cache *c = NULL;
+    TU_OK(lkv_cache_create(rt, &cfg, &c));
+    return c;
+}
+
+/* Softmax rows per query head over n slots, and per cache head their max. */
+static void observe_rows(float *q_rows, float *c_rows, int32_t n, uint64_t *rng)
+{
+    for (int32_t r = 0; r < OB_QH; r++) {
+        float *row = q_rows + (size_t)r * OB_CAP;
+        double sum = 0;
+        for (int32_t j = 0; j < OB_CAP; j++)
+            sum += row[j] = j < n ? (float)exp(3.0 * tu_normal(rng)) : 0.0f;
+        for (int32_t j = 0; j < n; j++)
+            row[j] = (float)(row[j] / sum);
+    }
+    for (int32_t h = 0; h < OB_KV; h++)
+        for (int32_t j = 0; j < OB_CAP; j++) {
+            float m = 0.0f;
+            for (int32_t g = 0; g < OB_QH / OB_KV; g++)
+                m = fmaxf(m, q_rows[(size_t)(h * (OB_QH / OB_KV) + g) * OB_CAP + j]);
+            c_rows[(size_t)h * OB_CAP + j] = m;
+        }
+}
+
+static void expect_plans_equal(const lkv_cache *ref, const lkv_cache *dev, int step)
+{
+    lkv_eviction_plan a, b;
+    TU_OK(lkv_cache_get_plan(ref, &a));
+    TU_OK(lkv_cache_get_plan(dev, &b));
+    cr_assert_eq(b.n_rows, a.n_rows, "step %d: %d plan rows, the cpu %d", step, b.n_rows, a.n_rows);
+    for (int32_t r = 0; r < a.n_rows; r++)
+        cr_assert(a.rows[r].n_kept == b.rows[r].n_kept &&
+                      memcmp(a.rows[r].kept, b.rows[r].kept,
+                             sizeof(int32_t) * (size_t)a.rows[r].n_kept) == 0,
+                  "step %d: plan row %d differs from the cpu's", step, r);
+}
+
+/* The engine's combined rows stay on its device: the plans are the cpu's
+ * given the query rows on the host, step by step, and a step that evicts
+ * nothing moves nothing to or from the host and never waits. */
+static void check_observe_device_like_cpu(lkv_runtime *rt, lkv_engine *e)
+{
+    static const int32_t seqs[OB_SEQS] = {1, 0};
+    lkv_runtime *cpu = NULL;
+    TU_OK(lkv_runtime_open("ref", &cpu));
+    lkv_cache *ref = observe_cache(cpu), *dev = observe_cache(rt);
+    int32_t n_tok[OB_SEQS] = {9, 14};
+    lkv_observe_prompt_io p = {.n_sequences = OB_SEQS, .sequences = seqs, .n_tokens = n_tok};
+    for (int32_t l = 0; l < 2; l++) {
+        TU_OK(lkv_cache_observe_prompt(ref, l, &p));
+        TU_OK(lkv_cache_observe_prompt(dev, l, &p));
+    }
+    size_t q_n = (size_t)OB_SEQS * OB_QH * OB_CAP, c_n = (size_t)OB_SEQS * OB_KV * OB_CAP;
+    float *q_rows = malloc(4 * q_n), *c_rows = malloc(4 * c_n);
+    uint64_t rows_dev = engine_buffer(e, ENGINE_OFFSET + 4 * c_n), rng = 21;
+    int quiet = 0;
+    for (int s = 0; s < OB_STEPS; s++)
+        for (int32_t l = 0; l < 2; l++) {
+            for (int32_t i = 0; i < OB_SEQS; i++) {
+                int32_t n = 0;
+                free(tu_positions(ref, seqs[i], l, 0, &n));
+                observe_rows(q_rows + (size_t)i * OB_QH * OB_CAP,
+                             c_rows + (size_t)i * OB_KV * OB_CAP, n + 1, &rng);
+            }
+            lkv_observe_batch_io h = {.n_sequences = OB_SEQS, .sequences = seqs,
+                                      .probs = q_rows, .stride = OB_CAP};
+            TU_OK(lkv_cache_observe_batch(ref, l, &h));
+            engine_put(e, rows_dev, ENGINE_OFFSET, c_rows, 4 * c_n);
+            lkv_observe_batch_io d = {.n_sequences = OB_SEQS, .sequences = seqs,
+                                      .stride = OB_CAP, .rows = LKV_ROWS_CACHE_HEADS,
+                                      .memory = LKV_MEMORY_DEVICE,
+                                      .probs_dev = {rows_dev, ENGINE_OFFSET}};
+            lkv_cache_stats before;
+            TU_OK(lkv_cache_get_stats(dev, &before));
+            lkv_counters c0 = counters_of(rt);
+            TU_OK(lkv_cache_observe_batch(dev, l, &d));
+            lkv_counters moved = counters_since(rt, c0);
+            lkv_cache_stats after;
+            TU_OK(lkv_cache_get_stats(dev, &after));
+            if (after.evictions == before.evictions) {
+                expect_no_transfer_or_wait(moved, "an observe step on device rows");
+                quiet++;
+            }
+            if (l == 1) {
+                expect_plans_equal(ref, dev, s);
+                /* the engine samples its token: a wait on its queue per
+                 * step, which also retires lazykv's submissions (the
+                 * Vulkan ring would otherwise fill and wait for one) */
+                float sample;
+                engine_get(e, rows_dev, ENGINE_OFFSET, &sample, sizeof sample);
+            }
+        }
+    lkv_cache_stats st;
+    TU_OK(lkv_cache_get_stats(dev, &st));
+    cr_assert_gt(st.evictions, 0, "the run must evict to test the plans");
+    cr_assert_gt(quiet, 0);
+    tu_expect_same_positions(ref, dev, rt->info.backend);
+    free(q_rows);
+    free(c_rows);
     lkv_cache_destroy(dev);
     lkv_cache_destroy(ref);
     lkv_runtime_close(cpu);
