@@ -156,6 +156,20 @@ typedef struct lkv_store_args {
     const lkv_buffer *v;
 } lkv_store_args;
 
+/* gather: span i of `words` 4-byte words moves from src word src_word[i]
+ * to dst word dst_word[i] (word offsets into the buffers). No destination
+ * span overlaps a source span or another destination, so spans run in any
+ * order and in parallel; a move in place goes through scratch in two
+ * gathers (core/plan_apply_device.c). The words are copied bit for bit. */
+typedef struct lkv_gather_args {
+    int32_t n;
+    int32_t words;
+    const uint32_t *src_word; /* [n] host array */
+    const uint32_t *dst_word; /* [n] host array */
+    const lkv_buffer *src;
+    lkv_buffer *dst;
+} lkv_gather_args;
+
 /* A known deviation from the oracle that a backend owns and accepts: the
  * conformance cases it is expected to fail on devices with a trait, and
  * why in words. The conformance suite turns those FAILs into XFAILs (still
@@ -219,6 +233,8 @@ typedef struct lkv_backend_ops {
     /* NULL: core writes K/V row by row through `write` instead (host inputs
      * only; device inputs are then UNSUPPORTED). */
     lkv_status (*store)(lkv_device *dev, const lkv_store_args *args);
+    /* NULL: plans cannot be applied to K/V in this backend's device memory. */
+    lkv_status (*gather)(lkv_device *dev, const lkv_gather_args *args);
 
     /* 1 when observe and score honour row_t, so one dispatch serves rows at
      * different steps; 0: core splits such a batch by step. */

@@ -76,7 +76,7 @@ static lkv_status check_view(const lkv_cache *c, int32_t layer, const qk_view *v
     if (!(v->scale > 0.0f) || !isfinite(v->scale))
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: scale %g must be finite and > 0", v->call,
                         (double)v->scale);
-    lkv_status st = lkv_kv_layout_check(kv, 0, v->call);
+    lkv_status st = lkv_kv_layout_check(kv, LKV_LAYOUT_K, v->call);
     if (st != LKV_OK)
         return st;
     if (kv->head_dim != c->cfg.head_dim || kv->heads != c->heads || kv->layers <= layer)

@@ -3,7 +3,7 @@
 
 #include "error.h"
 
-lkv_status lkv_kv_layout_check(const lkv_kv_layout *kv, int need_v, const char *call)
+lkv_status lkv_kv_layout_check(const lkv_kv_layout *kv, int buffers, const char *call)
 {
     if (!lkv_dtype_name(kv->dtype))
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: dtype %d is not a lkv_dtype", call,
@@ -12,13 +12,14 @@ lkv_status lkv_kv_layout_check(const lkv_kv_layout *kv, int need_v, const char *
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "%s: head_dim %d, layers %d, heads %d, sequences %d: each must be >= 1",
                         call, kv->head_dim, kv->layers, kv->heads, kv->sequences);
-    if (!kv->k_layers || (need_v && !kv->v_layers))
+    int need_k = buffers & LKV_LAYOUT_K, need_v = buffers & LKV_LAYOUT_V;
+    if ((need_k && !kv->k_layers) || (need_v && !kv->v_layers))
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL", call,
-                        !kv->k_layers ? "k_layers" : "v_layers");
+                        need_k && !kv->k_layers ? "k_layers" : "v_layers");
     for (int32_t l = 0; l < kv->layers; l++)
-        if (!kv->k_layers[l] || (need_v && !kv->v_layers[l]))
+        if ((need_k && !kv->k_layers[l]) || (need_v && !kv->v_layers[l]))
             return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s[%d] is NULL", call,
-                            !kv->k_layers[l] ? "k_layers" : "v_layers", l);
+                            need_k && !kv->k_layers[l] ? "k_layers" : "v_layers", l);
     if (kv->block_size < 0)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: block_size %d is negative", call,
                         kv->block_size);

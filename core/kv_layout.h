@@ -8,9 +8,23 @@
 
 #include "lazykv.h"
 
-/* The layout's fields on their own: sizes, buffers (V only when need_v),
- * block size and table. Errors start with `call`. */
-lkv_status lkv_kv_layout_check(const lkv_kv_layout *kv, int need_v, const char *call);
+/* Which host buffers a call reads: the layout's k_layers, v_layers. */
+#define LKV_LAYOUT_K 1
+#define LKV_LAYOUT_V 2
+
+/* The layout's fields on their own: sizes, the host buffers named in
+ * `buffers` (LKV_LAYOUT_K | LKV_LAYOUT_V; 0 for a call given device
+ * arrays instead), block size and table. Errors start with `call`. */
+lkv_status lkv_kv_layout_check(const lkv_kv_layout *kv, int buffers, const char *call);
+
+/* Everything a plan's apply checks before it moves anything: the plan's
+ * rows against the layout (kept ascending, below n_before, identity before
+ * first_move, every slot in a block of the table), and for a paged layout
+ * the blocks it frees, listed into out_freed (room for freed_cap, NULL to
+ * count only) and counted in *out_n_freed. plan_apply.c. */
+lkv_status lkv_plan_check(const lkv_eviction_plan *plan, const lkv_kv_layout *kv, int buffers,
+                          int32_t *out_freed, int32_t freed_cap, int32_t *out_n_freed,
+                          const char *call);
 
 /* Byte offset within a layer of physical slot j of sequence s, or
  * (size_t)-1 when its block-table entry is missing or outside the pool.

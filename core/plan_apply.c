@@ -8,32 +8,33 @@
 #include "error.h"
 #include "kv_layout.h"
 
-static lkv_status check_row(const lkv_plan_row *r, int32_t i, const lkv_kv_layout *kv)
+static lkv_status check_row(const lkv_plan_row *r, int32_t i, const lkv_kv_layout *kv,
+                            const char *call)
 {
     if (r->sequence < 0 || r->sequence >= kv->sequences || r->layer < 0 ||
         r->layer >= kv->layers || r->head < 0 || r->head >= kv->heads)
         return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "lkv_plan_apply: row %d names sequence %d layer %d head %d, outside the "
+                        "%s: row %d names sequence %d layer %d head %d, outside the "
                         "layout's %d x %d x %d",
-                        i, r->sequence, r->layer, r->head, kv->sequences, kv->layers, kv->heads);
+                        call, i, r->sequence, r->layer, r->head, kv->sequences, kv->layers, kv->heads);
     if (r->n_kept < 0 || r->n_kept > r->n_before || r->first_move < 0 ||
         r->first_move > r->n_kept || (r->n_kept > 0 && !r->kept))
         return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "lkv_plan_apply: row %d keeps %d of %d slots from %d: not a plan row", i,
+                        "%s: row %d keeps %d of %d slots from %d: not a plan row", call, i,
                         r->n_kept, r->n_before, r->first_move);
     for (int32_t j = 0; j < r->n_kept; j++) {
         int32_t src = r->kept[j];
         if (src < j || src >= r->n_before || (j > 0 && src <= r->kept[j - 1]) ||
             (j < r->first_move && src != j))
             return lkv_fail(LKV_INVALID_ARGUMENT,
-                            "lkv_plan_apply: row %d kept[%d] = %d: kept slots must ascend, be "
+                            "%s: row %d kept[%d] = %d: kept slots must ascend, be "
                             "below n_before %d, and equal their index before first_move %d",
-                            i, j, src, r->n_before, r->first_move);
+                            call, i, j, src, r->n_before, r->first_move);
         if (lkv_kv_layout_slot(kv, r->sequence, src, NULL, 0) == (size_t)-1)
             return lkv_fail(LKV_INVALID_ARGUMENT,
-                            "lkv_plan_apply: row %d: sequence %d slot %d has no block in the "
+                            "%s: row %d: sequence %d slot %d has no block in the "
                             "table (max_blocks %d, n_blocks %d)",
-                            i, r->sequence, src, kv->max_blocks, kv->n_blocks);
+                            call, i, r->sequence, src, kv->max_blocks, kv->n_blocks);
     }
     return LKV_OK;
 }
@@ -79,7 +80,7 @@ static void emptied(const lkv_kv_layout *kv, const seq_span *s, int32_t *first, 
 
 /* Counts the freed blocks, checks the room, then lists them. */
 static lkv_status freed_blocks(const lkv_kv_layout *kv, const seq_span *span, int32_t *out,
-                               int32_t cap, int32_t *out_n)
+                               int32_t cap, int32_t *out_n, const char *call)
 {
     int32_t n = 0, first, end;
     for (int32_t s = 0; s < kv->sequences; s++) {
@@ -88,8 +89,7 @@ static lkv_status freed_blocks(const lkv_kv_layout *kv, const seq_span *span, in
     }
     if (out && n > cap)
         return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "lkv_plan_apply: out_freed has room for %d blocks; the plan frees %d", cap,
-                        n);
+                        "%s: out_freed has room for %d blocks; the plan frees %d", call, cap, n);
     for (int32_t s = 0, k = 0; out && s < kv->sequences; s++) {
         emptied(kv, &span[s], &first, &end);
         for (int32_t b = first; b < end; b++)
@@ -99,31 +99,41 @@ static lkv_status freed_blocks(const lkv_kv_layout *kv, const seq_span *span, in
     return LKV_OK;
 }
 
+lkv_status lkv_plan_check(const lkv_eviction_plan *plan, const lkv_kv_layout *kv, int buffers,
+                          int32_t *out_freed, int32_t freed_cap, int32_t *out_n_freed,
+                          const char *call)
+{
+    if (!plan || !kv)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL", call, !plan ? "plan" : "kv");
+    if (plan->n_rows < 0 || (plan->n_rows > 0 && !plan->rows))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: plan of %d rows without rows", call,
+                        plan->n_rows);
+    lkv_status st = lkv_kv_layout_check(kv, buffers, call);
+    for (int32_t i = 0; i < plan->n_rows && st == LKV_OK; i++)
+        st = check_row(&plan->rows[i], i, kv, call);
+    if (st != LKV_OK)
+        return st;
+    *out_n_freed = 0;
+    if (kv->block_size == 0)
+        return LKV_OK;
+    seq_span *span = calloc((size_t)kv->sequences, sizeof *span);
+    if (!span)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory", call);
+    plan_spans(plan, span);
+    st = freed_blocks(kv, span, out_freed, freed_cap, out_n_freed, call);
+    free(span);
+    return st;
+}
+
 lkv_status lkv_plan_apply(const lkv_eviction_plan *plan, const lkv_kv_layout *kv,
                           int32_t *out_freed, int32_t freed_cap, int32_t *out_n_freed)
 {
     lkv_clear_error();
-    if (!plan || !kv)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: %s is NULL", !plan ? "plan" : "kv");
-    if (plan->n_rows < 0 || (plan->n_rows > 0 && !plan->rows))
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_plan_apply: plan of %d rows without rows",
-                        plan->n_rows);
-    lkv_status st = lkv_kv_layout_check(kv, 1, "lkv_plan_apply");
-    for (int32_t i = 0; i < plan->n_rows && st == LKV_OK; i++)
-        st = check_row(&plan->rows[i], i, kv);
+    int32_t n_freed = 0;
+    lkv_status st = lkv_plan_check(plan, kv, LKV_LAYOUT_K | LKV_LAYOUT_V, out_freed, freed_cap,
+                                   &n_freed, "lkv_plan_apply");
     if (st != LKV_OK)
         return st;
-    int32_t n_freed = 0;
-    if (kv->block_size > 0) {
-        seq_span *span = calloc((size_t)kv->sequences, sizeof *span);
-        if (!span)
-            return lkv_fail(LKV_OUT_OF_MEMORY, "lkv_plan_apply: out of host memory");
-        plan_spans(plan, span);
-        st = freed_blocks(kv, span, out_freed, freed_cap, &n_freed);
-        free(span);
-        if (st != LKV_OK)
-            return st;
-    }
     for (int32_t i = 0; i < plan->n_rows; i++)
         move_row(&plan->rows[i], kv);
     if (out_n_freed)

@@ -18,14 +18,18 @@
  *
  *   lazykv-paged-engine [--backend SPEC] [--policy NAME] [--gqa grouped|expanded]
  *                       [--granularity head|layer|token] [--steps N] [--holes]
- *                       [--background] [--qk]
+ *                       [--background] [--qk] [--device]
  *
  * --holes applies the plans as holes through lkv_slot_map instead of
  * compacting; --background gives the engine-owned cache eviction =
  * LKV_EVICTION_BACKGROUND (the plan is read after the step, which waits);
  * --qk hands prompts and decode steps the queries, the engine's K and its
  * log-sum-exp (lkv_cache_observe_prompt_qk, lkv_cache_observe_batch_qk)
- * instead of the probabilities.
+ * instead of the probabilities; --device hands the decode probabilities as
+ * device arrays (one row per cache head, combined here, when a cache head
+ * has several query heads) and applies the plans with lkv_plan_apply_device:
+ * on ref and cpu, whose device memory is host memory, so the engine's host
+ * buffers are its device buffers.
  *
  * Exit 0: identical; 1: a difference or a failed call; 2: usage; 77: the
  * backend is unavailable here. */
@@ -55,6 +59,7 @@ typedef struct engine {
     int64_t moved;                   /* slots compaction moved, per head */
     lkv_slot_map *holes;             /* --holes: the map places tokens, nothing moves */
     int qk;                          /* --qk: decode hands q, K and lse, not probabilities */
+    lkv_runtime *device;             /* --device: the runtime whose device holds K/V */
     float scale;
 } engine;
 
@@ -272,7 +277,15 @@ static int apply_plan(engine *e, lkv_cache *plan_cache)
         return apply_holes(e, &plan);
     lkv_kv_layout kv = layout_of(e);
     int32_t freed[POOL], n_freed = 0;
-    if (!check(lkv_plan_apply(&plan, &kv, freed, POOL, &n_freed), "apply plan"))
+    lkv_device_array kd[LAYERS], vd[LAYERS];
+    for (int32_t l = 0; l < LAYERS; l++) {
+        kd[l] = (lkv_device_array){(uint64_t)(uintptr_t)e->k[l], 0};
+        vd[l] = (lkv_device_array){(uint64_t)(uintptr_t)e->v[l], 0};
+    }
+    if (!check(e->device ? lkv_plan_apply_device(e->device, &plan, &kv, kd, vd, freed, POOL,
+                                                 &n_freed)
+                         : lkv_plan_apply(&plan, &kv, freed, POOL, &n_freed),
+               "apply plan"))
         return 0;
     int32_t expect = 0;
     for (int32_t r = 0; r < plan.n_rows; r++) {
@@ -375,7 +388,32 @@ typedef struct run {
     lkv_cache *owned, *planned;
     lkv_granularity granularity;
     float *probs; /* [SEQS or voters][QH][CAP] */
+    float *combined; /* --device, grouped: [SEQS][cache heads][CAP] */
+    lkv_group_reduce reduce;
 } run;
+
+/* What lazykv does with a group's query rows (core/engine.c), done by the
+ * engine so that its device rows are one per cache head: the max of the
+ * f32 values, or their double sum over the group size. */
+static void combine_rows(const run *r, int32_t n_seqs, const int32_t *len_of)
+{
+    int32_t heads = r->e.heads, per = QH / heads;
+    for (int32_t i = 0; i < n_seqs; i++)
+        for (int32_t h = 0; h < heads; h++) {
+            float *out = r->combined + ((size_t)i * (size_t)heads + (size_t)h) * CAP;
+            const float *first = r->probs + ((size_t)i * QH + (size_t)(h * per)) * CAP;
+            for (int32_t j = 0; j < len_of[i]; j++) {
+                double sum = 0.0;
+                float most = first[j];
+                for (int32_t g = 0; g < per; g++) {
+                    float p = first[(size_t)g * CAP + (size_t)j];
+                    sum += (double)p;
+                    most = p > most ? p : most;
+                }
+                out[j] = r->reduce == LKV_REDUCE_MAX ? most : (float)(sum / per);
+            }
+        }
+}
 
 static int prefill(run *r)
 {
@@ -461,6 +499,18 @@ static int decode_step(run *r, int32_t step)
         };
         lkv_observe_batch_io mine = {.n_sequences = n, .sequences = seqs, .probs = r->probs,
                                      .stride = CAP};
+        if (e->device) {
+            int32_t len_of[SEQS];
+            for (int32_t i = 0; i < n; i++)
+                len_of[i] = e->len[seqs[i]][l];
+            int grouped = e->heads < QH;
+            if (grouped)
+                combine_rows(r, n, len_of);
+            mine.memory = LKV_MEMORY_DEVICE;
+            mine.rows = grouped ? LKV_ROWS_CACHE_HEADS : LKV_ROWS_QUERY_HEADS;
+            mine.probs_dev = (lkv_device_array){
+                (uint64_t)(uintptr_t)(grouped ? r->combined : r->probs), 0};
+        }
         lkv_kv_layout kv = layout_of(e);
         lkv_observe_qk_io qk = {.n_sequences = n, .sequences = seqs, .q = &q[0][0],
                                 .lse = &lse[0][0], .scale = e->scale, .k = &kv, .map = e->holes};
@@ -500,7 +550,7 @@ static int usage(const char *bad)
 {
     fprintf(stderr, "paged-engine: bad argument %s\nusage: lazykv-paged-engine [--backend SPEC] "
             "[--policy NAME] [--gqa grouped|expanded] [--granularity head|layer|token] "
-            "[--steps N] [--holes] [--background] [--qk]\n", bad);
+            "[--steps N] [--holes] [--background] [--qk] [--device]\n", bad);
     return 2;
 }
 
@@ -510,11 +560,12 @@ int main(int argc, char **argv)
     lkv_gqa_mode gqa = LKV_GQA_GROUPED;
     lkv_granularity granularity = LKV_GRANULARITY_HEAD;
     int32_t steps = 100;
-    int holes = 0, background = 0, qk = 0;
+    int holes = 0, background = 0, qk = 0, device = 0;
     for (int i = 1; i < argc; i++) {
         int *flag = !strcmp(argv[i], "--holes")        ? &holes
                     : !strcmp(argv[i], "--background") ? &background
                     : !strcmp(argv[i], "--qk")         ? &qk
+                    : !strcmp(argv[i], "--device")     ? &device
                                                        : NULL;
         if (flag) {
             *flag = 1;
@@ -548,9 +599,19 @@ int main(int argc, char **argv)
     }
     if (!check(st, "open backend") || !check(lkv_runtime_open("ref", &rt_ref), "open ref"))
         return 1;
+    lkv_runtime_info info;
+    if (device && (!check(lkv_runtime_get_info(rt, &info), "runtime info") ||
+                   (strcmp(info.backend, "cpu") && strcmp(info.backend, "ref")))) {
+        fprintf(stderr, "paged-engine: --device hands host buffers as device arrays: backends "
+                "ref and cpu only, not %s\n", info.backend);
+        lkv_runtime_close(rt);
+        lkv_runtime_close(rt_ref);
+        return 2;
+    }
     run r = {.granularity = granularity};
     engine *e = &r.e;
     e->qk = qk;
+    e->device = device ? rt : NULL;
     lkv_cache_config cfg;
     lkv_cache_config_init(&cfg);
     cfg.layers = LAYERS, cfg.q_heads = QH, cfg.kv_heads = KVH, cfg.head_dim = D;
@@ -561,6 +622,10 @@ int main(int argc, char **argv)
     cfg.eviction = background ? LKV_EVICTION_BACKGROUND : LKV_EVICTION_INLINE;
     ok = ok && check(lkv_cache_create(rt, &cfg, &r.planned), "engine-owned cache");
     e->heads = ok ? lkv_cache_heads(r.planned) : 1;
+    lkv_cache_config resolved;
+    ok = ok && check(lkv_cache_get_config(r.planned, &resolved), "config");
+    r.reduce = resolved.policy.group_reduce;
+    r.combined = malloc(sizeof(float) * SEQS * QH * CAP);
     lkv_slot_map_config map = {SEQS, LAYERS, e->heads, CAP, BS, POOL};
     ok = ok && (!holes || check(lkv_slot_map_create(&map, &e->holes), "slot map"));
     e->scale = (float)(1.0 / sqrt((double)D));
@@ -574,7 +639,7 @@ int main(int argc, char **argv)
     memset(e->table, 0xff, sizeof e->table);
     for (int32_t b = 0; b < POOL; b++)
         e->free_ids[e->n_free++] = POOL - 1 - b;
-    ok = ok && r.probs && e->pos && prefill(&r);
+    ok = ok && r.probs && r.combined && e->pos && prefill(&r);
     for (int32_t t = 1; ok && t <= steps; t++)
         ok = decode_step(&r, t);
     lkv_cache_stats stats = {0};
@@ -587,7 +652,8 @@ int main(int argc, char **argv)
                policy, backend, gqa == LKV_GQA_GROUPED ? "grouped" : "expanded",
                lkv_granularity_name(granularity), holes ? "hole filling" : "compaction",
                background ? ", background eviction" : "", steps,
-               qk ? " (probabilities recomputed from q, K and lse)" : "", BS, e->in_use, e->peak_blocks, POOL, (long long)stats.evictions,
+               qk ? " (probabilities recomputed from q, K and lse)"
+               : device ? " (device probabilities, plans applied on the device)" : "", BS, e->in_use, e->peak_blocks, POOL, (long long)stats.evictions,
                (long long)e->moved, (long long)ms.holes_filled,
                holes ? 100.0 * (double)ms.cells_live / (double)(ms.cells_held ? ms.cells_held : 1)
                      : 100.0 * (double)stats.slots_in_use /
@@ -603,5 +669,6 @@ int main(int argc, char **argv)
     }
     free(e->pos);
     free(r.probs);
+    free(r.combined);
     return ok ? 0 : 1;
 }

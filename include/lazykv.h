@@ -952,6 +952,29 @@ typedef struct lkv_kv_layout {
 LKV_API lkv_status lkv_plan_apply(const lkv_eviction_plan *plan, const lkv_kv_layout *kv,
                                   int32_t *out_freed, int32_t freed_cap, int32_t *out_n_freed);
 
+/* lkv_plan_apply for K/V in the runtime's device memory: the same moves,
+ * the same checks first and the same freed blocks, but the slots move on
+ * the device, queued on the runtime's stream or queue behind the engine's
+ * own work (lkv_runtime_open_external) and never waited for: the engine's
+ * next kernel on that stream sees them done.
+ *   k_layers, v_layers : [kv->layers] device arrays (lkv_device_array's
+ *       rules), layer l's K and V; kv->k_layers and v_layers are not read
+ *       (may be NULL); the layout's strides and block table are as in
+ *       lkv_plan_apply, the table a host array.
+ * Every byte offset the layout yields, and head_dim times the element
+ * size, must be a multiple of 4 (the kernels move 32-bit words), and a
+ * layer's buffer at most 16 GiB (Vulkan, OpenCL: also one binding, which a
+ * device may limit further: UNSUPPORTED names it). Each layer in the plan
+ * costs two gathers per K and V through a device scratch of its moved
+ * slots (moves in place cannot race that way), allocated for the call: one
+ * upload of the move list and four dispatches per layer, no host wait.
+ * UNSUPPORTED on a backend without device plans. */
+LKV_API lkv_status lkv_plan_apply_device(lkv_runtime *rt, const lkv_eviction_plan *plan,
+                                         const lkv_kv_layout *kv,
+                                         const lkv_device_array *k_layers,
+                                         const lkv_device_array *v_layers, int32_t *out_freed,
+                                         int32_t freed_cap, int32_t *out_n_freed);
+
 /* ------------------------------------------------------------------------ */
 /* Hole filling: plans applied without moving K/V                           */
 /* ------------------------------------------------------------------------ */

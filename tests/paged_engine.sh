@@ -2,7 +2,8 @@
 # The paged engine (examples/paged_engine.c) over every policy, GQA mode and
 # granularity on one backend, the plans applied by compaction and as holes
 # (lkv_slot_map), the decode probabilities handed as they are and recomputed
-# from q, K and lse (--qk): each run must keep exactly what an owned cache on
+# from q, K and lse (--qk), and on ref and cpu handed as device arrays with
+# the plans applied on the device (--device): each run must keep exactly what an owned cache on
 # the oracle keeps and compute the same attention. 77 (SKIP) when the backend is unavailable, unless
 # LAZYKV_REQUIRE_BACKENDS names it.
 bin=$1 backend=$2
@@ -40,4 +41,18 @@ for policy in lazy h2o snapkv nacl; do
     runs=$((runs + 1))
   done
 done
+# Device probabilities and device plans, where host memory is the device's.
+case $backend in
+  ref|cpu)
+    for gqa in grouped expanded; do
+      for policy in full lazy streaming h2o tova snapkv nacl; do
+        for apply in "" --holes; do
+          # shellcheck disable=SC2086 # apply is an option or nothing
+          "$bin" --backend "$backend" --policy "$policy" --gqa "$gqa" --device $apply ||
+            { echo "paged_engine: FAIL $backend $policy $gqa device $apply"; exit 1; }
+          runs=$((runs + 1))
+        done
+      done
+    done ;;
+esac
 echo "paged_engine: $runs runs on $backend identical to the owned cache"

@@ -94,13 +94,18 @@ static pthread_mutex_t *mutex_of(const lkv_device *d)
     return &((lkv_bind_device *)(void *)(uintptr_t)d)->lock.mutex;
 }
 
-lkv_status lkv_bind_locked_store(lkv_device *d, const lkv_store_args *a)
-{
-    pthread_mutex_lock(mutex_of(d));
-    lkv_status st = ended(d, lkv_bind_store(d, a));
-    pthread_mutex_unlock(mutex_of(d));
-    return st;
-}
+/* An entry with the lock held, ended as the ops-table entries are. */
+#define LKV_BIND_LOCKED(op, args_type)                                                        \
+    lkv_status lkv_bind_locked_##op(lkv_device *d, const args_type *a)                      \
+    {                                                                                       \
+        pthread_mutex_lock(mutex_of(d));                                                    \
+        lkv_status st = ended(d, lkv_bind_##op(d, a));                                      \
+        pthread_mutex_unlock(mutex_of(d));                                                  \
+        return st;                                                                          \
+    }
+LKV_BIND_LOCKED(store, lkv_store_args)
+LKV_BIND_LOCKED(gather, lkv_gather_args)
+#undef LKV_BIND_LOCKED
 
 lkv_status lkv_bind_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
                                 lkv_buffer **out_buf)

@@ -217,6 +217,7 @@ lkv_status lkv_bind_score(lkv_device *d, const lkv_score_args *a);
 lkv_status lkv_bind_select(lkv_device *d, const lkv_select_args *a);
 lkv_status lkv_bind_compact(lkv_device *d, const lkv_compact_args *a);
 lkv_status lkv_bind_store(lkv_device *d, const lkv_store_args *a);
+lkv_status lkv_bind_gather(lkv_device *d, const lkv_gather_args *a);
 
 /* bind_backend.c: what the locked ops-table entries (host/host_locked.h)
  * run: the driver's buffer entries and the plans above. The backends fill
@@ -226,12 +227,13 @@ extern const lkv_host_inner lkv_bind_inner;
 /* The entries host/host_locked.h does not have yet (store, wrap, counters),
  * locked the same way, for the ops table beside LKV_HOST_LOCKED_OPS. */
 lkv_status lkv_bind_locked_store(lkv_device *d, const lkv_store_args *a);
+lkv_status lkv_bind_locked_gather(lkv_device *d, const lkv_gather_args *a);
 lkv_status lkv_bind_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
                                 lkv_buffer **out_buf);
 void lkv_bind_locked_counters(const lkv_device *d, lkv_counters *out);
 #define LKV_BIND_LOCKED_OPS                                                                   \
-    .store = lkv_bind_locked_store, .wrap = lkv_bind_locked_wrap,                              \
-    .counters = lkv_bind_locked_counters
+    .store = lkv_bind_locked_store, .gather = lkv_bind_locked_gather,                          \
+    .wrap = lkv_bind_locked_wrap, .counters = lkv_bind_locked_counters
 
 /* Whether a wrap's offset suits the device's binding alignment; otherwise
  * INVALID_ARGUMENT naming both (bind_window.c). */

@@ -86,6 +86,8 @@ LKV_CPU_COUNTED(score, lkv_cpu_score, lkv_score_args)
 LKV_CPU_COUNTED(select, lkv_cpu_select, lkv_select_args)
 LKV_CPU_COUNTED(compact, lkv_cpu_compact, lkv_compact_args)
 LKV_CPU_COUNTED(store, lkv_ref_store, lkv_store_args)
+/* a memory move either way: the oracle's memcpy per span */
+LKV_CPU_COUNTED(gather, lkv_ref_gather, lkv_gather_args)
 #undef LKV_CPU_COUNTED
 
 const lkv_backend_ops lkv_backend_cpu = {
@@ -100,5 +102,6 @@ const lkv_backend_ops lkv_backend_cpu = {
     .select = cpu_select,
     .compact = cpu_compact,
     .store = cpu_store,
+    .gather = cpu_gather,
     .row_steps = 1,
 };

@@ -51,17 +51,22 @@ static lkv_host_lock *lock_of(const lkv_device *d)
     return (lkv_host_lock *)(void *)(uintptr_t)d;
 }
 
-lkv_status lkv_gpu_locked_store(lkv_device *d, const lkv_store_args *a)
-{
-    pthread_mutex_lock(&lock_of(d)->mutex);
-    lkv_status st = d->drv->enter(d->api);
-    if (st == LKV_OK) {
-        st = lkv_gpu_store(d, a);
-        d->drv->leave(d->api);
+/* An entry with the lock held and the driver entered around it. */
+#define LKV_GPU_LOCKED(op, args_type)                                                         \
+    lkv_status lkv_gpu_locked_##op(lkv_device *d, const args_type *a)                       \
+    {                                                                                       \
+        pthread_mutex_lock(&lock_of(d)->mutex);                                             \
+        lkv_status st = d->drv->enter(d->api);                                              \
+        if (st == LKV_OK) {                                                                 \
+            st = lkv_gpu_##op(d, a);                                                        \
+            d->drv->leave(d->api);                                                          \
+        }                                                                                   \
+        pthread_mutex_unlock(&lock_of(d)->mutex);                                           \
+        return st;                                                                          \
     }
-    pthread_mutex_unlock(&lock_of(d)->mutex);
-    return st;
-}
+LKV_GPU_LOCKED(store, lkv_store_args)
+LKV_GPU_LOCKED(gather, lkv_gather_args)
+#undef LKV_GPU_LOCKED
 
 /* Locked for a driver that is told of borrowed memory; the view itself is
  * host memory only, so the device need not be entered. */

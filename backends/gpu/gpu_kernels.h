@@ -30,3 +30,6 @@ LKV_GPU_KERNEL(lkv_compact_b2)
 LKV_GPU_KERNEL(lkv_store_f32)
 LKV_GPU_KERNEL(lkv_store_f16)
 LKV_GPU_KERNEL(lkv_store_bf16)
+
+/* gather (backends/gpu/kernels/gather.cu): plans applied to device K/V */
+LKV_GPU_KERNEL(lkv_gather_spans)

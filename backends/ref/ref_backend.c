@@ -29,6 +29,7 @@ LKV_REF_COUNTED(score, lkv_score_args)
 LKV_REF_COUNTED(select, lkv_select_args)
 LKV_REF_COUNTED(compact, lkv_compact_args)
 LKV_REF_COUNTED(store, lkv_store_args)
+LKV_REF_COUNTED(gather, lkv_gather_args)
 #undef LKV_REF_COUNTED
 
 const lkv_backend_ops lkv_backend_ref = {
@@ -43,5 +44,6 @@ const lkv_backend_ops lkv_backend_ref = {
     .select = ref_select,
     .compact = ref_compact,
     .store = ref_store,
+    .gather = ref_gather,
     .row_steps = 1,
 };

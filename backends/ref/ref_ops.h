@@ -24,5 +24,6 @@ void lkv_ref_score_prior(const lkv_score_args *args, int32_t r, float *scores);
 lkv_status lkv_ref_select(lkv_device *dev, const lkv_select_args *args);
 lkv_status lkv_ref_compact(lkv_device *dev, const lkv_compact_args *args);
 lkv_status lkv_ref_store(lkv_device *dev, const lkv_store_args *args);
+lkv_status lkv_ref_gather(lkv_device *dev, const lkv_gather_args *args);
 
 #endif

@@ -1,7 +1,8 @@
 /* The engine-facing entries of the shared CUDA/HIP host code, on the
  * emulator: store against the cpu reference, the finite rule, wrap's
  * borrowed views, counters that count exactly what happened, the staging
- * ring's waits, and open_external's borrowed stream. */
+ * ring's waits, open_external's borrowed stream, and a plan applied to
+ * device K/V (the gather kernel) against lkv_plan_apply on the host. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -12,6 +13,8 @@
 #include "dtype.h"
 #include "emu_driver.h"
 #include "error.h"
+#include "plan_util.h"
+#include "runtime.h"
 #include "test_util.h"
 
 extern const lkv_backend_ops lkv_backend_cpu;
@@ -423,4 +426,39 @@ Test(gpu_emu_external, another_backends_objects_are_an_invalid_argument)
     lkv_external_device dev1 = {.backend = "gpu-emu", .device = 1};
     cr_assert_eq(emu->open_external(&dev1, &d), LKV_INVALID_ARGUMENT);
     cr_assert_null(d);
+}
+
+/* ---- lkv_plan_apply_device: the gather kernel through the host code ---- */
+
+Test(gpu_emu_plan, a_device_apply_leaves_the_host_apply_s_bytes)
+{
+    enum { SEQS = 2, LAYERS = 2, HEADS = 2, CAP = 48, DIM = 6 }; /* f32 d6: 6 words a head */
+    lkv_runtime rt = {.ops = emu};
+    TU_OK(emu->open(0, &rt.dev));
+    size_t head = DIM * 4, bytes = (size_t)SEQS * CAP * HEADS * head;
+    lkv_kv_layout kv = {.dtype = LKV_DTYPE_F32, .head_dim = DIM, .layers = LAYERS,
+                        .heads = HEADS, .sequences = SEQS, .seq_stride = CAP * HEADS * head,
+                        .slot_stride = HEADS * head, .head_stride = head};
+    uint64_t rng = 3;
+    unsigned char *host[2 * LAYERS], *dev[2 * LAYERS];
+    lkv_device_array arr[2 * LAYERS];
+    for (int i = 0; i < 2 * LAYERS; i++) {
+        host[i] = malloc(bytes), dev[i] = malloc(bytes);
+        for (size_t b = 0; b < bytes; b++)
+            host[i][b] = dev[i][b] = (unsigned char)(tu_uniform(&rng) * 256);
+        arr[i] = (lkv_device_array){(uint64_t)(uintptr_t)dev[i], 0}; /* emulated memory is host */
+    }
+    tu_plan p;
+    tu_plan_random(&p, SEQS, LAYERS, HEADS, CAP, &rng);
+    TU_OK(lkv_plan_apply_device(&rt, &p.plan, &kv, arr, arr + LAYERS, NULL, 0, NULL));
+    TU_OK(emu->sync(rt.dev));
+    kv.k_layers = (void *const *)host;
+    kv.v_layers = (void *const *)(host + LAYERS);
+    TU_OK(lkv_plan_apply(&p.plan, &kv, NULL, 0, NULL));
+    for (int i = 0; i < 2 * LAYERS; i++) {
+        cr_assert(memcmp(host[i], dev[i], bytes) == 0, "buffer %d differs from the host apply", i);
+        free(host[i]), free(dev[i]);
+    }
+    tu_plan_free(&p);
+    emu->close(rt.dev);
 }

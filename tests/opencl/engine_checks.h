@@ -7,7 +7,8 @@
  * outputs and lengths, with no sync and a fixed number of dispatches per
  * step; and an engine-owned cache observing probabilities the engine keeps
  * on its device makes the cpu's plans, with no transfer or wait at steps
- * that evict nothing. The engine's uploads are queued on its queue without waiting and
+ * that evict nothing; and a plan applied to the engine's paged K/V on its
+ * device leaves the bytes lkv_plan_apply leaves on the host. The engine's uploads are queued on its queue without waiting and
  * its downloads wait on that queue, so the results also show the queue
  * hand-off both ways (docs/embedding.md).
  *
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan_util.h"
 #include "runtime.h"
 #include "test_util.h"
 
@@ -466,6 +468,65 @@ static void check_observe_device_like_cpu(lkv_runtime *rt, lkv_engine *e)
     lkv_cache_destroy(dev);
     lkv_cache_destroy(ref);
     lkv_runtime_close(cpu);
+}
+
+/* ---- a plan applied to the engine's paged K/V on its device ---- */
+
+#define PA_SEQS 3
+#define PA_LAYERS 2
+#define PA_HEADS 4
+#define PA_CAP 200
+#define PA_BS 16
+#define PA_MAXB (PA_CAP / PA_BS + 1)
+#define PA_BLOCKS (PA_SEQS * PA_MAXB)
+
+/* vLLM's [block][slot][head][dim] f16, d 64, blocks shuffled: the bytes
+ * lkv_plan_apply leaves on the host, the blocks it frees, and no read-back
+ * or host wait (the engine's next kernel sees the moves in queue order). */
+static void check_plan_apply_device_like_host(lkv_runtime *rt, lkv_engine *e)
+{
+    const int32_t dim = 64;
+    size_t head = (size_t)dim * 2, bytes = (size_t)PA_BLOCKS * PA_BS * PA_HEADS * head;
+    uint64_t rng = 33;
+    int32_t table[PA_SEQS * PA_MAXB];
+    for (int32_t i = 0; i < PA_BLOCKS; i++)
+        table[i] = (i * 7) % PA_BLOCKS; /* 7 is prime to 39: a permutation */
+    lkv_kv_layout kv = {.dtype = LKV_DTYPE_F16, .head_dim = dim, .layers = PA_LAYERS,
+                        .heads = PA_HEADS, .sequences = PA_SEQS,
+                        .slot_stride = PA_HEADS * head, .head_stride = head,
+                        .block_stride = PA_BS * PA_HEADS * head, .block_size = PA_BS,
+                        .block_table = table, .max_blocks = PA_MAXB, .n_blocks = PA_BLOCKS};
+    unsigned char *host[2 * PA_LAYERS], *got = malloc(bytes);
+    lkv_device_array dev[2 * PA_LAYERS];
+    for (int i = 0; i < 2 * PA_LAYERS; i++) {
+        host[i] = malloc(bytes);
+        for (size_t b = 0; b < bytes; b++)
+            host[i][b] = (unsigned char)(tu_uniform(&rng) * 256);
+        dev[i] = (lkv_device_array){engine_buffer(e, ENGINE_OFFSET + bytes), ENGINE_OFFSET};
+        engine_put(e, dev[i].handle, ENGINE_OFFSET, host[i], bytes);
+    }
+    tu_plan p;
+    tu_plan_random(&p, PA_SEQS, PA_LAYERS, PA_HEADS, PA_CAP, &rng);
+    int32_t freed_d[PA_BLOCKS], freed_h[PA_BLOCKS], n_d = -1, n_h = -1;
+    lkv_counters c0 = counters_of(rt);
+    TU_OK(lkv_plan_apply_device(rt, &p.plan, &kv, dev, dev + PA_LAYERS, freed_d, PA_BLOCKS, &n_d));
+    lkv_counters d = counters_since(rt, c0);
+    cr_assert(d.d2h_copies == 0 && d.syncs == 0, "a device apply read back %lld times and "
+              "waited %lld times", (long long)d.d2h_copies, (long long)d.syncs);
+    kv.k_layers = (void *const *)host;
+    kv.v_layers = (void *const *)(host + PA_LAYERS);
+    TU_OK(lkv_plan_apply(&p.plan, &kv, freed_h, PA_BLOCKS, &n_h));
+    cr_assert(n_d == n_h && n_h > 0 && memcmp(freed_d, freed_h, sizeof(int32_t) * (size_t)n_h) == 0,
+              "freed %d blocks, the host %d", n_d, n_h);
+    for (int i = 0; i < 2 * PA_LAYERS; i++) {
+        engine_get(e, dev[i].handle, ENGINE_OFFSET, got, bytes);
+        for (size_t b = 0; b < bytes; b++)
+            cr_assert_eq(got[b], host[i][b], "%s layer %d byte %zu: 0x%02x, the host 0x%02x",
+                         i < PA_LAYERS ? "K" : "V", i % PA_LAYERS, b, got[b], host[i][b]);
+        free(host[i]);
+    }
+    free(got);
+    tu_plan_free(&p);
 }
 
 #endif /* LKV_ENGINE_CHECKS_H */

@@ -7,3 +7,4 @@
 #include "select.cu"
 #include "compact.cu"
 #include "store.cu"
+#include "gather.cu"
