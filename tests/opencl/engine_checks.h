@@ -529,4 +529,17 @@ static void check_plan_apply_device_like_host(lkv_runtime *rt, lkv_engine *e)
     tu_plan_free(&p);
 }
 
+/* A test's whole life: the engine, lazykv on it (the including test's
+ * engine_open and lazykv_on, after which it is used), one check, both
+ * closed. */
+#define ON_ENGINE(check)                                                                      \
+    do {                                                                                      \
+        lkv_engine on_e;                                                                      \
+        engine_open(&on_e);                                                                   \
+        lkv_runtime *on_rt = lazykv_on(&on_e);                                                \
+        check(on_rt, &on_e);                                                                  \
+        lkv_runtime_close(on_rt);                                                             \
+        engine_close(&on_e);                                                                  \
+    } while (0)
+
 #endif /* LKV_ENGINE_CHECKS_H */

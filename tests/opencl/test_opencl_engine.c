@@ -123,22 +123,12 @@ Test(opencl_engine, a_decode_batch_on_device_arrays_matches_host_arrays_on_the_c
 
 Test(opencl_engine, an_engine_cache_observing_device_rows_makes_the_cpu_s_plans)
 {
-    lkv_engine e;
-    engine_open(&e);
-    lkv_runtime *rt = lazykv_on(&e);
-    check_observe_device_like_cpu(rt, &e);
-    lkv_runtime_close(rt);
-    engine_close(&e);
+    ON_ENGINE(check_observe_device_like_cpu);
 }
 
 Test(opencl_engine, a_plan_applied_to_paged_device_k_v_moves_what_the_host_apply_moves)
 {
-    lkv_engine e;
-    engine_open(&e);
-    lkv_runtime *rt = lazykv_on(&e);
-    check_plan_apply_device_like_host(rt, &e);
-    lkv_runtime_close(rt);
-    engine_close(&e);
+    ON_ENGINE(check_plan_apply_device_like_host);
 }
 
 Test(opencl_engine, wrap_refuses_an_offset_off_the_16_byte_alignment_naming_both)

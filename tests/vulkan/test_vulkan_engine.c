@@ -313,22 +313,12 @@ Test(vulkan_engine, a_decode_batch_on_device_arrays_matches_host_arrays_on_the_c
 
 Test(vulkan_engine, an_engine_cache_observing_device_rows_makes_the_cpu_s_plans)
 {
-    lkv_engine e;
-    engine_open(&e);
-    lkv_runtime *rt = lazykv_on(&e);
-    check_observe_device_like_cpu(rt, &e);
-    lkv_runtime_close(rt);
-    engine_close(&e);
+    ON_ENGINE(check_observe_device_like_cpu);
 }
 
 Test(vulkan_engine, a_plan_applied_to_paged_device_k_v_moves_what_the_host_apply_moves)
 {
-    lkv_engine e;
-    engine_open(&e);
-    lkv_runtime *rt = lazykv_on(&e);
-    check_plan_apply_device_like_host(rt, &e);
-    lkv_runtime_close(rt);
-    engine_close(&e);
+    ON_ENGINE(check_plan_apply_device_like_host);
 }
 
 Test(vulkan_engine, wrap_refuses_an_offset_off_the_storage_buffer_alignment_naming_both)
