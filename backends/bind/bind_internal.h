@@ -210,7 +210,7 @@ lkv_status lkv_bind_list_room(lkv_device *d, int32_t n_rows, int ncols);
 lkv_status lkv_bind_put_list(lkv_device *d, const int32_t *const *cols, int ncols, int32_t first,
                              int32_t len, lkv_bind_buf *out_bind);
 
-/* The five ops (one file each). */
+/* The ops (one file each). */
 lkv_status lkv_bind_attend(lkv_device *d, const lkv_attend_args *a);
 lkv_status lkv_bind_observe(lkv_device *d, const lkv_observe_args *a);
 lkv_status lkv_bind_score(lkv_device *d, const lkv_score_args *a);

@@ -215,7 +215,7 @@ static inline uint32_t lkv_gpu_rows_y(const lkv_device *d, int32_t n_rows)
     return (uint32_t)n_rows < d->lim.max_grid_y ? (uint32_t)n_rows : d->lim.max_grid_y;
 }
 
-/* The six ops (gpu_attend.c ... gpu_store.c), called with the lock held. */
+/* The ops (gpu_attend.c ... gpu_store.c, gpu_gather.c), called with the lock held. */
 lkv_status lkv_gpu_attend(lkv_device *d, const lkv_attend_args *a);
 /* attend's scratch budget per batch, from the environment (gpu_attend.c
  * says which variable); read when a device is created. */
