@@ -156,18 +156,19 @@ typedef struct lkv_store_args {
     const lkv_buffer *v;
 } lkv_store_args;
 
-/* gather: span i of `words` 4-byte words moves from src word src_word[i]
- * to dst word dst_word[i] (word offsets into the buffers). No destination
- * span overlaps a source span or another destination, so spans run in any
- * order and in parallel; a move in place goes through scratch in two
- * gathers (core/plan_apply_device.c). The words are copied bit for bit. */
+/* gather: within one buffer, span i of `words` 4-byte words moves from word
+ * src_word[i] to word dst_word[i], as if every source were read before any
+ * destination is written: a plan's moves in place, where a destination may
+ * be a later move's source. Destinations never overlap each other. The
+ * words are copied bit for bit. The device backends gather the sources into
+ * their kept scratch and scatter them back (two passes in stream order, no
+ * allocation, no wait); the reference copies through host memory. */
 typedef struct lkv_gather_args {
     int32_t n;
     int32_t words;
     const uint32_t *src_word; /* [n] host array */
     const uint32_t *dst_word; /* [n] host array */
-    const lkv_buffer *src;
-    lkv_buffer *dst;
+    lkv_buffer *buf;
 } lkv_gather_args;
 
 /* A known deviation from the oracle that a backend owns and accepts: the

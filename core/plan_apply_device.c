@@ -1,11 +1,10 @@
 /* lkv_plan_apply_device: an eviction plan applied to K/V in the runtime's
  * device memory. A row's moves kept[j] -> j run one after the other on the
  * host (lkv_plan_apply), but a device runs them at once, where a move's
- * destination may be a later move's source. So each layer goes through a
- * scratch of its moved slots: one gather reads every kept slot into it,
- * a second writes it back to the slots' new places; neither gather
- * overlaps itself. Everything that can fail (checks, views, scratch, lists)
- * is done before the first dispatch. */
+ * destination may be a later move's source: the backend's gather reads
+ * every source before it writes (through its kept scratch). The plan is
+ * checked, its word lists built and the layers' views made before the
+ * first gather. */
 #include <stdlib.h>
 
 #include "error.h"
@@ -94,45 +93,22 @@ static lkv_status view_layers(lkv_runtime *rt, const lkv_device_array *k,
     return st;
 }
 
-/* Kept slots into scratch (word i * words), then scratch to their places. */
-static lkv_status move_layer(lkv_runtime *rt, const layer_moves *m, int32_t words,
-                             const uint32_t *scratch_word, lkv_buffer *scratch)
-{
-    lkv_buffer *bufs[2] = {m->k, m->v};
-    lkv_status st = LKV_OK;
-    for (int b = 0; b < 2 && st == LKV_OK; b++) {
-        lkv_gather_args in = {m->n, words, m->src_word, scratch_word, bufs[b], scratch};
-        lkv_gather_args out = {m->n, words, scratch_word, m->dst_word, scratch, bufs[b]};
-        st = rt->ops->gather(rt->dev, &in);
-        if (st == LKV_OK)
-            st = rt->ops->gather(rt->dev, &out);
-    }
-    return st;
-}
-
 static lkv_status run(lkv_runtime *rt, const lkv_kv_layout *kv, size_t span, layer_moves *m)
 {
-    int32_t most = 0, words = (int32_t)(span / 4);
-    for (int32_t l = 0; l < kv->layers; l++)
-        most = m[l].n > most ? m[l].n : most;
-    if (!most)
-        return LKV_OK;
-    uint32_t *scratch_word = malloc(sizeof(uint32_t) * (size_t)most);
-    if (!scratch_word)
-        return lkv_fail(LKV_OUT_OF_MEMORY, CALL ": out of host memory for %d moves", most);
-    for (int32_t i = 0; i < most; i++)
-        scratch_word[i] = (uint32_t)i * (uint32_t)words;
-    lkv_buffer *scratch = NULL;
-    lkv_status st = (uint64_t)most * span > ((uint64_t)1 << 34)
-                        ? lkv_fail(LKV_UNSUPPORTED, CALL ": %d moves of %zu bytes in one layer "
-                                   "exceed the 16 GiB scratch one call holds", most, span)
-                        : rt->ops->alloc(rt->dev, (size_t)most * span, &scratch);
-    for (int32_t l = 0; l < kv->layers && st == LKV_OK; l++)
-        if (m[l].n)
-            st = move_layer(rt, &m[l], words, scratch_word, scratch);
-    if (scratch)
-        rt->ops->free(rt->dev, scratch); /* the backends free it after the queued gathers */
-    free(scratch_word);
+    int32_t words = (int32_t)(span / 4);
+    lkv_status st = LKV_OK;
+    for (int32_t l = 0; l < kv->layers && st == LKV_OK; l++) {
+        if (!m[l].n)
+            continue;
+        if ((uint64_t)m[l].n * span > ((uint64_t)1 << 34))
+            return lkv_fail(LKV_UNSUPPORTED, CALL ": %d moves of %zu bytes in layer %d exceed "
+                            "the 16 GiB one gather holds", m[l].n, span, l);
+        lkv_gather_args k = {m[l].n, words, m[l].src_word, m[l].dst_word, m[l].k};
+        lkv_gather_args v = {m[l].n, words, m[l].src_word, m[l].dst_word, m[l].v};
+        st = rt->ops->gather(rt->dev, &k);
+        if (st == LKV_OK)
+            st = rt->ops->gather(rt->dev, &v);
+    }
     return st;
 }
 

@@ -965,9 +965,10 @@ LKV_API lkv_status lkv_plan_apply(const lkv_eviction_plan *plan, const lkv_kv_la
  * size, must be a multiple of 4 (the kernels move 32-bit words), and a
  * layer's buffer at most 16 GiB (Vulkan, OpenCL: also one binding, which a
  * device may limit further: UNSUPPORTED names it). Each layer in the plan
- * costs two gathers per K and V through a device scratch of its moved
- * slots (moves in place cannot race that way), allocated for the call: one
- * upload of the move list and four dispatches per layer, no host wait.
+ * costs two passes per K and V through the device's kept scratch (every
+ * moved slot read before any is written, so moves in place cannot race):
+ * one upload of the move lists and four dispatches per layer, no host wait
+ * (the scratch grows when a plan needs more, freed at the next host wait).
  * UNSUPPORTED on a backend without device plans. */
 LKV_API lkv_status lkv_plan_apply_device(lkv_runtime *rt, const lkv_eviction_plan *plan,
                                          const lkv_kv_layout *kv,
