@@ -171,6 +171,29 @@ typedef struct lkv_gather_args {
     lkv_buffer *buf;
 } lkv_gather_args;
 
+/* reduce_rows: row i of dst (dst_row[i] * dst_stride words in) gets, over
+ * its first len[i] words, the reduce of `group` consecutive rows of src
+ * from row src_row[i] (rows src_stride words apart): an engine's
+ * probabilities per query head into the cache's rows per cache head, one
+ * dispatch for a whole batch. A group of one is copied bit for bit; max
+ * keeps v > m ? v : m over the rows in order, the same bits everywhere (the
+ * values are checked probabilities: no NaN); mean is the double sum over
+ * the rows in order divided by the group, rounded once. Device kernels
+ * without f64 (Vulkan or OpenCL on such a device) sum in f32, a few ulp
+ * from the oracle. Destination rows overlap neither each other nor src. */
+typedef struct lkv_reduce_rows_args {
+    int32_t n;
+    int32_t group;
+    lkv_group_reduce reduce;
+    int32_t src_stride;     /* words */
+    int32_t dst_stride;     /* words */
+    const int32_t *src_row; /* [n] host arrays */
+    const int32_t *dst_row;
+    const int32_t *len;
+    const lkv_buffer *src;
+    lkv_buffer *dst;
+} lkv_reduce_rows_args;
+
 /* A known deviation from the oracle that a backend owns and accepts: the
  * conformance cases it is expected to fail on devices with a trait, and
  * why in words. The conformance suite turns those FAILs into XFAILs (still
@@ -236,6 +259,9 @@ typedef struct lkv_backend_ops {
     lkv_status (*store)(lkv_device *dev, const lkv_store_args *args);
     /* NULL: plans cannot be applied to K/V in this backend's device memory. */
     lkv_status (*gather)(lkv_device *dev, const lkv_gather_args *args);
+    /* NULL: probabilities in this backend's device memory cannot be
+     * observed. */
+    lkv_status (*reduce_rows)(lkv_device *dev, const lkv_reduce_rows_args *args);
 
     /* 1 when observe and score honour row_t, so one dispatch serves rows at
      * different steps; 0: core splits such a batch by step. */

@@ -72,8 +72,8 @@ static const float *combined_row(lkv_cache *c, const float *block, int32_t strid
 }
 
 /* Every cache head of (seq, layer) over n slots into c->probs, from the
- * engine's block of rows: combined per query-head group on the host, as
- * they are when the engine combined them, or copied device to device. */
+ * engine's block of rows in host memory: combined per query-head group on
+ * the host, or as they are when the engine combined them. */
 static lkv_status write_block(lkv_cache *c, const lkv_given *g, size_t block_row, int32_t seq,
                               int32_t layer, int32_t n)
 {
@@ -81,9 +81,7 @@ static lkv_status write_block(lkv_cache *c, const lkv_given *g, size_t block_row
     for (int32_t h = 0; h < c->heads && st == LKV_OK; h++) {
         size_t off = (size_t)lkv_row_of(c, seq, layer, h) * (size_t)c->cfg.capacity * 4;
         size_t src = (block_row + (size_t)h) * (size_t)g->stride;
-        if (g->dev)
-            st = c->ops->copy(c->dev, c->probs, off, g->dev, src * 4, (size_t)n * 4);
-        else if (g->cache_rows)
+        if (g->cache_rows)
             st = c->ops->write(c->dev, c->probs, off, g->p + src, (size_t)n * 4);
         else
             st = c->ops->write(c->dev, c->probs, off,
@@ -101,9 +99,38 @@ static int32_t engine_rows(const lkv_cache *c, const lkv_given *g)
     return g->cache_rows ? c->heads : c->cfg.q_heads;
 }
 
+/* The device form: every observing sequence's cache heads in one
+ * reduce_rows, the group of query-head rows of a cache head combined on the
+ * device as combined_row combines them on the host (or copied, one row per
+ * cache head). The lists borrow c->row_k, c->rows and c->row_n, which the
+ * observe after this fills anew. */
+static lkv_status write_device(lkv_cache *c, const lkv_given *g, const int32_t *seqs, int32_t n,
+                               int32_t layer)
+{
+    int32_t per = g->cache_rows ? 1 : c->group, m = 0;
+    for (int32_t i = 0; i < n; i++) {
+        lkv_observe_kind kind;
+        if (!lkv_observes_at(c, c->seq_steps[i], &kind))
+            continue;
+        for (int32_t h = 0; h < c->heads; h++, m++) {
+            c->row_k[m] = i * engine_rows(c, g) + h * per;
+            c->rows[m] = lkv_row_of(c, seqs[i], layer, h);
+            c->row_n[m] = c->seqs[seqs[i]].len[layer];
+        }
+    }
+    lkv_reduce_rows_args a = {
+        .n = m, .group = per, .reduce = c->cfg.policy.group_reduce, .src_stride = g->stride,
+        .dst_stride = c->cfg.capacity, .src_row = c->row_k, .dst_row = c->rows,
+        .len = c->row_n, .src = g->dev, .dst = c->probs,
+    };
+    return m ? c->ops->reduce_rows(c->dev, &a) : LKV_OK;
+}
+
 lkv_status lkv_given_write(lkv_cache *c, const lkv_given *g, const int32_t *seqs, int32_t n,
                            int32_t layer)
 {
+    if (g->dev)
+        return write_device(c, g, seqs, n, layer);
     size_t block = (size_t)(g->engine ? engine_rows(c, g) : c->heads) * (size_t)g->stride;
     lkv_status st = LKV_OK;
     for (int32_t i = 0; i < n && st == LKV_OK; i++) {
@@ -198,13 +225,11 @@ static lkv_status check_form(const lkv_cache *c, const lkv_observe_batch_io *io,
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "%s: rows %d is neither LKV_ROWS_QUERY_HEADS nor LKV_ROWS_CACHE_HEADS", call,
                         (int)io->rows);
-    if (io->memory == LKV_MEMORY_DEVICE && io->rows == LKV_ROWS_QUERY_HEADS && c->group > 1)
-        return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "%s: device probabilities of a cache whose heads have %d query heads each "
-                        "must be combined by the engine, one row per cache head "
-                        "(rows = LKV_ROWS_CACHE_HEADS): lazykv combines on the host only",
-                        call, c->group);
-    return lkv_check_memory(c, io->memory, call);
+    lkv_status st = lkv_check_memory(c, io->memory, call);
+    if (st == LKV_OK && io->memory == LKV_MEMORY_DEVICE && !c->ops->reduce_rows)
+        return lkv_fail(LKV_UNSUPPORTED, "%s: backend %s cannot read probabilities in device "
+                        "memory (no reduce_rows)", call, c->ops->name);
+    return st;
 }
 
 static lkv_status check_probs(const lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io,

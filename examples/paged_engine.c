@@ -26,8 +26,9 @@
  * --qk hands prompts and decode steps the queries, the engine's K and its
  * log-sum-exp (lkv_cache_observe_prompt_qk, lkv_cache_observe_batch_qk)
  * instead of the probabilities; --device hands the decode probabilities as
- * device arrays (one row per cache head, combined here, when a cache head
- * has several query heads) and applies the plans with lkv_plan_apply_device:
+ * device arrays (when a cache head has several query heads: per query head
+ * on even steps, lazykv combining them on its device, and one row per cache
+ * head combined here on odd ones) and applies the plans with lkv_plan_apply_device:
  * on ref and cpu, whose device memory is host memory, so the engine's host
  * buffers are its device buffers.
  *
@@ -503,7 +504,9 @@ static int decode_step(run *r, int32_t step)
             int32_t len_of[SEQS];
             for (int32_t i = 0; i < n; i++)
                 len_of[i] = e->len[seqs[i]][l];
-            int grouped = e->heads < QH;
+            /* a grouped cache's rows alternate: combined here on odd steps,
+             * per query head for lazykv to combine on even ones */
+            int grouped = e->heads < QH && step % 2;
             if (grouped)
                 combine_rows(r, n, len_of);
             mine.memory = LKV_MEMORY_DEVICE;

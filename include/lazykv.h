@@ -742,16 +742,17 @@ typedef enum lkv_probs_rows {
  * (INVALID_ARGUMENT names the first that is not).
  *
  * Device memory (memory = LKV_MEMORY_DEVICE, probs_dev on the runtime's
- * device, lkv_device_array's rules): the rows never leave the device; each
- * row is copied device to device where the cache's observe reads it, queued
- * behind the engine's own work on the same stream or queue (open the
- * runtime with lkv_runtime_open_external for that). Nothing is read back or
+ * device, lkv_device_array's rules): the rows never leave the device; one
+ * dispatch for the batch brings each cache head's row (rows per cache
+ * head) or its group's combine (rows per query head: group_reduce's max,
+ * the same bits as on the host, or mean, a double sum where the device has
+ * f64 and within a few ulp of it where it has not) where the cache's
+ * observe reads it, queued behind the engine's own work on the same stream
+ * or queue (open the runtime with lkv_runtime_open_external for that). Nothing is read back or
  * checked: a value outside [0, 1] or NaN gives unspecified decisions, never
  * an access outside the cache (the observe kernels only compare and add).
- * Rows must be one per cache head (LKV_ROWS_CACHE_HEADS) unless every cache
- * head has a single query head (expanded, or q_heads == kv_heads): lazykv
- * combines query heads on the host only. The step is then free of host
- * transfers and waits unless it evicts (the plan is read back then). */
+ * The step is free of host transfers and waits unless it evicts (the plan
+ * is read back then). */
 typedef struct lkv_observe_batch_io {
     int32_t n_sequences;
     const int32_t *sequences; /* [n_sequences] host array of distinct indices */

@@ -21,9 +21,11 @@
 typedef struct form {
     lkv_probs_rows rows;
     lkv_memory memory;
+    lkv_group_reduce reduce; /* rows per cache head: combined by max */
 } form;
 
-static lkv_cache *make(lkv_policy_kind kind, lkv_gqa_mode gqa, int32_t kv_heads)
+static lkv_cache *make(lkv_policy_kind kind, lkv_gqa_mode gqa, int32_t kv_heads,
+                       lkv_group_reduce reduce)
 {
     lkv_cache_config cfg = tu_config(LAYERS, QH, kv_heads, 8, CAP);
     cfg.kv_owner = LKV_KV_ENGINE;
@@ -33,7 +35,7 @@ static lkv_cache *make(lkv_policy_kind kind, lkv_gqa_mode gqa, int32_t kv_heads)
     cfg.policy.budget = 40;
     cfg.policy.window = 9;
     cfg.policy.alpha = 0.02f;
-    cfg.policy.group_reduce = LKV_REDUCE_MAX;
+    cfg.policy.group_reduce = reduce;
     return tu_cache(&cfg);
 }
 
@@ -86,7 +88,7 @@ static void expect_same_plan(const lkv_cache *ref, const lkv_cache *got, const c
  * `ref` per query head on the host. Returns the evictions seen. */
 static int64_t run_forms(lkv_policy_kind kind, lkv_gqa_mode gqa, int32_t kv_heads, form f)
 {
-    lkv_cache *ref = make(kind, gqa, kv_heads), *got = make(kind, gqa, kv_heads);
+    lkv_cache *ref = make(kind, gqa, kv_heads, f.reduce), *got = make(kind, gqa, kv_heads, f.reduce);
     int32_t heads = lkv_cache_heads(ref), seqs[2] = {1, 0}, n_tok[2] = {PROMPT, PROMPT + 5};
     lkv_observe_prompt_io p = {.n_sequences = 2, .sequences = seqs, .n_tokens = n_tok};
     for (int32_t l = 0; l < LAYERS; l++) {
@@ -97,8 +99,9 @@ static int64_t run_forms(lkv_policy_kind kind, lkv_gqa_mode gqa, int32_t kv_head
     float *given = malloc(sizeof(float) * 2 * QH * CAP);
     uint64_t rng = 5 + (uint64_t)kind;
     char what[96];
-    snprintf(what, sizeof what, "%s %s rows %d memory %d", lkv_policy_name(kind),
-             gqa == LKV_GQA_GROUPED ? "grouped" : "expanded", (int)f.rows, (int)f.memory);
+    snprintf(what, sizeof what, "%s %s rows %d memory %d reduce %d", lkv_policy_name(kind),
+             gqa == LKV_GQA_GROUPED ? "grouped" : "expanded", (int)f.rows, (int)f.memory,
+             (int)f.reduce);
     for (int s = 0; s < STEPS; s++)
         for (int32_t l = 0; l < LAYERS; l++) {
             for (int32_t i = 0; i < 2; i++) {
@@ -139,12 +142,18 @@ static int64_t run_forms(lkv_policy_kind kind, lkv_gqa_mode gqa, int32_t kv_head
 Test(engine_device, every_form_of_the_rows_makes_the_host_rows_decisions)
 {
     const lkv_policy_kind kinds[] = {LKV_POLICY_LAZY, LKV_POLICY_H2O, LKV_POLICY_TOVA};
-    const form grouped[] = {{LKV_ROWS_CACHE_HEADS, LKV_MEMORY_HOST},
-                            {LKV_ROWS_CACHE_HEADS, LKV_MEMORY_DEVICE}};
-    const form expanded[] = {{LKV_ROWS_QUERY_HEADS, LKV_MEMORY_DEVICE},
-                             {LKV_ROWS_CACHE_HEADS, LKV_MEMORY_DEVICE}};
+    /* query-head rows on the device are combined there (reduce_rows),
+     * by max and by mean: the host form's combine, bit for bit */
+    const form grouped[] = {{LKV_ROWS_CACHE_HEADS, LKV_MEMORY_HOST, LKV_REDUCE_MAX},
+                            {LKV_ROWS_CACHE_HEADS, LKV_MEMORY_DEVICE, LKV_REDUCE_MAX},
+                            {LKV_ROWS_QUERY_HEADS, LKV_MEMORY_DEVICE, LKV_REDUCE_MAX},
+                            {LKV_ROWS_QUERY_HEADS, LKV_MEMORY_DEVICE, LKV_REDUCE_MEAN}};
+    const form expanded[] = {{LKV_ROWS_QUERY_HEADS, LKV_MEMORY_DEVICE, LKV_REDUCE_MAX},
+                             {LKV_ROWS_CACHE_HEADS, LKV_MEMORY_DEVICE, LKV_REDUCE_MAX},
+                             {LKV_ROWS_QUERY_HEADS, LKV_MEMORY_DEVICE, LKV_REDUCE_MAX},
+                             {LKV_ROWS_QUERY_HEADS, LKV_MEMORY_DEVICE, LKV_REDUCE_MEAN}};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
-        for (int f = 0; f < 2; f++) {
+        for (int f = 0; f < 4; f++) {
             cr_expect_gt(run_forms(kinds[k], LKV_GQA_GROUPED, 2, grouped[f]), 0,
                          "%s: the run must evict", lkv_policy_name(kinds[k]));
             cr_expect_gt(run_forms(kinds[k], LKV_GQA_EXPANDED, 2, expanded[f]), 0,
@@ -166,17 +175,15 @@ static void expect_refused(lkv_cache *c, const lkv_observe_batch_io *io, const c
 
 Test(engine_device, bad_forms_are_refused_naming_them)
 {
-    lkv_cache *c = make(LKV_POLICY_LAZY, LKV_GQA_GROUPED, 2);
+    lkv_cache *c = make(LKV_POLICY_LAZY, LKV_GQA_GROUPED, 2, LKV_REDUCE_MAX);
     int32_t seq = 0, n = PROMPT;
     lkv_observe_prompt_io p = {.n_sequences = 1, .sequences = &seq, .n_tokens = &n};
     for (int32_t l = 0; l < LAYERS; l++)
         TU_OK(lkv_cache_observe_prompt(c, l, &p));
     float *rows = calloc(QH * CAP, sizeof(float));
     lkv_observe_batch_io io = {.n_sequences = 1, .sequences = &seq, .stride = CAP,
-                               .rows = LKV_ROWS_QUERY_HEADS, .memory = LKV_MEMORY_DEVICE,
+                               .rows = (lkv_probs_rows)7, .memory = LKV_MEMORY_DEVICE,
                                .probs_dev = {(uint64_t)(uintptr_t)rows, 0}};
-    expect_refused(c, &io, "LKV_ROWS_CACHE_HEADS");
-    io.rows = (lkv_probs_rows)7;
     expect_refused(c, &io, "rows 7");
     io.rows = LKV_ROWS_CACHE_HEADS;
     io.probs_dev.handle = 0;

@@ -218,6 +218,7 @@ lkv_status lkv_bind_select(lkv_device *d, const lkv_select_args *a);
 lkv_status lkv_bind_compact(lkv_device *d, const lkv_compact_args *a);
 lkv_status lkv_bind_store(lkv_device *d, const lkv_store_args *a);
 lkv_status lkv_bind_gather(lkv_device *d, const lkv_gather_args *a);
+lkv_status lkv_bind_reduce_rows(lkv_device *d, const lkv_reduce_rows_args *a);
 
 /* bind_backend.c: what the locked ops-table entries (host/host_locked.h)
  * run: the driver's buffer entries and the plans above. The backends fill
@@ -228,12 +229,14 @@ extern const lkv_host_inner lkv_bind_inner;
  * locked the same way, for the ops table beside LKV_HOST_LOCKED_OPS. */
 lkv_status lkv_bind_locked_store(lkv_device *d, const lkv_store_args *a);
 lkv_status lkv_bind_locked_gather(lkv_device *d, const lkv_gather_args *a);
+lkv_status lkv_bind_locked_reduce_rows(lkv_device *d, const lkv_reduce_rows_args *a);
 lkv_status lkv_bind_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
                                 lkv_buffer **out_buf);
 void lkv_bind_locked_counters(const lkv_device *d, lkv_counters *out);
 #define LKV_BIND_LOCKED_OPS                                                                   \
     .store = lkv_bind_locked_store, .gather = lkv_bind_locked_gather,                          \
-    .wrap = lkv_bind_locked_wrap, .counters = lkv_bind_locked_counters
+    .reduce_rows = lkv_bind_locked_reduce_rows, .wrap = lkv_bind_locked_wrap,                  \
+    .counters = lkv_bind_locked_counters
 
 /* Whether a wrap's offset suits the device's binding alignment; otherwise
  * INVALID_ARGUMENT naming both (bind_window.c). */

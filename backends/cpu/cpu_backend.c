@@ -88,6 +88,8 @@ LKV_CPU_COUNTED(compact, lkv_cpu_compact, lkv_compact_args)
 LKV_CPU_COUNTED(store, lkv_ref_store, lkv_store_args)
 /* a memory move either way: the oracle's memcpy per span */
 LKV_CPU_COUNTED(gather, lkv_ref_gather, lkv_gather_args)
+/* a few words per slot: the oracle's loop, which the compiler vectorizes */
+LKV_CPU_COUNTED(reduce_rows, lkv_ref_reduce_rows, lkv_reduce_rows_args)
 #undef LKV_CPU_COUNTED
 
 const lkv_backend_ops lkv_backend_cpu = {
@@ -103,5 +105,6 @@ const lkv_backend_ops lkv_backend_cpu = {
     .compact = cpu_compact,
     .store = cpu_store,
     .gather = cpu_gather,
+    .reduce_rows = cpu_reduce_rows,
     .row_steps = 1,
 };

@@ -33,3 +33,7 @@ LKV_GPU_KERNEL(lkv_store_bf16)
 
 /* gather (backends/gpu/kernels/gather.cu): plans applied to device K/V */
 LKV_GPU_KERNEL(lkv_gather_spans)
+
+/* reduce_rows (backends/gpu/kernels/reduce_rows.cu): engine probabilities
+ * per query head into the cache's rows */
+LKV_GPU_KERNEL(lkv_reduce_rows)

@@ -30,6 +30,7 @@ LKV_REF_COUNTED(select, lkv_select_args)
 LKV_REF_COUNTED(compact, lkv_compact_args)
 LKV_REF_COUNTED(store, lkv_store_args)
 LKV_REF_COUNTED(gather, lkv_gather_args)
+LKV_REF_COUNTED(reduce_rows, lkv_reduce_rows_args)
 #undef LKV_REF_COUNTED
 
 const lkv_backend_ops lkv_backend_ref = {
@@ -45,5 +46,6 @@ const lkv_backend_ops lkv_backend_ref = {
     .compact = ref_compact,
     .store = ref_store,
     .gather = ref_gather,
+    .reduce_rows = ref_reduce_rows,
     .row_steps = 1,
 };

@@ -462,3 +462,69 @@ Test(gpu_emu_plan, a_device_apply_leaves_the_host_apply_s_bytes)
     tu_plan_free(&p);
     emu->close(rt.dev);
 }
+
+/* ---- reduce_rows: the engine's query-head rows per cache head ---- */
+
+/* Rows of different lengths, groups in a shuffled order of destination
+ * rows, and old destination words beyond each row's length: the kernel's
+ * words against the cpu oracle's, bit for bit, for max and mean (the
+ * kernel's mean sums in double, as the oracle does). */
+static void expect_reduce_rows_like_cpu(int32_t group, lkv_group_reduce reduce)
+{
+    enum { ROWS = 6, STRIDE = 70, CAP = 80 };
+    const lkv_backend_ops *ops[2] = {&lkv_backend_cpu, emu};
+    int32_t src_row[ROWS], dst_row[ROWS], len[ROWS];
+    size_t src_n = (size_t)ROWS * (size_t)group * STRIDE, dst_n = (size_t)(ROWS + 2) * CAP;
+    float *src = malloc(4 * src_n), *old = malloc(4 * dst_n), *got[2];
+    uint64_t rng = 11 + (uint64_t)group;
+    for (size_t i = 0; i < src_n; i++)
+        src[i] = (float)tu_uniform(&rng);
+    for (size_t i = 0; i < dst_n; i++)
+        old[i] = -1.0f - (float)i;
+    for (int32_t i = 0; i < ROWS; i++) {
+        src_row[i] = i * group;
+        dst_row[i] = (i * 5 + 1) % (ROWS + 2); /* 5 is prime to 8 */
+        len[i] = 1 + (i * 13) % STRIDE;
+    }
+    for (int b = 0; b < 2; b++) {
+        lkv_device *d = NULL;
+        lkv_buffer *s = NULL, *o = NULL;
+        TU_OK(ops[b]->open(0, &d));
+        TU_OK(ops[b]->alloc(d, 4 * src_n, &s));
+        TU_OK(ops[b]->alloc(d, 4 * dst_n, &o));
+        TU_OK(ops[b]->write(d, s, 0, src, 4 * src_n));
+        TU_OK(ops[b]->write(d, o, 0, old, 4 * dst_n));
+        lkv_reduce_rows_args a = {.n = ROWS, .group = group, .reduce = reduce,
+                                  .src_stride = STRIDE, .dst_stride = CAP, .src_row = src_row,
+                                  .dst_row = dst_row, .len = len, .src = s, .dst = o};
+        TU_OK(ops[b]->reduce_rows(d, &a));
+        got[b] = malloc(4 * dst_n);
+        TU_OK(ops[b]->read(d, o, 0, got[b], 4 * dst_n));
+        ops[b]->free(d, s), ops[b]->free(d, o);
+        ops[b]->close(d);
+    }
+    for (size_t i = 0; i < dst_n; i++)
+        cr_assert(memcmp(&got[0][i], &got[1][i], 4) == 0,
+                  "group %d reduce %d: word %zu is %.9g, the cpu's %.9g", group, (int)reduce, i,
+                  (double)got[1][i], (double)got[0][i]);
+    /* the oracle itself, against a sum written here: row 0's first word */
+    double sum = 0, most = 0;
+    for (int32_t j = 0; j < group; j++) {
+        sum += src[(size_t)j * STRIDE];
+        most = src[(size_t)j * STRIDE] > most ? src[(size_t)j * STRIDE] : most;
+    }
+    float want = reduce == LKV_REDUCE_MEAN ? (float)(sum / group) : (float)most;
+    cr_assert_eq(got[0][(size_t)dst_row[0] * CAP], want, "row 0 word 0: %.9g, want %.9g",
+                 (double)got[0][(size_t)dst_row[0] * CAP], (double)want);
+    cr_assert_eq(got[0][(size_t)dst_row[0] * CAP + (size_t)len[0]],
+                 old[(size_t)dst_row[0] * CAP + (size_t)len[0]], "a word past row 0 was written");
+    free(src), free(old), free(got[0]), free(got[1]);
+}
+
+Test(gpu_emu_reduce_rows, max_mean_and_copy_match_the_cpu_oracle_bit_for_bit)
+{
+    expect_reduce_rows_like_cpu(1, LKV_REDUCE_MAX);
+    expect_reduce_rows_like_cpu(1, LKV_REDUCE_MEAN);
+    expect_reduce_rows_like_cpu(4, LKV_REDUCE_MAX);
+    expect_reduce_rows_like_cpu(7, LKV_REDUCE_MEAN);
+}

@@ -355,7 +355,7 @@ static void check_decode_batch_like_cpu(lkv_runtime *rt, lkv_engine *e, lkv_dtyp
 #define OB_CAP 64
 #define OB_STEPS 50
 
-static lkv_cache *observe_cache(lkv_runtime *rt)
+static lkv_cache *observe_cache(lkv_runtime *rt, lkv_group_reduce reduce)
 {
     lkv_cache_config cfg = tu_config(2, OB_QH, OB_KV, 64, OB_CAP);
     cfg.kv_owner = LKV_KV_ENGINE;
@@ -364,7 +364,7 @@ static lkv_cache *observe_cache(lkv_runtime *rt)
     cfg.policy.window = 8;
     cfg.policy.budget = 30;
     cfg.policy.alpha = 0.02f;
-    cfg.policy.group_reduce = LKV_REDUCE_MAX;
+    cfg.policy.group_reduce = reduce;
     lkv_cache *c = NULL;
     TU_OK(lkv_cache_create(rt, &cfg, &c));
     return c;
@@ -403,15 +403,19 @@ static void expect_plans_equal(const lkv_cache *ref, const lkv_cache *dev, int s
                   "step %d: plan row %d differs from the cpu's", step, r);
 }
 
-/* The engine's combined rows stay on its device: the plans are the cpu's
- * given the query rows on the host, step by step, and a step that evicts
- * nothing moves nothing to or from the host and never waits. */
-static void check_observe_device_like_cpu(lkv_runtime *rt, lkv_engine *e)
+/* The engine's rows stay on its device, combined per cache head by the
+ * engine (rows = cache heads: their max) or by lazykv's reduce_rows (rows =
+ * query heads, max or mean): the plans are the oracle's given the query
+ * rows on the host, step by step, and a step that evicts nothing moves
+ * nothing to or from the host and never waits. */
+static void observe_device_form(lkv_runtime *rt, lkv_engine *e, lkv_probs_rows form,
+                                lkv_group_reduce reduce)
 {
     static const int32_t seqs[OB_SEQS] = {1, 0};
     lkv_runtime *cpu = NULL;
     TU_OK(lkv_runtime_open("ref", &cpu));
-    lkv_cache *ref = observe_cache(cpu), *dev = observe_cache(rt);
+    lkv_cache *ref = observe_cache(cpu, reduce), *dev = observe_cache(rt, reduce);
+    int query = form == LKV_ROWS_QUERY_HEADS;
     int32_t n_tok[OB_SEQS] = {9, 14};
     lkv_observe_prompt_io p = {.n_sequences = OB_SEQS, .sequences = seqs, .n_tokens = n_tok};
     for (int32_t l = 0; l < 2; l++) {
@@ -420,7 +424,7 @@ static void check_observe_device_like_cpu(lkv_runtime *rt, lkv_engine *e)
     }
     size_t q_n = (size_t)OB_SEQS * OB_QH * OB_CAP, c_n = (size_t)OB_SEQS * OB_KV * OB_CAP;
     float *q_rows = malloc(4 * q_n), *c_rows = malloc(4 * c_n);
-    uint64_t rows_dev = engine_buffer(e, ENGINE_OFFSET + 4 * c_n), rng = 21;
+    uint64_t rows_dev = engine_buffer(e, ENGINE_OFFSET + 4 * q_n), rng = 21;
     int quiet = 0;
     for (int s = 0; s < OB_STEPS; s++)
         for (int32_t l = 0; l < 2; l++) {
@@ -433,9 +437,10 @@ static void check_observe_device_like_cpu(lkv_runtime *rt, lkv_engine *e)
             lkv_observe_batch_io h = {.n_sequences = OB_SEQS, .sequences = seqs,
                                       .probs = q_rows, .stride = OB_CAP};
             TU_OK(lkv_cache_observe_batch(ref, l, &h));
-            engine_put(e, rows_dev, ENGINE_OFFSET, c_rows, 4 * c_n);
+            engine_put(e, rows_dev, ENGINE_OFFSET, query ? q_rows : c_rows,
+                       4 * (query ? q_n : c_n));
             lkv_observe_batch_io d = {.n_sequences = OB_SEQS, .sequences = seqs,
-                                      .stride = OB_CAP, .rows = LKV_ROWS_CACHE_HEADS,
+                                      .stride = OB_CAP, .rows = form,
                                       .memory = LKV_MEMORY_DEVICE,
                                       .probs_dev = {rows_dev, ENGINE_OFFSET}};
             lkv_cache_stats before;
@@ -468,6 +473,13 @@ static void check_observe_device_like_cpu(lkv_runtime *rt, lkv_engine *e)
     lkv_cache_destroy(dev);
     lkv_cache_destroy(ref);
     lkv_runtime_close(cpu);
+}
+
+static void check_observe_device_like_cpu(lkv_runtime *rt, lkv_engine *e)
+{
+    observe_device_form(rt, e, LKV_ROWS_CACHE_HEADS, LKV_REDUCE_MAX);
+    observe_device_form(rt, e, LKV_ROWS_QUERY_HEADS, LKV_REDUCE_MAX);
+    observe_device_form(rt, e, LKV_ROWS_QUERY_HEADS, LKV_REDUCE_MEAN);
 }
 
 /* ---- a plan applied to the engine's paged K/V on its device ---- */

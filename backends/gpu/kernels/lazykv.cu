@@ -8,3 +8,4 @@
 #include "compact.cu"
 #include "store.cu"
 #include "gather.cu"
+#include "reduce_rows.cu"
