@@ -194,6 +194,34 @@ typedef struct lkv_reduce_rows_args {
     lkv_buffer *dst;
 } lkv_reduce_rows_args;
 
+/* move_kept: an engine-owned cache's plan applied to one of the engine's
+ * device K or V buffers straight from the kept lists select left on the
+ * device (no read-back). Row i moves, for each j < n_kept[i] whose kept
+ * slot s = kept[kept_row[i] * kept_stride + j] is not j itself, the `words`
+ * 32-bit words of slot s to slot j, every source read before any
+ * destination is written (through the backend's kept scratch, where row i's
+ * words start at scratch[at[i]], as gather). Slot s of row i starts at word
+ * base[i] + s * slot_stride (dense, block_size 0), or at base[i] +
+ * table[tab_row[i] * max_blocks + s / block_size] * block_stride +
+ * (s % block_size) * slot_stride (paged). Core has checked every address
+ * the rows can reach; base, at and the strides are words. */
+typedef struct lkv_move_kept_args {
+    int32_t n;
+    const int32_t *kept_row; /* [n] host arrays */
+    const int32_t *n_kept;
+    const uint32_t *base;
+    const int32_t *tab_row;  /* paged only; NULL dense */
+    const uint32_t *at;
+    const lkv_buffer *kept;  /* [rows][kept_stride] int32, select's output */
+    int32_t kept_stride;
+    int32_t words;
+    uint32_t slot_stride, block_stride;
+    int32_t block_size;
+    const int32_t *table;    /* paged: [table_rows][max_blocks] host array */
+    int32_t table_rows, max_blocks;
+    lkv_buffer *buf;
+} lkv_move_kept_args;
+
 /* A known deviation from the oracle that a backend owns and accepts: the
  * conformance cases it is expected to fail on devices with a trait, and
  * why in words. The conformance suite turns those FAILs into XFAILs (still
@@ -262,6 +290,8 @@ typedef struct lkv_backend_ops {
     /* NULL: probabilities in this backend's device memory cannot be
      * observed. */
     lkv_status (*reduce_rows)(lkv_device *dev, const lkv_reduce_rows_args *args);
+    /* NULL: a cache's plan cannot be applied from the device. */
+    lkv_status (*move_kept)(lkv_device *dev, const lkv_move_kept_args *args);
 
     /* 1 when observe and score honour row_t, so one dispatch serves rows at
      * different steps; 0: core splits such a batch by step. */

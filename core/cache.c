@@ -222,6 +222,7 @@ void lkv_cache_destroy(lkv_cache *c)
     free(c->vote_token0);
     free(c->given_row);
     free(c->plan.rows);
+    free(c->plan.dev_row);
     free(c->plan.kept);
     free_lists(&c->lists);
     free(c->vote_q);

@@ -64,12 +64,19 @@ typedef struct lkv_given {
     const lkv_buffer *dev;
 } lkv_given;
 
-/* The eviction plan of the last call, kept for lkv_cache_get_plan. */
+/* The eviction plan of the last call, kept for lkv_cache_get_plan. The
+ * kept lists stay where select left them (c->kept, row dev_row[i] of plan
+ * row i) until a host reader asks: lkv_cache_apply_plan_device moves K/V
+ * from them without reading them back. Select writes each row once per
+ * call (an engine-owned cache never evicts early), so they hold until the
+ * next call. */
 typedef struct lkv_plan_store {
     lkv_plan_row *rows;
+    int32_t *dev_row;
     int32_t n_rows, rows_cap;
     int32_t *kept;
     size_t kept_used, kept_cap;
+    int32_t n_read; /* rows [0, n_read) have their kept lists on the host */
 } lkv_plan_store;
 
 struct lkv_cache {
@@ -285,8 +292,13 @@ int lkv_chunk_votes(const lkv_cache *c, int32_t prefix, int32_t n, int more,
 lkv_status lkv_engine_votes(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
                             const lkv_given *g);
 
-/* Appends the kept slots of every head of the listed pairs to the plan
- * (rows of c->rows, keep slots each; n_before from row_n). */
+/* Empties the plan: a call that may evict starts with it. */
+void lkv_plan_reset(lkv_plan_store *p);
+/* The kept lists of the plan's rows read back to the host, where they are
+ * not yet (lkv_cache_get_plan). */
+lkv_status lkv_plan_read(lkv_cache *c);
+/* Appends every head of the listed pairs to the plan (rows of c->rows,
+ * keep slots each, their lists left in c->kept; n_before from row_n). */
 lkv_status lkv_plan_record(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs,
                            int32_t keep);
 

@@ -202,8 +202,7 @@ lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_i
         st = check_decode(c, layer, io, given != NULL, call);
     if (st != LKV_OK)
         return st;
-    c->plan.n_rows = 0;
-    c->plan.kept_used = 0;
+    lkv_plan_reset(&c->plan);
     int32_t n = io->n_sequences;
     for (int32_t i = 0; i < n; i++) {
         const lkv_sequence *s = &c->seqs[io->sequences[i]];

@@ -4,6 +4,7 @@
  * scheduler.c). What differs lives here: checking the engine's arrays,
  * combining its query heads per cache head, and keeping the plan. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -425,6 +426,10 @@ static lkv_status plan_reserve(lkv_plan_store *p, int32_t rows, size_t kept)
         if (!grown)
             return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for an eviction plan");
         p->rows = grown;
+        int32_t *dev = realloc(p->dev_row, sizeof *dev * (size_t)cap);
+        if (!dev)
+            return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for an eviction plan");
+        p->dev_row = dev;
         p->rows_cap = cap;
     }
     if (p->kept_used + kept > p->kept_cap) {
@@ -443,26 +448,47 @@ static lkv_status plan_reserve(lkv_plan_store *p, int32_t rows, size_t kept)
     return LKV_OK;
 }
 
+void lkv_plan_reset(lkv_plan_store *p)
+{
+    p->n_rows = 0;
+    p->n_read = 0;
+    p->kept_used = 0;
+}
+
+/* The rows of one eviction batch, their kept lists left on the device (room
+ * for them kept on the host, so reading them later cannot fail for it). */
 lkv_status lkv_plan_record(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs, int32_t keep)
 {
     lkv_plan_store *p = &c->plan;
     int32_t rows = n_pairs * c->heads;
     lkv_status st = plan_reserve(p, rows, (size_t)rows * (size_t)keep);
     for (int32_t r = 0; r < rows && st == LKV_OK; r++) {
-        int32_t *kept = p->kept + p->kept_used;
-        size_t off = (size_t)c->rows[r] * (size_t)c->cfg.capacity * 4;
-        st = c->ops->read(c->dev, c->kept, off, kept, (size_t)keep * 4);
-        if (st != LKV_OK)
-            break;
-        int32_t first_move = 0;
-        while (first_move < keep && kept[first_move] == first_move)
-            first_move++;
+        p->dev_row[p->n_rows] = c->rows[r];
         p->rows[p->n_rows++] = (lkv_plan_row){
             .sequence = pairs[r / c->heads].seq, .layer = pairs[r / c->heads].layer,
             .head = r % c->heads, .n_before = c->row_n[r], .n_kept = keep,
-            .first_move = first_move, .kept = kept,
+            .kept = p->kept + p->kept_used,
         };
         p->kept_used += (size_t)keep;
+    }
+    return st;
+}
+
+lkv_status lkv_plan_read(lkv_cache *c)
+{
+    lkv_plan_store *p = &c->plan;
+    lkv_status st = LKV_OK;
+    for (; p->n_read < p->n_rows && st == LKV_OK; p->n_read++) {
+        lkv_plan_row *r = &p->rows[p->n_read];
+        int32_t *kept = (int32_t *)(uintptr_t)r->kept;
+        size_t off = (size_t)p->dev_row[p->n_read] * (size_t)c->cfg.capacity * 4;
+        st = c->ops->read(c->dev, c->kept, off, kept, (size_t)r->n_kept * 4);
+        if (st != LKV_OK)
+            return st;
+        int32_t first_move = 0;
+        while (first_move < r->n_kept && kept[first_move] == first_move)
+            first_move++;
+        r->first_move = first_move;
     }
     return st;
 }
@@ -474,6 +500,11 @@ lkv_status lkv_cache_get_plan(const lkv_cache *c, lkv_eviction_plan *out_plan)
     if (joined != LKV_OK)
         return joined;
     lkv_status st = check_engine(c, out_plan, "lkv_cache_get_plan");
+    if (st != LKV_OK)
+        return st;
+    /* Reading the kept lists fills in what the cache keeps for this call:
+     * the plan does not change, so the cache is const to the caller. */
+    st = lkv_plan_read((lkv_cache *)(uintptr_t)c);
     if (st != LKV_OK)
         return st;
     out_plan->n_rows = c->plan.n_rows;

@@ -31,6 +31,23 @@ lkv_status lkv_kv_layout_check(const lkv_kv_layout *kv, int buffers, const char 
     return LKV_OK;
 }
 
+lkv_status lkv_kv_layout_check_words(const lkv_kv_layout *kv, const char *call)
+{
+    size_t span = (size_t)kv->head_dim * lkv_dtype_size(kv->dtype);
+    const size_t strides[4] = {kv->seq_stride, kv->slot_stride, kv->head_stride,
+                               kv->block_stride};
+    const char *names[4] = {"seq_stride", "slot_stride", "head_stride", "block_stride"};
+    if (span % 4)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: a head's %zu bytes (head_dim %d of %s) are not whole 32-bit words",
+                        call, span, kv->head_dim, lkv_dtype_name(kv->dtype));
+    for (int i = 0; i < 4; i++)
+        if (strides[i] % 4)
+            return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s %zu is not a multiple of 4 bytes",
+                            call, names[i], strides[i]);
+    return LKV_OK;
+}
+
 size_t lkv_kv_layout_slot(const lkv_kv_layout *kv, int32_t s, int32_t j, const int32_t *table,
                           int32_t n_table)
 {

@@ -11,11 +11,18 @@
 /* Which host buffers a call reads: the layout's k_layers, v_layers. */
 #define LKV_LAYOUT_K 1
 #define LKV_LAYOUT_V 2
+/* lkv_plan_check only: the rows' kept lists are on the device (not read):
+ * check the counts, and a block for every slot below n_before. */
+#define LKV_PLAN_KEPT_ON_DEVICE 4
 
 /* The layout's fields on their own: sizes, the host buffers named in
  * `buffers` (LKV_LAYOUT_K | LKV_LAYOUT_V; 0 for a call given device
  * arrays instead), block size and table. Errors start with `call`. */
 lkv_status lkv_kv_layout_check(const lkv_kv_layout *kv, int buffers, const char *call);
+
+/* What a device apply needs besides: a head's bytes and every stride
+ * whole 32-bit words (the kernels move words). */
+lkv_status lkv_kv_layout_check_words(const lkv_kv_layout *kv, const char *call);
 
 /* Everything a plan's apply checks before it moves anything: the plan's
  * rows against the layout (kept ascending, below n_before, identity before

@@ -8,8 +8,22 @@
 #include "error.h"
 #include "kv_layout.h"
 
+/* A row whose kept list is on the device: every slot it may keep. */
+static lkv_status check_counts_row(const lkv_plan_row *r, int32_t i, const lkv_kv_layout *kv,
+                                   const char *call)
+{
+    int32_t bs = kv->block_size;
+    for (int32_t j = 0; bs > 0 && j < r->n_before; j += bs)
+        if (lkv_kv_layout_slot(kv, r->sequence, j, NULL, 0) == (size_t)-1)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "%s: row %d: sequence %d slot %d (of the %d it held) has no block in "
+                            "the table (max_blocks %d, n_blocks %d)",
+                            call, i, r->sequence, j, r->n_before, kv->max_blocks, kv->n_blocks);
+    return LKV_OK;
+}
+
 static lkv_status check_row(const lkv_plan_row *r, int32_t i, const lkv_kv_layout *kv,
-                            const char *call)
+                            int on_device, const char *call)
 {
     if (r->sequence < 0 || r->sequence >= kv->sequences || r->layer < 0 ||
         r->layer >= kv->layers || r->head < 0 || r->head >= kv->heads)
@@ -18,10 +32,12 @@ static lkv_status check_row(const lkv_plan_row *r, int32_t i, const lkv_kv_layou
                         "layout's %d x %d x %d",
                         call, i, r->sequence, r->layer, r->head, kv->sequences, kv->layers, kv->heads);
     if (r->n_kept < 0 || r->n_kept > r->n_before || r->first_move < 0 ||
-        r->first_move > r->n_kept || (r->n_kept > 0 && !r->kept))
+        r->first_move > r->n_kept || (r->n_kept > 0 && !r->kept && !on_device))
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "%s: row %d keeps %d of %d slots from %d: not a plan row", call, i,
                         r->n_kept, r->n_before, r->first_move);
+    if (on_device)
+        return check_counts_row(r, i, kv, call);
     for (int32_t j = 0; j < r->n_kept; j++) {
         int32_t src = r->kept[j];
         if (src < j || src >= r->n_before || (j > 0 && src <= r->kept[j - 1]) ||
@@ -108,9 +124,10 @@ lkv_status lkv_plan_check(const lkv_eviction_plan *plan, const lkv_kv_layout *kv
     if (plan->n_rows < 0 || (plan->n_rows > 0 && !plan->rows))
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: plan of %d rows without rows", call,
                         plan->n_rows);
-    lkv_status st = lkv_kv_layout_check(kv, buffers, call);
+    int on_device = buffers & LKV_PLAN_KEPT_ON_DEVICE;
+    lkv_status st = lkv_kv_layout_check(kv, buffers & (LKV_LAYOUT_K | LKV_LAYOUT_V), call);
     for (int32_t i = 0; i < plan->n_rows && st == LKV_OK; i++)
-        st = check_row(&plan->rows[i], i, kv, call);
+        st = check_row(&plan->rows[i], i, kv, on_device, call);
     if (st != LKV_OK)
         return st;
     *out_n_freed = 0;

@@ -21,22 +21,6 @@ typedef struct layer_moves {
     lkv_buffer *k, *v; /* views of the engine's layer */
 } layer_moves;
 
-static lkv_status check_words(const lkv_kv_layout *kv, size_t span)
-{
-    const size_t strides[4] = {kv->seq_stride, kv->slot_stride, kv->head_stride,
-                               kv->block_stride};
-    const char *names[4] = {"seq_stride", "slot_stride", "head_stride", "block_stride"};
-    if (span % 4)
-        return lkv_fail(LKV_INVALID_ARGUMENT,
-                        CALL ": a head's %zu bytes (head_dim %d of %s) are not whole 32-bit "
-                        "words", span, kv->head_dim, lkv_dtype_name(kv->dtype));
-    for (int i = 0; i < 4; i++)
-        if (strides[i] % 4)
-            return lkv_fail(LKV_INVALID_ARGUMENT,
-                            CALL ": %s %zu is not a multiple of 4 bytes", names[i], strides[i]);
-    return LKV_OK;
-}
-
 static void count_moves(const lkv_eviction_plan *plan, layer_moves *m)
 {
     for (int32_t i = 0; i < plan->n_rows; i++) {
@@ -141,7 +125,7 @@ lkv_status lkv_plan_apply_device(lkv_runtime *rt, const lkv_eviction_plan *plan,
     lkv_status st = lkv_plan_check(plan, kv, 0, out_freed, freed_cap, &n_freed, CALL);
     size_t span = st == LKV_OK ? (size_t)kv->head_dim * lkv_dtype_size(kv->dtype) : 0;
     if (st == LKV_OK)
-        st = check_words(kv, span);
+        st = lkv_kv_layout_check_words(kv, CALL);
     if (st != LKV_OK)
         return st;
     layer_moves *m = calloc((size_t)kv->layers, sizeof *m);

@@ -366,8 +366,7 @@ lkv_status lkv_core_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_batch
         st = check_prefill(c, layer, io, given != NULL, call);
     if (st != LKV_OK)
         return st;
-    c->plan.n_rows = 0;
-    c->plan.kept_used = 0;
+    lkv_plan_reset(&c->plan);
     /* A prompt's first chunk sets where positions start; the store reads it.
      * Kept in seq_steps to undo on failure. */
     for (int32_t i = 0; i < io->n_sequences; i++) {

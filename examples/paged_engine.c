@@ -28,7 +28,9 @@
  * instead of the probabilities; --device hands the decode probabilities as
  * device arrays (when a cache head has several query heads: per query head
  * on even steps, lazykv combining them on its device, and one row per cache
- * head combined here on odd ones) and applies the plans with lkv_plan_apply_device:
+ * head combined here on odd ones) and applies the plans on the device, by
+ * turns from the plan read back (lkv_plan_apply_device) and from the
+ * cache's own kept lists (lkv_cache_apply_plan_device):
  * on ref and cpu, whose device memory is host memory, so the engine's host
  * buffers are its device buffers.
  *
@@ -61,6 +63,7 @@ typedef struct engine {
     lkv_slot_map *holes;             /* --holes: the map places tokens, nothing moves */
     int qk;                          /* --qk: decode hands q, K and lse, not probabilities */
     lkv_runtime *device;             /* --device: the runtime whose device holds K/V */
+    int64_t plans;                   /* plans that evicted so far */
     float scale;
 } engine;
 
@@ -272,10 +275,6 @@ static int apply_holes(engine *e, const lkv_eviction_plan *plan)
 static int apply_plan(engine *e, lkv_cache *plan_cache)
 {
     lkv_eviction_plan plan;
-    if (!check(lkv_cache_get_plan(plan_cache, &plan), "get plan"))
-        return 0;
-    if (e->holes)
-        return apply_holes(e, &plan);
     lkv_kv_layout kv = layout_of(e);
     int32_t freed[POOL], n_freed = 0;
     lkv_device_array kd[LAYERS], vd[LAYERS];
@@ -283,7 +282,21 @@ static int apply_plan(engine *e, lkv_cache *plan_cache)
         kd[l] = (lkv_device_array){(uint64_t)(uintptr_t)e->k[l], 0};
         vd[l] = (lkv_device_array){(uint64_t)(uintptr_t)e->v[l], 0};
     }
-    if (!check(e->device ? lkv_plan_apply_device(e->device, &plan, &kv, kd, vd, freed, POOL,
+    /* --device alternates: odd plans move K/V from the cache's own lists on
+     * its device before the plan is read back (for the positions below),
+     * even ones from the plan read back */
+    int from_lists = e->device && !e->holes && e->plans % 2;
+    if (from_lists && !check(lkv_cache_apply_plan_device(plan_cache, &kv, kd, vd, freed, POOL,
+                                                         &n_freed),
+                             "apply the cache's plan on its device"))
+        return 0;
+    if (!check(lkv_cache_get_plan(plan_cache, &plan), "get plan"))
+        return 0;
+    e->plans += plan.n_rows > 0;
+    if (e->holes)
+        return apply_holes(e, &plan);
+    if (!from_lists &&
+        !check(e->device ? lkv_plan_apply_device(e->device, &plan, &kv, kd, vd, freed, POOL,
                                                  &n_freed)
                          : lkv_plan_apply(&plan, &kv, freed, POOL, &n_freed),
                "apply plan"))

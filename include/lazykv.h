@@ -977,6 +977,27 @@ LKV_API lkv_status lkv_plan_apply_device(lkv_runtime *rt, const lkv_eviction_pla
                                          const lkv_device_array *v_layers, int32_t *out_freed,
                                          int32_t freed_cap, int32_t *out_n_freed);
 
+/* The last call's plan of an engine-owned cache (what lkv_cache_get_plan
+ * gives) applied to the engine's K/V in device memory without the plan
+ * ever reaching the host: the kept lists are read on the device, where the
+ * cache's select left them, so neither the evicting call nor this one
+ * waits for the device or reads anything back. The same moves, layout
+ * rules and freed blocks as lkv_plan_apply_device (the freed blocks follow
+ * from the counts, known on the host). What cannot be checked without the
+ * lists is checked for every slot a row may keep: a paged layout needs a
+ * block in the table for every slot below the row's n_before. Call it
+ * before the cache's next call (which makes the next plan); calling
+ * lkv_cache_get_plan as well is allowed (it reads the lists back, a wait).
+ * Moves every slot kept[j] != j of every row in two passes through the
+ * device's kept scratch, per layer for K and for V: one upload and four
+ * dispatches a layer. UNSUPPORTED on a backend without the op,
+ * INVALID_ARGUMENT on an owned cache or a layout the plan does not fit. */
+LKV_API lkv_status lkv_cache_apply_plan_device(lkv_cache *cache, const lkv_kv_layout *kv,
+                                               const lkv_device_array *k_layers,
+                                               const lkv_device_array *v_layers,
+                                               int32_t *out_freed, int32_t freed_cap,
+                                               int32_t *out_n_freed);
+
 /* ------------------------------------------------------------------------ */
 /* Hole filling: plans applied without moving K/V                           */
 /* ------------------------------------------------------------------------ */

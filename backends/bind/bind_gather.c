@@ -14,18 +14,6 @@ static int32_t spans_per_dispatch(int32_t words)
     return (int32_t)(((uint32_t)1 << 31) / (uint32_t)words);
 }
 
-static lkv_status check_fits(lkv_device *d, uint64_t size, const char *what)
-{
-    uint64_t range = lkv_bind_lim(d)->max_range, most = (uint64_t)1 << 34;
-    if (size > range || size > most)
-        return lkv_fail(LKV_UNSUPPORTED,
-                        "%s gather: the %s's %llu bytes exceed one binding (%llu bytes, at most "
-                        "16 GiB of 32-bit words): apply the plan per smaller buffer",
-                        lkv_bind_name(d), what, (unsigned long long)size,
-                        (unsigned long long)(range < most ? range : most));
-    return LKV_OK;
-}
-
 /* One pass: span i from word from[i] of `src` to word to[i] of `dst`. */
 static lkv_status pass(lkv_device *d, const lkv_gather_args *a, const int32_t *from,
                        const int32_t *to, const lkv_buffer *src, const lkv_buffer *dst)
@@ -52,9 +40,9 @@ lkv_status lkv_bind_gather(lkv_device *d, const lkv_gather_args *a)
     if (a->n <= 0 || a->words <= 0)
         return LKV_OK;
     uint64_t held_bytes = (uint64_t)a->n * (uint64_t)a->words * 4;
-    lkv_status st = check_fits(d, lkv_bind_size(d, a->buf), "buffer");
+    lkv_status st = lkv_bind_check_fits(d, lkv_bind_size(d, a->buf), "gather", "buffer");
     if (st == LKV_OK)
-        st = check_fits(d, held_bytes, "scratch");
+        st = lkv_bind_check_fits(d, held_bytes, "gather", "scratch");
     int32_t *held = st == LKV_OK ? malloc(sizeof(int32_t) * (size_t)a->n) : NULL;
     if (st == LKV_OK && !held)
         st = lkv_fail(LKV_OUT_OF_MEMORY, "%s gather: out of host memory for %d spans",

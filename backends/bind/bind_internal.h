@@ -194,6 +194,9 @@ const int32_t *lkv_bind_steps(lkv_device *d, const int32_t *row_t, int32_t t, in
 /* The largest of v[first .. first+len): a run's longest row, which sizes
  * its grid. */
 int32_t lkv_bind_longest(const int32_t *v, int32_t first, int32_t len);
+/* UNSUPPORTED, naming the op and `what`, when `size` bytes of a buffer a
+ * plan moves pass one binding or 16 GiB (32-bit word indices). */
+lkv_status lkv_bind_check_fits(lkv_device *d, uint64_t size, const char *op, const char *what);
 /* How many consecutive rows of `row_bytes` one binding can span. */
 int64_t lkv_bind_rows_fit(lkv_device *d, uint64_t row_bytes);
 /* Work-groups along x for `items` invocations in each of `rows` rows of a
@@ -219,6 +222,7 @@ lkv_status lkv_bind_compact(lkv_device *d, const lkv_compact_args *a);
 lkv_status lkv_bind_store(lkv_device *d, const lkv_store_args *a);
 lkv_status lkv_bind_gather(lkv_device *d, const lkv_gather_args *a);
 lkv_status lkv_bind_reduce_rows(lkv_device *d, const lkv_reduce_rows_args *a);
+lkv_status lkv_bind_move_kept(lkv_device *d, const lkv_move_kept_args *a);
 
 /* bind_backend.c: what the locked ops-table entries (host/host_locked.h)
  * run: the driver's buffer entries and the plans above. The backends fill
@@ -230,13 +234,14 @@ extern const lkv_host_inner lkv_bind_inner;
 lkv_status lkv_bind_locked_store(lkv_device *d, const lkv_store_args *a);
 lkv_status lkv_bind_locked_gather(lkv_device *d, const lkv_gather_args *a);
 lkv_status lkv_bind_locked_reduce_rows(lkv_device *d, const lkv_reduce_rows_args *a);
+lkv_status lkv_bind_locked_move_kept(lkv_device *d, const lkv_move_kept_args *a);
 lkv_status lkv_bind_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
                                 lkv_buffer **out_buf);
 void lkv_bind_locked_counters(const lkv_device *d, lkv_counters *out);
 #define LKV_BIND_LOCKED_OPS                                                                   \
     .store = lkv_bind_locked_store, .gather = lkv_bind_locked_gather,                          \
-    .reduce_rows = lkv_bind_locked_reduce_rows, .wrap = lkv_bind_locked_wrap,                  \
-    .counters = lkv_bind_locked_counters
+    .reduce_rows = lkv_bind_locked_reduce_rows, .move_kept = lkv_bind_locked_move_kept,        \
+    .wrap = lkv_bind_locked_wrap, .counters = lkv_bind_locked_counters
 
 /* Whether a wrap's offset suits the device's binding alignment; otherwise
  * INVALID_ARGUMENT naming both (bind_window.c). */

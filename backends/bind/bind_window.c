@@ -40,6 +40,19 @@ lkv_bind_buf lkv_bind_whole(lkv_device *d, const lkv_buffer *b)
     return w;
 }
 
+lkv_status lkv_bind_check_fits(lkv_device *d, uint64_t size, const char *op, const char *what)
+{
+    /* the kernels index 32-bit words with 32-bit integers */
+    uint64_t range = lkv_bind_lim(d)->max_range, most = (uint64_t)1 << 34;
+    if (size > range || size > most)
+        return lkv_fail(LKV_UNSUPPORTED,
+                        "%s %s: the %s's %llu bytes exceed one binding (%llu bytes, at most "
+                        "16 GiB of 32-bit words): apply the plan per smaller buffer",
+                        lkv_bind_name(d), op, what, (unsigned long long)size,
+                        (unsigned long long)(range < most ? range : most));
+    return LKV_OK;
+}
+
 int64_t lkv_bind_rows_fit(lkv_device *d, uint64_t row_bytes)
 {
     if (row_bytes == 0)

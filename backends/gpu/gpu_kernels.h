@@ -37,3 +37,7 @@ LKV_GPU_KERNEL(lkv_gather_spans)
 /* reduce_rows (backends/gpu/kernels/reduce_rows.cu): engine probabilities
  * per query head into the cache's rows */
 LKV_GPU_KERNEL(lkv_reduce_rows)
+
+/* move_kept (backends/gpu/kernels/move_kept.cu): a cache's plan applied to
+ * engine K/V from the device's kept lists */
+LKV_GPU_KERNEL(lkv_move_kept)

@@ -31,6 +31,7 @@ LKV_REF_COUNTED(compact, lkv_compact_args)
 LKV_REF_COUNTED(store, lkv_store_args)
 LKV_REF_COUNTED(gather, lkv_gather_args)
 LKV_REF_COUNTED(reduce_rows, lkv_reduce_rows_args)
+LKV_REF_COUNTED(move_kept, lkv_move_kept_args)
 #undef LKV_REF_COUNTED
 
 const lkv_backend_ops lkv_backend_ref = {
@@ -47,5 +48,6 @@ const lkv_backend_ops lkv_backend_ref = {
     .store = ref_store,
     .gather = ref_gather,
     .reduce_rows = ref_reduce_rows,
+    .move_kept = ref_move_kept,
     .row_steps = 1,
 };

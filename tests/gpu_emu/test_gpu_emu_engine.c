@@ -528,3 +528,69 @@ Test(gpu_emu_reduce_rows, max_mean_and_copy_match_the_cpu_oracle_bit_for_bit)
     expect_reduce_rows_like_cpu(4, LKV_REDUCE_MAX);
     expect_reduce_rows_like_cpu(7, LKV_REDUCE_MEAN);
 }
+
+/* ---- move_kept: a plan's moves from kept lists on the device ---- */
+
+/* Random plans' kept lists placed as select leaves them ([rows][CAP]
+ * int32), a paged layout over a shuffled table: the kernel's two passes
+ * against the cpu oracle's, every word of the buffer. */
+Test(gpu_emu_move_kept, moves_what_the_cpu_oracle_moves_from_device_lists)
+{
+    enum { SEQS = 3, HEADS = 2, CAP = 40, BS = 8, MAXB = CAP / BS, BLOCKS = 17, WORDS = 6 };
+    uint64_t rng = 23;
+    tu_plan p;
+    tu_plan_random(&p, SEQS, 1, HEADS, CAP, &rng);
+    int32_t n = p.plan.n_rows, table[SEQS * MAXB];
+    int32_t *kept_row = malloc(sizeof(int32_t) * (size_t)n), *n_kept = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *tab_row = malloc(sizeof(int32_t) * (size_t)n);
+    uint32_t *base = malloc(sizeof(uint32_t) * (size_t)n), *at = malloc(sizeof(uint32_t) * (size_t)n);
+    int32_t *kept = calloc((size_t)n * CAP, sizeof(int32_t));
+    for (int32_t i = 0; i < SEQS * MAXB; i++)
+        table[i] = (i * 5 + 2) % BLOCKS;
+    uint32_t held = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const lkv_plan_row *r = &p.plan.rows[i];
+        kept_row[i] = n - 1 - i; /* rows of `kept` in another order */
+        memcpy(kept + (size_t)kept_row[i] * CAP, r->kept, sizeof(int32_t) * (size_t)r->n_kept);
+        n_kept[i] = r->n_kept;
+        tab_row[i] = r->sequence;
+        base[i] = (uint32_t)(r->head * WORDS);
+        at[i] = held;
+        held += (uint32_t)(r->n_kept * WORDS);
+    }
+    size_t words = (size_t)BLOCKS * BS * HEADS * WORDS;
+    uint32_t *init = malloc(4 * words), *got[2];
+    for (size_t i = 0; i < words; i++)
+        init[i] = next_u32(&rng);
+    const lkv_backend_ops *ops[2] = {&lkv_backend_cpu, emu};
+    int moved = 0;
+    for (int b = 0; b < 2; b++) {
+        lkv_device *d = NULL;
+        lkv_buffer *kb = NULL, *buf = NULL;
+        TU_OK(ops[b]->open(0, &d));
+        TU_OK(ops[b]->alloc(d, 4 * (size_t)n * CAP, &kb));
+        TU_OK(ops[b]->alloc(d, 4 * words, &buf));
+        TU_OK(ops[b]->write(d, kb, 0, kept, 4 * (size_t)n * CAP));
+        TU_OK(ops[b]->write(d, buf, 0, init, 4 * words));
+        lkv_move_kept_args a = {
+            .n = n, .kept_row = kept_row, .n_kept = n_kept, .base = base, .tab_row = tab_row,
+            .at = at, .kept = kb, .kept_stride = CAP, .words = WORDS,
+            .slot_stride = HEADS * WORDS, .block_stride = BS * HEADS * WORDS, .block_size = BS,
+            .table = table, .table_rows = SEQS, .max_blocks = MAXB, .buf = buf,
+        };
+        TU_OK(ops[b]->move_kept(d, &a));
+        got[b] = malloc(4 * words);
+        TU_OK(ops[b]->read(d, buf, 0, got[b], 4 * words));
+        ops[b]->free(d, kb), ops[b]->free(d, buf);
+        ops[b]->close(d);
+    }
+    for (size_t i = 0; i < words; i++) {
+        cr_assert_eq(got[1][i], got[0][i], "word %zu: %08x, the cpu's %08x", i, got[1][i],
+                     got[0][i]);
+        moved += got[0][i] != init[i];
+    }
+    cr_assert_gt(moved, 0, "the plans must move something");
+    tu_plan_free(&p);
+    free(kept_row), free(n_kept), free(tab_row), free(base), free(at), free(kept);
+    free(init), free(got[0]), free(got[1]);
+}

@@ -541,6 +541,93 @@ static void check_plan_apply_device_like_host(lkv_runtime *rt, lkv_engine *e)
     tu_plan_free(&p);
 }
 
+/* ---- a cache's own plan applied from its device kept lists ---- */
+
+/* An engine cache observing device rows (observe_device_form's), whose
+ * engine keeps vLLM-paged f16 K/V on its device: at every step that
+ * evicts, lkv_cache_apply_plan_device moves them with no read-back or wait
+ * in the whole step (observe and apply), and the bytes are those
+ * lkv_plan_apply leaves on a host copy given the plan read back after. */
+static void check_cache_plan_device_like_host(lkv_runtime *rt, lkv_engine *e)
+{
+    enum { BS = 16, MAXB = OB_CAP / BS, BLOCKS = OB_SEQS * MAXB + 3, DIM = 64 };
+    static const int32_t seqs[OB_SEQS] = {1, 0};
+    size_t head = DIM * 2, bytes = (size_t)BLOCKS * BS * OB_KV * head;
+    int32_t table[OB_SEQS * MAXB];
+    for (int32_t i = 0; i < OB_SEQS * MAXB; i++)
+        table[i] = (i * 3 + 1) % BLOCKS;
+    lkv_kv_layout kv = {.dtype = LKV_DTYPE_F16, .head_dim = DIM, .layers = 2, .heads = OB_KV,
+                        .sequences = OB_SEQS, .slot_stride = OB_KV * head, .head_stride = head,
+                        .block_stride = BS * OB_KV * head, .block_size = BS,
+                        .block_table = table, .max_blocks = MAXB, .n_blocks = BLOCKS};
+    uint64_t rng = 41;
+    unsigned char *host[4], *got = malloc(bytes);
+    lkv_device_array dev[4];
+    for (int i = 0; i < 4; i++) {
+        host[i] = malloc(bytes);
+        for (size_t b = 0; b < bytes; b++)
+            host[i][b] = (unsigned char)(tu_uniform(&rng) * 256);
+        dev[i] = (lkv_device_array){engine_buffer(e, ENGINE_OFFSET + bytes), ENGINE_OFFSET};
+        engine_put(e, dev[i].handle, ENGINE_OFFSET, host[i], bytes);
+    }
+    kv.k_layers = (void *const *)host;
+    kv.v_layers = (void *const *)(host + 2);
+    lkv_cache *c = observe_cache(rt, LKV_REDUCE_MAX);
+    int32_t n_tok[OB_SEQS] = {9, 14};
+    lkv_observe_prompt_io p = {.n_sequences = OB_SEQS, .sequences = seqs, .n_tokens = n_tok};
+    for (int32_t l = 0; l < 2; l++)
+        TU_OK(lkv_cache_observe_prompt(c, l, &p));
+    size_t q_n = (size_t)OB_SEQS * OB_QH * OB_CAP;
+    float *q_rows = malloc(4 * q_n), *c_rows = malloc(4 * (size_t)OB_SEQS * OB_KV * OB_CAP);
+    uint64_t rows_dev = engine_buffer(e, ENGINE_OFFSET + 4 * q_n);
+    int evicting = 0;
+    for (int s = 0; s < OB_STEPS; s++) {
+        lkv_cache_stats before, after;
+        TU_OK(lkv_cache_get_stats(c, &before));
+        int32_t len[2][OB_SEQS]; /* read before the step: a read is a wait */
+        for (int32_t l = 0; l < 2; l++)
+            for (int32_t i = 0; i < OB_SEQS; i++)
+                free(tu_positions(c, seqs[i], l, 0, &len[l][i]));
+        lkv_counters c0 = counters_of(rt);
+        for (int32_t l = 0; l < 2; l++) {
+            for (int32_t i = 0; i < OB_SEQS; i++)
+                observe_rows(q_rows + (size_t)i * OB_QH * OB_CAP,
+                             c_rows + (size_t)i * OB_KV * OB_CAP, len[l][i] + 1, &rng);
+            engine_put(e, rows_dev, ENGINE_OFFSET, q_rows, 4 * q_n);
+            lkv_observe_batch_io d = {.n_sequences = OB_SEQS, .sequences = seqs,
+                                      .stride = OB_CAP, .memory = LKV_MEMORY_DEVICE,
+                                      .probs_dev = {rows_dev, ENGINE_OFFSET}};
+            TU_OK(lkv_cache_observe_batch(c, l, &d));
+        }
+        TU_OK(lkv_cache_get_stats(c, &after));
+        if (after.evictions == before.evictions)
+            continue;
+        int32_t freed_d[BLOCKS], freed_h[BLOCKS], n_d = -1, n_h = -1;
+        TU_OK(lkv_cache_apply_plan_device(c, &kv, dev, dev + 2, freed_d, BLOCKS, &n_d));
+        lkv_counters d = counters_since(rt, c0);
+        cr_assert(d.d2h_copies == 0 && d.syncs == 0,
+                  "step %d: an evicting step applied on the device read back %lld times and "
+                  "waited %lld times", s, (long long)d.d2h_copies, (long long)d.syncs);
+        lkv_eviction_plan plan;
+        TU_OK(lkv_cache_get_plan(c, &plan));
+        TU_OK(lkv_plan_apply(&plan, &kv, freed_h, BLOCKS, &n_h));
+        cr_assert(n_d == n_h && memcmp(freed_d, freed_h, sizeof(int32_t) * (size_t)n_h) == 0,
+                  "step %d: freed %d blocks, the host %d", s, n_d, n_h);
+        for (int i = 0; i < 4; i++) {
+            engine_get(e, dev[i].handle, ENGINE_OFFSET, got, bytes);
+            for (size_t b = 0; b < bytes; b++)
+                cr_assert_eq(got[b], host[i][b], "step %d %s layer %d byte %zu: 0x%02x, the "
+                             "host 0x%02x", s, i < 2 ? "K" : "V", i % 2, b, got[b], host[i][b]);
+        }
+        evicting++;
+    }
+    cr_assert_gt(evicting, 2, "the run must evict to test the plans");
+    for (int i = 0; i < 4; i++)
+        free(host[i]);
+    free(got), free(q_rows), free(c_rows);
+    lkv_cache_destroy(c);
+}
+
 /* A test's whole life: the engine, lazykv on it (the including test's
  * engine_open and lazykv_on, after which it is used), one check, both
  * closed. */

@@ -321,6 +321,11 @@ Test(vulkan_engine, a_plan_applied_to_paged_device_k_v_moves_what_the_host_apply
     ON_ENGINE(check_plan_apply_device_like_host);
 }
 
+Test(vulkan_engine, a_cache_s_plan_applied_from_its_device_lists_moves_what_the_host_apply_moves)
+{
+    ON_ENGINE(check_cache_plan_device_like_host);
+}
+
 Test(vulkan_engine, wrap_refuses_an_offset_off_the_storage_buffer_alignment_naming_both)
 {
     lkv_engine e;

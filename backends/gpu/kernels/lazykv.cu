@@ -9,3 +9,4 @@
 #include "store.cu"
 #include "gather.cu"
 #include "reduce_rows.cu"
+#include "move_kept.cu"
