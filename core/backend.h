@@ -222,6 +222,40 @@ typedef struct lkv_move_kept_args {
     lkv_buffer *buf;
 } lkv_move_kept_args;
 
+/* qk_probs: an engine's attention probabilities recomputed on the device
+ * from its queries, its K read in place and its log-sum-exp, as
+ * core/engine_qk.c computes them on the host: row i over slots j < len[i]
+ *   probs[out_row[i] * stride + j] = min(1, exp(dot * scale - lse[lse_at[i]]))
+ * with dot = sum over d ascending of q[q_row[i] * dim + d] * K_j[d], the
+ * product, sum and exponent in double (f32 where a Vulkan or OpenCL device
+ * lacks f64: the few-ulp deviation of score's). K_j starts at word base[i]
+ * + j * slot_stride (dense, block_size 0) or base[i] + table[tab_row[i] *
+ * max_blocks + j / block_size] * block_stride + (j % block_size) *
+ * slot_stride (paged); its dim elements are dtype f32, f16 or bf16, whole
+ * words per slot. Core has checked every address; nothing is checked here
+ * (a value out of range gives probabilities out of range, never an access
+ * outside the buffers). */
+typedef struct lkv_qk_probs_args {
+    int32_t n;
+    const int32_t *q_row;   /* [n] host arrays */
+    const int32_t *lse_at;
+    const int32_t *len;
+    const uint32_t *base;
+    const int32_t *tab_row; /* paged only; NULL dense */
+    const int32_t *out_row;
+    const lkv_buffer *q;    /* f32 */
+    const lkv_buffer *lse;  /* f32 */
+    const lkv_buffer *k;
+    lkv_buffer *probs;      /* f32, rows of `stride` */
+    lkv_dtype dtype;
+    int32_t dim, stride;
+    float scale;
+    uint32_t slot_stride, block_stride; /* words */
+    int32_t block_size;
+    const int32_t *table;   /* paged: [table_rows][max_blocks] host array */
+    int32_t table_rows, max_blocks;
+} lkv_qk_probs_args;
+
 /* A known deviation from the oracle that a backend owns and accepts: the
  * conformance cases it is expected to fail on devices with a trait, and
  * why in words. The conformance suite turns those FAILs into XFAILs (still
@@ -292,6 +326,8 @@ typedef struct lkv_backend_ops {
     lkv_status (*reduce_rows)(lkv_device *dev, const lkv_reduce_rows_args *args);
     /* NULL: a cache's plan cannot be applied from the device. */
     lkv_status (*move_kept)(lkv_device *dev, const lkv_move_kept_args *args);
+    /* NULL: probabilities cannot be recomputed from device q, K and lse. */
+    lkv_status (*qk_probs)(lkv_device *dev, const lkv_qk_probs_args *args);
 
     /* 1 when observe and score honour row_t, so one dispatch serves rows at
      * different steps; 0: core splits such a batch by step. */

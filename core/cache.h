@@ -91,6 +91,7 @@ struct lkv_cache {
     lkv_cache_buffers buf;
     lkv_buffer *probs, *scores, *kept; /* [rows][capacity] scratch */
     lkv_stage stage_q, stage_k, stage_v, stage_out;
+    lkv_stage stage_p; /* engine-owned: probabilities recomputed on the device */
     lkv_sequence *seqs;
     /* [sequences * layers * heads] row lists of one op call */
     int32_t *rows, *row_n, *row_k, *row_t;
@@ -249,6 +250,11 @@ lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_i
 lkv_status lkv_core_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
                             const lkv_given *given, const char *call);
 
+/* lkv_engine_observe past its checks of io's rows: host rows in io, or the
+ * device rows `dev` (a buffer of io->stride-float rows, per query head
+ * unless io->rows says cache heads). */
+lkv_status lkv_engine_observe_checked(lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io,
+                                      const lkv_buffer *dev, const char *call);
 /* The engine-owned decode observe after its caller's own checks: the
  * cache and list checks, the probabilities', then the step. */
 lkv_status lkv_engine_observe(lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io,

@@ -291,14 +291,20 @@ lkv_status lkv_engine_observe(lkv_cache *c, int32_t layer, const lkv_observe_bat
         st = view_probs(c, layer, io, &view);
     if (st != LKV_OK)
         return st;
-    lkv_decode_batch_io b = {
-        .n_sequences = io->n_sequences, .sequences = io->sequences, .memory = LKV_MEMORY_HOST,
-    };
-    lkv_given g = {io->probs, io->stride, 1, io->rows == LKV_ROWS_CACHE_HEADS, view};
-    st = lkv_core_decode(c, layer, &b, &g, call);
+    st = lkv_engine_observe_checked(c, layer, io, view, call);
     if (view)
         c->ops->free(c->dev, view);
     return st;
+}
+
+lkv_status lkv_engine_observe_checked(lkv_cache *c, int32_t layer, const lkv_observe_batch_io *io,
+                                      const lkv_buffer *dev, const char *call)
+{
+    lkv_decode_batch_io b = {
+        .n_sequences = io->n_sequences, .sequences = io->sequences, .memory = LKV_MEMORY_HOST,
+    };
+    lkv_given g = {io->probs, io->stride, 1, io->rows == LKV_ROWS_CACHE_HEADS, dev};
+    return lkv_core_decode(c, layer, &b, &g, call);
 }
 
 lkv_status lkv_engine_check(lkv_cache *c, const void *io, int32_t layer, const int32_t *seqs,

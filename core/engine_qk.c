@@ -67,16 +67,18 @@ static lkv_status check_map(const lkv_cache *c, const qk_view *v)
     return LKV_OK;
 }
 
-static lkv_status check_view(const lkv_cache *c, int32_t layer, const qk_view *v)
+/* `buffers`: LKV_LAYOUT_K for K in host memory (k_layers read), 0 for K in
+ * device memory (then q is not read either). */
+static lkv_status check_view(const lkv_cache *c, int32_t layer, const qk_view *v, int buffers)
 {
     const lkv_kv_layout *kv = v->k;
-    if (!v->q || !kv)
+    if ((buffers && !v->q) || !kv)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL, but policy %s observes this step",
-                        v->call, !v->q ? "q" : "k", c->rules->name);
+                        v->call, !kv ? "k" : "q", c->rules->name);
     if (!(v->scale > 0.0f) || !isfinite(v->scale))
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: scale %g must be finite and > 0", v->call,
                         (double)v->scale);
-    lkv_status st = lkv_kv_layout_check(kv, LKV_LAYOUT_K, v->call);
+    lkv_status st = lkv_kv_layout_check(kv, buffers, v->call);
     if (st != LKV_OK)
         return st;
     if (kv->head_dim != c->cfg.head_dim || kv->heads != c->heads || kv->layers <= layer)
@@ -285,6 +287,158 @@ static int32_t decode_width(const lkv_cache *c, int32_t layer, const lkv_observe
     return w;
 }
 
+/* ---- decode, device memory ---------------------------------------------- */
+
+/* The rows of one device call, as qk_probs takes them, and how far into
+ * the layer's K they reach. */
+typedef struct qk_rows {
+    int32_t n;
+    int32_t *q_row, *len, *tab_row;
+    uint32_t *base;
+    uint64_t extent; /* bytes */
+} qk_rows;
+
+static void rows_free(qk_rows *r)
+{
+    free(r->q_row), free(r->len), free(r->tab_row), free(r->base);
+}
+
+static lkv_status rows_alloc(qk_rows *r, size_t n)
+{
+    n = n ? n : 1;
+    *r = (qk_rows){0, malloc(sizeof(int32_t) * n), malloc(sizeof(int32_t) * n),
+                   malloc(sizeof(int32_t) * n), malloc(sizeof(uint32_t) * n), 0};
+    if (r->q_row && r->len && r->tab_row && r->base)
+        return LKV_OK;
+    rows_free(r);
+    return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for %zu rows", decode_call, n);
+}
+
+/* The end of the last slot below n of (seq, head), block by block; every
+ * block it needs must be in the table. */
+static lkv_status reach_of(const lkv_kv_layout *kv, int32_t seq, int32_t head, int32_t n,
+                           uint64_t *out)
+{
+    uint64_t span = (uint64_t)kv->head_dim * lkv_dtype_size(kv->dtype), most = 0;
+    int32_t step = kv->block_size > 0 ? kv->block_size : n;
+    for (int32_t j = 0; j < n; j += step) {
+        int32_t last = j + step - 1 < n - 1 ? j + step - 1 : n - 1;
+        size_t at = lkv_kv_layout_slot(kv, seq, last, NULL, 0);
+        if (at == (size_t)-1)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "%s: sequence %d slot %d has no block in the table (n_blocks %d)",
+                            decode_call, seq, last, kv->n_blocks);
+        uint64_t end = (uint64_t)at + (uint64_t)head * kv->head_stride + span;
+        most = end > most ? end : most;
+    }
+    *out = most;
+    return LKV_OK;
+}
+
+/* One row per observing (sequence, query head), in the engine's order. */
+static lkv_status list_qk_rows(const lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io,
+                               qk_rows *r)
+{
+    const lkv_kv_layout *kv = io->k;
+    int32_t qh_n = c->cfg.q_heads, per = qh_n / c->heads;
+    for (int32_t i = 0; i < io->n_sequences; i++) {
+        int32_t seq = io->sequences[i], n = c->seqs[seq].len[layer] + 1;
+        if (!lkv_engine_observes(c, seq, layer))
+            continue;
+        if (seq >= kv->sequences)
+            return lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequence %d is outside the layout's %d",
+                            decode_call, seq, kv->sequences);
+        for (int32_t qh = 0; qh < qh_n; qh++) {
+            int32_t h = qh / per;
+            uint64_t reach = 0, base = (uint64_t)h * kv->head_stride;
+            if (kv->block_size == 0)
+                base += (uint64_t)seq * kv->seq_stride;
+            lkv_status st = reach_of(kv, seq, h, n, &reach);
+            if (st == LKV_OK && reach > ((uint64_t)1 << 34))
+                st = lkv_fail(LKV_UNSUPPORTED, "%s: sequence %d reaches byte %llu of layer %d's "
+                              "K, beyond the 16 GiB one call reads", decode_call, seq,
+                              (unsigned long long)reach, layer);
+            if (st != LKV_OK)
+                return st;
+            int32_t k = r->n++;
+            r->q_row[k] = i * qh_n + qh;
+            r->len[k] = n;
+            r->tab_row[k] = seq;
+            r->base[k] = (uint32_t)(base / 4);
+            r->extent = reach > r->extent ? reach : r->extent;
+        }
+    }
+    return LKV_OK;
+}
+
+static lkv_status check_device(const lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io)
+{
+    if (!c->ops->qk_probs || !c->ops->reduce_rows)
+        return lkv_fail(LKV_UNSUPPORTED, "%s: backend %s cannot recompute probabilities from "
+                        "device memory", decode_call, c->ops->name);
+    if (!io->q_dev.handle || !io->lse_dev.handle || !io->k_dev || !io->k_dev[layer].handle)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: device memory needs q_dev, lse_dev (lazykv does not normalise on "
+                        "the device) and k_dev[%d]: %s is missing", decode_call, layer,
+                        !io->q_dev.handle ? "q_dev" : !io->lse_dev.handle ? "lse_dev"
+                                                      : !io->k_dev ? "k_dev" : "k_dev[layer]");
+    return lkv_kv_layout_check_words(io->k, decode_call);
+}
+
+/* Views of the engine's q, lse and K, and room for the probabilities. */
+static lkv_status view_device(lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io,
+                              const qk_rows *r, size_t probs_bytes, lkv_buffer *views[3])
+{
+    size_t rows = (size_t)io->n_sequences * (size_t)c->cfg.q_heads;
+    lkv_status st = c->ops->wrap(c->dev, io->q_dev.handle, io->q_dev.offset,
+                                 rows * (size_t)c->cfg.head_dim * 4, &views[0]);
+    if (st == LKV_OK)
+        st = c->ops->wrap(c->dev, io->lse_dev.handle, io->lse_dev.offset, rows * 4, &views[1]);
+    if (st == LKV_OK)
+        st = c->ops->wrap(c->dev, io->k_dev[layer].handle, io->k_dev[layer].offset,
+                          (size_t)r->extent, &views[2]);
+    return st == LKV_OK ? lkv_stage_reserve(c, &c->stage_p, probs_bytes) : st;
+}
+
+/* The probabilities recomputed into c->stage_p ([n_sequences][q_heads]
+ * [stride]), then observed as device rows per query head. */
+static lkv_status decode_device(lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io,
+                                int32_t stride)
+{
+    lkv_status st = check_device(c, layer, io);
+    size_t rows = (size_t)io->n_sequences * (size_t)c->cfg.q_heads;
+    qk_rows r;
+    if (st == LKV_OK)
+        st = rows_alloc(&r, rows);
+    if (st != LKV_OK)
+        return st;
+    lkv_buffer *views[3] = {NULL, NULL, NULL};
+    st = list_qk_rows(c, layer, io, &r);
+    if (st == LKV_OK)
+        st = view_device(c, layer, io, &r, rows * (size_t)stride * 4, views);
+    const lkv_kv_layout *kv = io->k;
+    lkv_qk_probs_args a = {
+        .n = r.n, .q_row = r.q_row, .lse_at = r.q_row, .len = r.len, .base = r.base,
+        .tab_row = kv->block_size > 0 ? r.tab_row : NULL, .out_row = r.q_row, .q = views[0],
+        .lse = views[1], .k = views[2], .probs = c->stage_p.buf, .dtype = kv->dtype,
+        .dim = kv->head_dim, .stride = stride, .scale = io->scale,
+        .slot_stride = (uint32_t)(kv->slot_stride / 4),
+        .block_stride = (uint32_t)(kv->block_stride / 4), .block_size = kv->block_size,
+        .table = kv->block_table, .table_rows = kv->sequences, .max_blocks = kv->max_blocks,
+    };
+    if (st == LKV_OK)
+        st = c->ops->qk_probs(c->dev, &a);
+    lkv_observe_batch_io b = {.n_sequences = io->n_sequences, .sequences = io->sequences,
+                              .stride = stride, .memory = LKV_MEMORY_DEVICE};
+    if (st == LKV_OK)
+        st = lkv_engine_observe_checked(c, layer, &b, c->stage_p.buf, decode_call);
+    for (int i = 0; i < 3; i++)
+        if (views[i])
+            c->ops->free(c->dev, views[i]);
+    rows_free(&r);
+    return st;
+}
+
 lkv_status lkv_cache_observe_batch_qk(lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io)
 {
     lkv_clear_error();
@@ -300,8 +454,18 @@ lkv_status lkv_cache_observe_batch_qk(lkv_cache *c, int32_t layer, const lkv_obs
     if (stride == 0)
         return lkv_engine_observe(c, layer, &b, decode_call);
     qk_view v = {io->q, io->lse, io->scale, io->k, io->map, decode_call};
+    st = lkv_check_memory(c, io->memory, decode_call);
+    if (st == LKV_OK && io->memory == LKV_MEMORY_DEVICE && io->map)
+        st = lkv_fail(LKV_UNSUPPORTED, "%s: a slot map with device K (holes read through the "
+                      "map on the device) is not done yet: compact, or pass host K",
+                      decode_call);
+    if (st == LKV_OK)
+        st = check_view(c, layer, &v, io->memory == LKV_MEMORY_DEVICE ? 0 : LKV_LAYOUT_K);
+    if (st != LKV_OK)
+        return st;
+    if (io->memory == LKV_MEMORY_DEVICE)
+        return decode_device(c, layer, io, stride);
     qk_scratch s;
-    st = check_view(c, layer, &v);
     if (st == LKV_OK)
         st = scratch_alloc(&s, c, (size_t)io->n_sequences * (size_t)c->cfg.q_heads, stride,
                            decode_call);
@@ -386,7 +550,7 @@ lkv_status lkv_cache_observe_prompt_qk(lkv_cache *c, int32_t layer,
         return lkv_engine_prompt(c, layer, &b, prompt_call);
     qk_view v = {io->q, io->lse, io->scale, io->k, io->map, prompt_call};
     qk_scratch s;
-    st = check_view(c, layer, &v);
+    st = check_view(c, layer, &v, LKV_LAYOUT_K);
     if (st == LKV_OK)
         st = scratch_alloc(&s, c, (size_t)pv.rows * (size_t)c->cfg.q_heads, pv.stride, prompt_call);
     if (st != LKV_OK)

@@ -30,7 +30,9 @@
  * on even steps, lazykv combining them on its device, and one row per cache
  * head combined here on odd ones) and applies the plans on the device, by
  * turns from the plan read back (lkv_plan_apply_device) and from the
- * cache's own kept lists (lkv_cache_apply_plan_device):
+ * cache's own kept lists (lkv_cache_apply_plan_device); with --qk too, the
+ * decode steps hand q, lse and K as device arrays (lazykv recomputes the
+ * probabilities on its device):
  * on ref and cpu, whose device memory is host memory, so the engine's host
  * buffers are its device buffers.
  *
@@ -530,6 +532,16 @@ static int decode_step(run *r, int32_t step)
         lkv_kv_layout kv = layout_of(e);
         lkv_observe_qk_io qk = {.n_sequences = n, .sequences = seqs, .q = &q[0][0],
                                 .lse = &lse[0][0], .scale = e->scale, .k = &kv, .map = e->holes};
+        lkv_device_array k_dev[LAYERS];
+        if (e->device && e->qk) { /* q, lse and K as device arrays: recomputed there */
+            for (int32_t m = 0; m < LAYERS; m++)
+                k_dev[m] = (lkv_device_array){(uint64_t)(uintptr_t)e->k[m], 0};
+            qk.memory = LKV_MEMORY_DEVICE;
+            qk.q_dev = (lkv_device_array){(uint64_t)(uintptr_t)&q[0][0], 0};
+            qk.lse_dev = (lkv_device_array){(uint64_t)(uintptr_t)&lse[0][0], 0};
+            qk.k_dev = k_dev;
+            qk.q = qk.lse = NULL;
+        }
         if (!check(lkv_cache_decode_batch(r->owned, l, &own), "owned decode") ||
             !check(e->qk ? lkv_cache_observe_batch_qk(r->planned, l, &qk)
                          : lkv_cache_observe_batch(r->planned, l, &mine),

@@ -49,7 +49,7 @@ extern "C" {
  * liblazykv.so.MAJOR.MINOR (liblazykv.so.0.2); from 1.0 on it is
  * liblazykv.so.MAJOR, and only a major version may break the ABI. */
 #define LKV_VERSION_MAJOR 0
-#define LKV_VERSION_MINOR 5
+#define LKV_VERSION_MINOR 6
 #define LKV_VERSION_PATCH 0
 
 /* LKV_API marks the library's entry points: the shared library is built
@@ -815,6 +815,23 @@ typedef struct lkv_observe_qk_io {
     float scale;              /* the logit scale the engine applied, > 0 */
     const struct lkv_kv_layout *k;
     const struct lkv_slot_map *map;
+    /* Device memory (memory = LKV_MEMORY_DEVICE): q, lse and K on the
+     * runtime's device, lkv_device_array's rules; q, lse and k->k_layers
+     * are not read (the layout's strides and block table, a host array,
+     * are). The probabilities are recomputed there by one dispatch for the
+     * batch (the same arithmetic: a double dot product and exponent where
+     * the device has f64, f32 on a Vulkan or OpenCL device without it) and
+     * observed as lkv_cache_observe_batch observes device rows per query
+     * head: nothing is read back or checked (an lse that is not the
+     * engine's gives unspecified decisions, never an access outside the
+     * buffers), and the step transfers nothing to the host and waits for
+     * nothing unless it evicts. The lse is required, map must be NULL, and
+     * every offset the layout yields and a head's bytes must be whole
+     * 32-bit words (lkv_plan_apply_device's rule). */
+    lkv_memory memory;              /* default LKV_MEMORY_HOST */
+    lkv_device_array q_dev;         /* [n_sequences][q_heads][head_dim] f32 */
+    lkv_device_array lse_dev;       /* [n_sequences][q_heads] f32 */
+    const lkv_device_array *k_dev;  /* [k->layers] host array: layer l's K */
 } lkv_observe_qk_io;
 
 LKV_API lkv_status lkv_cache_observe_batch_qk(lkv_cache *cache, int32_t layer,
@@ -910,7 +927,10 @@ typedef struct lkv_eviction_plan {
     const lkv_plan_row *rows;
 } lkv_eviction_plan;
 
-/* The plan of the cache's last call (engine-owned caches only). */
+/* The plan of the cache's last call (engine-owned caches only). The kept
+ * lists stay on the cache's device until this asks for them: the first
+ * call after an evicting one reads them back (a wait on a GPU backend);
+ * lkv_cache_apply_plan_device needs none of it. */
 LKV_API lkv_status lkv_cache_get_plan(const lkv_cache *cache, lkv_eviction_plan *out_plan);
 
 /* An engine's K/V in host memory, as lkv_plan_apply moves it. The head_dim

@@ -3,7 +3,7 @@
 # granularity on one backend, the plans applied by compaction and as holes
 # (lkv_slot_map), the decode probabilities handed as they are and recomputed
 # from q, K and lse (--qk), and on ref and cpu handed as device arrays with
-# the plans applied on the device (--device): each run must keep exactly what an owned cache on
+# the plans applied on the device (--device), q, K and lse too (--device --qk): each run must keep exactly what an owned cache on
 # the oracle keeps and compute the same attention. 77 (SKIP) when the backend is unavailable, unless
 # LAZYKV_REQUIRE_BACKENDS names it.
 bin=$1 backend=$2
@@ -52,6 +52,10 @@ case $backend in
             { echo "paged_engine: FAIL $backend $policy $gqa device $apply"; exit 1; }
           runs=$((runs + 1))
         done
+        # q, K and lse as device arrays (compacted: holes need the host map)
+        "$bin" --backend "$backend" --policy "$policy" --gqa "$gqa" --device --qk ||
+          { echo "paged_engine: FAIL $backend $policy $gqa device qk"; exit 1; }
+        runs=$((runs + 1))
       done
     done ;;
 esac

@@ -91,6 +91,7 @@ LKV_CPU_COUNTED(gather, lkv_ref_gather, lkv_gather_args)
 /* a few words per slot: the oracle's loop, which the compiler vectorizes */
 LKV_CPU_COUNTED(reduce_rows, lkv_ref_reduce_rows, lkv_reduce_rows_args)
 LKV_CPU_COUNTED(move_kept, lkv_ref_move_kept, lkv_move_kept_args)
+LKV_CPU_COUNTED(qk_probs, lkv_ref_qk_probs, lkv_qk_probs_args)
 #undef LKV_CPU_COUNTED
 
 const lkv_backend_ops lkv_backend_cpu = {
@@ -108,5 +109,6 @@ const lkv_backend_ops lkv_backend_cpu = {
     .gather = cpu_gather,
     .reduce_rows = cpu_reduce_rows,
     .move_kept = cpu_move_kept,
+    .qk_probs = cpu_qk_probs,
     .row_steps = 1,
 };

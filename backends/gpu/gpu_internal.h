@@ -228,6 +228,7 @@ lkv_status lkv_gpu_store(lkv_device *d, const lkv_store_args *a);
 lkv_status lkv_gpu_gather(lkv_device *d, const lkv_gather_args *a);
 lkv_status lkv_gpu_reduce_rows(lkv_device *d, const lkv_reduce_rows_args *a);
 lkv_status lkv_gpu_move_kept(lkv_device *d, const lkv_move_kept_args *a);
+lkv_status lkv_gpu_qk_probs(lkv_device *d, const lkv_qk_probs_args *a);
 
 /* gpu_backend.c: one ops table per driver family, the entries locked by
  * backends/host/host_locked.c around the unlocked ones above, with the
@@ -239,13 +240,14 @@ lkv_status lkv_gpu_locked_store(lkv_device *d, const lkv_store_args *a);
 lkv_status lkv_gpu_locked_gather(lkv_device *d, const lkv_gather_args *a);
 lkv_status lkv_gpu_locked_reduce_rows(lkv_device *d, const lkv_reduce_rows_args *a);
 lkv_status lkv_gpu_locked_move_kept(lkv_device *d, const lkv_move_kept_args *a);
+lkv_status lkv_gpu_locked_qk_probs(lkv_device *d, const lkv_qk_probs_args *a);
 lkv_status lkv_gpu_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
                                lkv_buffer **out_buf);
 void lkv_gpu_locked_counters(const lkv_device *d, lkv_counters *out);
 #define LKV_GPU_OPS_COMMON                                                                    \
     .close = lkv_gpu_close, LKV_HOST_LOCKED_OPS, .store = lkv_gpu_locked_store,               \
     .gather = lkv_gpu_locked_gather, .reduce_rows = lkv_gpu_locked_reduce_rows,                \
-    .move_kept = lkv_gpu_locked_move_kept, .wrap = lkv_gpu_locked_wrap,                        \
-    .counters = lkv_gpu_locked_counters
+    .move_kept = lkv_gpu_locked_move_kept, .qk_probs = lkv_gpu_locked_qk_probs,                \
+    .wrap = lkv_gpu_locked_wrap, .counters = lkv_gpu_locked_counters
 
 #endif /* LKV_GPU_INTERNAL_H */

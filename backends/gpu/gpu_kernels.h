@@ -41,3 +41,9 @@ LKV_GPU_KERNEL(lkv_reduce_rows)
 /* move_kept (backends/gpu/kernels/move_kept.cu): a cache's plan applied to
  * engine K/V from the device's kept lists */
 LKV_GPU_KERNEL(lkv_move_kept)
+
+/* qk_probs (backends/gpu/kernels/qk_probs.cu): engine probabilities from
+ * device q, K and lse, per K dtype */
+LKV_GPU_KERNEL(lkv_qk_probs_f32)
+LKV_GPU_KERNEL(lkv_qk_probs_f16)
+LKV_GPU_KERNEL(lkv_qk_probs_bf16)

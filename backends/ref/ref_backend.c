@@ -32,6 +32,7 @@ LKV_REF_COUNTED(store, lkv_store_args)
 LKV_REF_COUNTED(gather, lkv_gather_args)
 LKV_REF_COUNTED(reduce_rows, lkv_reduce_rows_args)
 LKV_REF_COUNTED(move_kept, lkv_move_kept_args)
+LKV_REF_COUNTED(qk_probs, lkv_qk_probs_args)
 #undef LKV_REF_COUNTED
 
 const lkv_backend_ops lkv_backend_ref = {
@@ -49,5 +50,6 @@ const lkv_backend_ops lkv_backend_ref = {
     .gather = ref_gather,
     .reduce_rows = ref_reduce_rows,
     .move_kept = ref_move_kept,
+    .qk_probs = ref_qk_probs,
     .row_steps = 1,
 };

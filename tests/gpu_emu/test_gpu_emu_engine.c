@@ -594,3 +594,76 @@ Test(gpu_emu_move_kept, moves_what_the_cpu_oracle_moves_from_device_lists)
     free(kept_row), free(n_kept), free(tab_row), free(base), free(at), free(kept);
     free(init), free(got[0]), free(got[1]);
 }
+
+/* ---- qk_probs: probabilities from device q, K and lse ---- */
+
+/* Random q, lse and K in every dtype over a paged layout: the kernel's
+ * probabilities against the cpu oracle's, bit for bit (both in double,
+ * the emulator's exp being the host's), rows out of order. */
+static void expect_qk_probs_like_cpu(lkv_dtype dt)
+{
+    enum { ROWS = 5, DIM = 8, HEADS = 2, BS = 4, MAXB = 6, BLOCKS = 13, STRIDE = 24 };
+    uint64_t rng = 31 + (uint64_t)dt;
+    size_t per = lkv_dtype_size(dt), slot_words = HEADS * DIM * per / 4;
+    size_t k_words = (size_t)BLOCKS * BS * slot_words;
+    unsigned char *k = malloc(4 * k_words);
+    for (size_t i = 0; i < 4 * k_words / per; i++)
+        lkv_dtype_store(dt, k, i, (float)tu_normal(&rng));
+    float q[ROWS * DIM], lse[ROWS];
+    int32_t q_row[ROWS], lse_at[ROWS], len[ROWS], tab_row[ROWS], out_row[ROWS], table[2 * MAXB];
+    uint32_t base[ROWS];
+    for (int32_t i = 0; i < 2 * MAXB; i++)
+        table[i] = (i * 4 + 1) % BLOCKS;
+    for (int32_t i = 0; i < ROWS * DIM; i++)
+        q[i] = (float)tu_normal(&rng);
+    for (int32_t i = 0; i < ROWS; i++) {
+        q_row[i] = (i + 2) % ROWS;
+        lse_at[i] = i;
+        lse[i] = (float)(2.0 + tu_uniform(&rng));
+        len[i] = 3 + i * 4;
+        tab_row[i] = i % 2;
+        out_row[i] = ROWS - 1 - i;
+        base[i] = (uint32_t)((size_t)(i % HEADS) * DIM * per / 4);
+    }
+    const lkv_backend_ops *ops[2] = {&lkv_backend_cpu, emu};
+    float *got[2];
+    for (int b = 0; b < 2; b++) {
+        lkv_device *d = NULL;
+        lkv_buffer *bq = NULL, *bl = NULL, *bk = NULL, *bp = NULL;
+        TU_OK(ops[b]->open(0, &d));
+        TU_OK(ops[b]->alloc(d, sizeof q, &bq));
+        TU_OK(ops[b]->alloc(d, sizeof lse, &bl));
+        TU_OK(ops[b]->alloc(d, 4 * k_words, &bk));
+        TU_OK(ops[b]->alloc(d, 4 * ROWS * STRIDE, &bp));
+        TU_OK(ops[b]->write(d, bq, 0, q, sizeof q));
+        TU_OK(ops[b]->write(d, bl, 0, lse, sizeof lse));
+        TU_OK(ops[b]->write(d, bk, 0, k, 4 * k_words));
+        lkv_qk_probs_args a = {
+            .n = ROWS, .q_row = q_row, .lse_at = lse_at, .len = len, .base = base,
+            .tab_row = tab_row, .out_row = out_row, .q = bq, .lse = bl, .k = bk, .probs = bp,
+            .dtype = dt, .dim = DIM, .stride = STRIDE, .scale = 0.4f,
+            .slot_stride = (uint32_t)slot_words, .block_stride = (uint32_t)(BS * slot_words),
+            .block_size = BS, .table = table, .table_rows = 2, .max_blocks = MAXB,
+        };
+        TU_OK(ops[b]->qk_probs(d, &a));
+        got[b] = malloc(4 * ROWS * STRIDE);
+        TU_OK(ops[b]->read(d, bp, 0, got[b], 4 * ROWS * STRIDE));
+        ops[b]->free(d, bq), ops[b]->free(d, bl), ops[b]->free(d, bk), ops[b]->free(d, bp);
+        ops[b]->close(d);
+    }
+    int positive = 0;
+    for (int32_t i = 0; i < ROWS * STRIDE; i++) {
+        cr_assert(memcmp(&got[0][i], &got[1][i], 4) == 0, "%s: probability %d is %.9g, the "
+                  "cpu's %.9g", lkv_dtype_name(dt), i, (double)got[1][i], (double)got[0][i]);
+        positive += got[0][i] > 0.0f;
+    }
+    cr_assert_gt(positive, ROWS * 3, "%s: the rows must hold probabilities", lkv_dtype_name(dt));
+    free(k), free(got[0]), free(got[1]);
+}
+
+Test(gpu_emu_qk_probs, every_dtype_matches_the_cpu_oracle_bit_for_bit)
+{
+    expect_qk_probs_like_cpu(LKV_DTYPE_F32);
+    expect_qk_probs_like_cpu(LKV_DTYPE_F16);
+    expect_qk_probs_like_cpu(LKV_DTYPE_BF16);
+}

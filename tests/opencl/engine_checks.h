@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
+#include "engine_util.h"
 #include "plan_util.h"
 #include "runtime.h"
 #include "test_util.h"
@@ -626,6 +628,99 @@ static void check_cache_plan_device_like_host(lkv_runtime *rt, lkv_engine *e)
         free(host[i]);
     free(got), free(q_rows), free(c_rows);
     lkv_cache_destroy(c);
+}
+
+/* ---- probabilities recomputed from the engine's device q, K and lse ---- */
+
+/* An engine cache fed the engine's device q, lse and vLLM-paged f16 K
+ * makes, step by step, the plans of the oracle's cache fed the same arrays
+ * on the host (which recomputes in double: this device's kernel runs in
+ * double where it has f64, else in f32, a few ulp off); a step that evicts
+ * nothing transfers nothing to the host and never waits. */
+static void check_qk_device_like_host(lkv_runtime *rt, lkv_engine *e)
+{
+    enum { BS = 16, MAXB = OB_CAP / BS, BLOCKS = OB_SEQS * MAXB + 3, DIM = 64 };
+    static const int32_t seqs[OB_SEQS] = {1, 0};
+    size_t head = DIM * 2, bytes = (size_t)BLOCKS * BS * OB_KV * head;
+    int32_t table[OB_SEQS * MAXB];
+    for (int32_t i = 0; i < OB_SEQS * MAXB; i++)
+        table[i] = (i * 3 + 2) % BLOCKS;
+    lkv_kv_layout kv = {.dtype = LKV_DTYPE_F16, .head_dim = DIM, .layers = 2, .heads = OB_KV,
+                        .sequences = OB_SEQS, .slot_stride = OB_KV * head, .head_stride = head,
+                        .block_stride = BS * OB_KV * head, .block_size = BS,
+                        .block_table = table, .max_blocks = MAXB, .n_blocks = BLOCKS};
+    uint64_t rng = 57;
+    unsigned char *host[2];
+    lkv_device_array k_dev[2];
+    for (int l = 0; l < 2; l++) {
+        host[l] = malloc(bytes);
+        for (size_t i = 0; i < bytes / 2; i++)
+            lkv_dtype_store(LKV_DTYPE_F16, host[l], i, (float)tu_normal(&rng));
+        k_dev[l] = (lkv_device_array){engine_buffer(e, ENGINE_OFFSET + bytes), ENGINE_OFFSET};
+        engine_put(e, k_dev[l].handle, ENGINE_OFFSET, host[l], bytes);
+    }
+    kv.k_layers = (void *const *)host;
+    lkv_runtime *cpu = NULL;
+    TU_OK(lkv_runtime_open("ref", &cpu));
+    lkv_cache *ref = observe_cache(cpu, LKV_REDUCE_MAX), *dev = observe_cache(rt, LKV_REDUCE_MAX);
+    int32_t n_tok[OB_SEQS] = {9, 14};
+    lkv_observe_prompt_io p = {.n_sequences = OB_SEQS, .sequences = seqs, .n_tokens = n_tok};
+    for (int32_t l = 0; l < 2; l++) {
+        TU_OK(lkv_cache_observe_prompt(ref, l, &p));
+        TU_OK(lkv_cache_observe_prompt(dev, l, &p));
+    }
+    float q[OB_SEQS * OB_QH * DIM], lse[OB_SEQS * OB_QH], scale = 0.125f;
+    uint64_t q_dev = engine_buffer(e, ENGINE_OFFSET + sizeof q);
+    uint64_t lse_dev = engine_buffer(e, ENGINE_OFFSET + sizeof lse);
+    int quiet = 0;
+    for (int s = 0; s < OB_STEPS; s++)
+        for (int32_t l = 0; l < 2; l++) {
+            for (int32_t i = 0; i < OB_SEQS; i++) {
+                int32_t n = 0;
+                free(tu_positions(ref, seqs[i], l, 0, &n));
+                for (int32_t qh = 0; qh < OB_QH; qh++) {
+                    float *x = q + ((size_t)i * OB_QH + (size_t)qh) * DIM;
+                    for (int32_t d = 0; d < DIM; d++)
+                        x[d] = (float)(1.5 * tu_normal(&rng));
+                    lse[i * OB_QH + qh] = tu_engine_lse(&kv, host[l], seqs[i],
+                                                        qh / (OB_QH / OB_KV), n + 1, x, scale);
+                }
+            }
+            lkv_observe_qk_io h = {.n_sequences = OB_SEQS, .sequences = seqs, .q = q,
+                                   .lse = lse, .scale = scale, .k = &kv};
+            TU_OK(lkv_cache_observe_batch_qk(ref, l, &h));
+            engine_put(e, q_dev, ENGINE_OFFSET, q, sizeof q);
+            engine_put(e, lse_dev, ENGINE_OFFSET, lse, sizeof lse);
+            lkv_observe_qk_io d = {.n_sequences = OB_SEQS, .sequences = seqs, .scale = scale,
+                                   .k = &kv, .memory = LKV_MEMORY_DEVICE,
+                                   .q_dev = {q_dev, ENGINE_OFFSET},
+                                   .lse_dev = {lse_dev, ENGINE_OFFSET}, .k_dev = k_dev};
+            lkv_cache_stats before, after;
+            TU_OK(lkv_cache_get_stats(dev, &before));
+            lkv_counters c0 = counters_of(rt);
+            TU_OK(lkv_cache_observe_batch_qk(dev, l, &d));
+            lkv_counters moved = counters_since(rt, c0);
+            TU_OK(lkv_cache_get_stats(dev, &after));
+            if (after.evictions == before.evictions) {
+                expect_no_transfer_or_wait(moved, "a qk step on device arrays");
+                quiet++;
+            }
+            if (l == 1) {
+                expect_plans_equal(ref, dev, s);
+                float sample;
+                engine_get(e, q_dev, ENGINE_OFFSET, &sample, sizeof sample);
+            }
+        }
+    lkv_cache_stats st;
+    TU_OK(lkv_cache_get_stats(dev, &st));
+    cr_assert_gt(st.evictions, 0, "the run must evict to test the plans");
+    cr_assert_gt(quiet, 0);
+    tu_expect_same_positions(ref, dev, rt->info.backend);
+    for (int l = 0; l < 2; l++)
+        free(host[l]);
+    lkv_cache_destroy(dev);
+    lkv_cache_destroy(ref);
+    lkv_runtime_close(cpu);
 }
 
 /* A test's whole life: the engine, lazykv on it (the including test's

@@ -136,6 +136,11 @@ Test(opencl_engine, a_cache_s_plan_applied_from_its_device_lists_moves_what_the_
     ON_ENGINE(check_cache_plan_device_like_host);
 }
 
+Test(opencl_engine, probabilities_recomputed_from_device_q_k_and_lse_make_the_host_plans)
+{
+    ON_ENGINE(check_qk_device_like_host);
+}
+
 Test(opencl_engine, wrap_refuses_an_offset_off_the_16_byte_alignment_naming_both)
 {
     lkv_engine e;

@@ -326,6 +326,11 @@ Test(vulkan_engine, a_cache_s_plan_applied_from_its_device_lists_moves_what_the_
     ON_ENGINE(check_cache_plan_device_like_host);
 }
 
+Test(vulkan_engine, probabilities_recomputed_from_device_q_k_and_lse_make_the_host_plans)
+{
+    ON_ENGINE(check_qk_device_like_host);
+}
+
 Test(vulkan_engine, wrap_refuses_an_offset_off_the_storage_buffer_alignment_naming_both)
 {
     lkv_engine e;

@@ -10,3 +10,4 @@
 #include "gather.cu"
 #include "reduce_rows.cu"
 #include "move_kept.cu"
+#include "qk_probs.cu"

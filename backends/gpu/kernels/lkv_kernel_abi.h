@@ -52,6 +52,9 @@
 /* move_kept (backends/gpu/kernels/move_kept.cu, backends/gpu/gpu_move_kept.c) */
 #define LKV_MOVE_BLOCK 256
 
+/* qk_probs (backends/gpu/kernels/qk_probs.cu, backends/gpu/gpu_qk_probs.c) */
+#define LKV_QK_BLOCK 128
+
 /* observe and score kinds as the kernels take them (an int): lkv_observe_kind
  * and lkv_score_kind themselves, so host and kernels read one list */
 #include "op_kinds.h"
@@ -73,6 +76,7 @@ LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_COMPACT_BLOCK), "compact block: whole warps,
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_GATHER_BLOCK), "gather block: whole warps, <= LKV_BLOCK_MAX");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_REDUCE_BLOCK), "reduce block: whole warps, <= LKV_BLOCK_MAX");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_MOVE_BLOCK), "move block: whole warps, <= LKV_BLOCK_MAX");
+LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_QK_BLOCK), "qk block: whole warps, <= LKV_BLOCK_MAX");
 /* the reduce-scatter of the pass over K halves 8, 4, 2 values */
 LKV_ABI_ASSERT(LKV_ATT_QBLOCK == 8, "lkv_att_reduce_scatter handles 1, 2, 4 or 8 heads");
 /* every head_dim the host accepts fits the V pass of every split variant */
