@@ -194,31 +194,38 @@ typedef struct lkv_reduce_rows_args {
     lkv_buffer *dst;
 } lkv_reduce_rows_args;
 
+/* Where an engine's slots are, in 32-bit words, for the ops that read or
+ * move its K/V in place (move_kept, qk_probs): row i's slot j starts at
+ * word base[i] + j * slot_stride (dense, block_size 0), or at base[i] +
+ * table[tab_row[i] * max_blocks + j / block_size] * block_stride +
+ * (j % block_size) * slot_stride (paged). Core has checked every address
+ * the rows can reach. */
+typedef struct lkv_engine_slots {
+    const uint32_t *base;   /* [n] host array: the row's head in its layer */
+    const int32_t *tab_row; /* [n] host array, paged only (NULL dense) */
+    uint32_t slot_stride, block_stride;
+    int32_t block_size;
+    const int32_t *table;   /* paged: [table_rows][max_blocks] host array */
+    int32_t table_rows, max_blocks;
+} lkv_engine_slots;
+
 /* move_kept: an engine-owned cache's plan applied to one of the engine's
  * device K or V buffers straight from the kept lists select left on the
  * device (no read-back). Row i moves, for each j < n_kept[i] whose kept
  * slot s = kept[kept_row[i] * kept_stride + j] is not j itself, the `words`
- * 32-bit words of slot s to slot j, every source read before any
- * destination is written (through the backend's kept scratch, where row i's
- * words start at scratch[at[i]], as gather). Slot s of row i starts at word
- * base[i] + s * slot_stride (dense, block_size 0), or at base[i] +
- * table[tab_row[i] * max_blocks + s / block_size] * block_stride +
- * (s % block_size) * slot_stride (paged). Core has checked every address
- * the rows can reach; base, at and the strides are words. */
+ * 32-bit words of slot s to slot j (`slots`), every source read before any
+ * destination is written (through the backend's kept scratch of `held`
+ * bytes, where row i's words start at word at[i], as gather). */
 typedef struct lkv_move_kept_args {
     int32_t n;
     const int32_t *kept_row; /* [n] host arrays */
     const int32_t *n_kept;
-    const uint32_t *base;
-    const int32_t *tab_row;  /* paged only; NULL dense */
     const uint32_t *at;
+    uint64_t held;
     const lkv_buffer *kept;  /* [rows][kept_stride] int32, select's output */
     int32_t kept_stride;
     int32_t words;
-    uint32_t slot_stride, block_stride;
-    int32_t block_size;
-    const int32_t *table;    /* paged: [table_rows][max_blocks] host array */
-    int32_t table_rows, max_blocks;
+    lkv_engine_slots slots;
     lkv_buffer *buf;
 } lkv_move_kept_args;
 
@@ -228,20 +235,15 @@ typedef struct lkv_move_kept_args {
  *   probs[out_row[i] * stride + j] = min(1, exp(dot * scale - lse[lse_at[i]]))
  * with dot = sum over d ascending of q[q_row[i] * dim + d] * K_j[d], the
  * product, sum and exponent in double (f32 where a Vulkan or OpenCL device
- * lacks f64: the few-ulp deviation of score's). K_j starts at word base[i]
- * + j * slot_stride (dense, block_size 0) or base[i] + table[tab_row[i] *
- * max_blocks + j / block_size] * block_stride + (j % block_size) *
- * slot_stride (paged); its dim elements are dtype f32, f16 or bf16, whole
- * words per slot. Core has checked every address; nothing is checked here
- * (a value out of range gives probabilities out of range, never an access
- * outside the buffers). */
+ * lacks f64: the few-ulp deviation of score's). K_j is slot j of row i
+ * (`slots`): dim elements of dtype f32, f16 or bf16, whole words per slot.
+ * Nothing is checked here (a value out of range gives probabilities out
+ * of range, never an access outside the buffers). */
 typedef struct lkv_qk_probs_args {
     int32_t n;
     const int32_t *q_row;   /* [n] host arrays */
     const int32_t *lse_at;
     const int32_t *len;
-    const uint32_t *base;
-    const int32_t *tab_row; /* paged only; NULL dense */
     const int32_t *out_row;
     const lkv_buffer *q;    /* f32 */
     const lkv_buffer *lse;  /* f32 */
@@ -250,10 +252,7 @@ typedef struct lkv_qk_probs_args {
     lkv_dtype dtype;
     int32_t dim, stride;
     float scale;
-    uint32_t slot_stride, block_stride; /* words */
-    int32_t block_size;
-    const int32_t *table;   /* paged: [table_rows][max_blocks] host array */
-    int32_t table_rows, max_blocks;
+    lkv_engine_slots slots;
 } lkv_qk_probs_args;
 
 /* A known deviation from the oracle that a backend owns and accepts: the

@@ -20,22 +20,6 @@ typedef struct layer_rows {
     lkv_buffer *k, *v;
 } layer_rows;
 
-/* The farthest byte row r can touch: the end of its last slot below
- * n_before (dense), or of the last slot of each block it holds (paged). */
-static uint64_t reach_of(const lkv_kv_layout *kv, const lkv_plan_row *r, size_t span)
-{
-    uint64_t head = (uint64_t)r->head * kv->head_stride, most = 0;
-    if (r->n_before == 0)
-        return 0;
-    int32_t step = kv->block_size > 0 ? kv->block_size : r->n_before;
-    for (int32_t j = 0; j < r->n_before; j += step) {
-        int32_t last = j + step - 1 < r->n_before - 1 ? j + step - 1 : r->n_before - 1;
-        uint64_t end = lkv_kv_layout_slot(kv, r->sequence, last, NULL, 0) + head + span;
-        most = end > most ? end : most;
-    }
-    return most;
-}
-
 static lkv_status alloc_rows(layer_rows *m, int32_t layers)
 {
     for (int32_t l = 0; l < layers; l++) {
@@ -62,10 +46,9 @@ static lkv_status list_rows(const lkv_cache *c, const lkv_kv_layout *kv, size_t 
     for (int32_t i = 0; i < p->n_rows && st == LKV_OK; i++) {
         const lkv_plan_row *r = &p->rows[i];
         layer_rows *lm = &m[r->layer];
-        uint64_t base = (uint64_t)r->head * kv->head_stride;
-        if (kv->block_size == 0)
-            base += (uint64_t)r->sequence * kv->seq_stride;
-        uint64_t reach = reach_of(kv, r, span), held = lm->held + (uint64_t)r->n_kept * span;
+        uint64_t base = 0, reach = 0, held = lm->held + (uint64_t)r->n_kept * span;
+        /* lkv_plan_check found a block for every slot below n_before */
+        (void)lkv_kv_layout_row(kv, r->sequence, r->head, r->n_before, &base, &reach);
         if (reach > ((uint64_t)1 << 34) || held > ((uint64_t)1 << 34))
             return lkv_fail(LKV_UNSUPPORTED,
                             CALL ": row %d reaches byte %llu of layer %d (moving %llu bytes), "
@@ -104,13 +87,10 @@ static lkv_status run(lkv_cache *c, const lkv_kv_layout *kv, size_t span, layer_
         if (!m[l].n)
             continue;
         lkv_move_kept_args a = {
-            .n = m[l].n, .kept_row = m[l].kept_row, .n_kept = m[l].n_kept, .base = m[l].base,
-            .tab_row = kv->block_size > 0 ? m[l].tab_row : NULL, .at = m[l].at,
-            .kept = c->kept, .kept_stride = c->cfg.capacity, .words = (int32_t)(span / 4),
-            .slot_stride = (uint32_t)(kv->slot_stride / 4),
-            .block_stride = (uint32_t)(kv->block_stride / 4), .block_size = kv->block_size,
-            .table = kv->block_table, .table_rows = kv->sequences, .max_blocks = kv->max_blocks,
-            .buf = m[l].k,
+            .n = m[l].n, .kept_row = m[l].kept_row, .n_kept = m[l].n_kept, .at = m[l].at,
+            .held = m[l].held, .kept = c->kept, .kept_stride = c->cfg.capacity,
+            .words = (int32_t)(span / 4),
+            .slots = lkv_kv_layout_slots(kv, m[l].base, m[l].tab_row), .buf = m[l].k,
         };
         st = c->ops->move_kept(c->dev, &a);
         a.buf = m[l].v;

@@ -314,27 +314,6 @@ static lkv_status rows_alloc(qk_rows *r, size_t n)
     return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for %zu rows", decode_call, n);
 }
 
-/* The end of the last slot below n of (seq, head), block by block; every
- * block it needs must be in the table. */
-static lkv_status reach_of(const lkv_kv_layout *kv, int32_t seq, int32_t head, int32_t n,
-                           uint64_t *out)
-{
-    uint64_t span = (uint64_t)kv->head_dim * lkv_dtype_size(kv->dtype), most = 0;
-    int32_t step = kv->block_size > 0 ? kv->block_size : n;
-    for (int32_t j = 0; j < n; j += step) {
-        int32_t last = j + step - 1 < n - 1 ? j + step - 1 : n - 1;
-        size_t at = lkv_kv_layout_slot(kv, seq, last, NULL, 0);
-        if (at == (size_t)-1)
-            return lkv_fail(LKV_INVALID_ARGUMENT,
-                            "%s: sequence %d slot %d has no block in the table (n_blocks %d)",
-                            decode_call, seq, last, kv->n_blocks);
-        uint64_t end = (uint64_t)at + (uint64_t)head * kv->head_stride + span;
-        most = end > most ? end : most;
-    }
-    *out = most;
-    return LKV_OK;
-}
-
 /* One row per observing (sequence, query head), in the engine's order. */
 static lkv_status list_qk_rows(const lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io,
                                qk_rows *r)
@@ -349,17 +328,16 @@ static lkv_status list_qk_rows(const lkv_cache *c, int32_t layer, const lkv_obse
             return lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequence %d is outside the layout's %d",
                             decode_call, seq, kv->sequences);
         for (int32_t qh = 0; qh < qh_n; qh++) {
-            int32_t h = qh / per;
-            uint64_t reach = 0, base = (uint64_t)h * kv->head_stride;
-            if (kv->block_size == 0)
-                base += (uint64_t)seq * kv->seq_stride;
-            lkv_status st = reach_of(kv, seq, h, n, &reach);
-            if (st == LKV_OK && reach > ((uint64_t)1 << 34))
-                st = lkv_fail(LKV_UNSUPPORTED, "%s: sequence %d reaches byte %llu of layer %d's "
-                              "K, beyond the 16 GiB one call reads", decode_call, seq,
-                              (unsigned long long)reach, layer);
-            if (st != LKV_OK)
-                return st;
+            uint64_t reach = 0, base = 0;
+            int32_t missing = lkv_kv_layout_row(kv, seq, qh / per, n, &base, &reach);
+            if (missing >= 0)
+                return lkv_fail(LKV_INVALID_ARGUMENT,
+                                "%s: sequence %d slot %d has no block in the table (n_blocks %d)",
+                                decode_call, seq, missing, kv->n_blocks);
+            if (reach > ((uint64_t)1 << 34))
+                return lkv_fail(LKV_UNSUPPORTED, "%s: sequence %d reaches byte %llu of layer "
+                                "%d's K, beyond the 16 GiB one call reads", decode_call, seq,
+                                (unsigned long long)reach, layer);
             int32_t k = r->n++;
             r->q_row[k] = i * qh_n + qh;
             r->len[k] = n;
@@ -418,13 +396,10 @@ static lkv_status decode_device(lkv_cache *c, int32_t layer, const lkv_observe_q
         st = view_device(c, layer, io, &r, rows * (size_t)stride * 4, views);
     const lkv_kv_layout *kv = io->k;
     lkv_qk_probs_args a = {
-        .n = r.n, .q_row = r.q_row, .lse_at = r.q_row, .len = r.len, .base = r.base,
-        .tab_row = kv->block_size > 0 ? r.tab_row : NULL, .out_row = r.q_row, .q = views[0],
-        .lse = views[1], .k = views[2], .probs = c->stage_p.buf, .dtype = kv->dtype,
-        .dim = kv->head_dim, .stride = stride, .scale = io->scale,
-        .slot_stride = (uint32_t)(kv->slot_stride / 4),
-        .block_stride = (uint32_t)(kv->block_stride / 4), .block_size = kv->block_size,
-        .table = kv->block_table, .table_rows = kv->sequences, .max_blocks = kv->max_blocks,
+        .n = r.n, .q_row = r.q_row, .lse_at = r.q_row, .len = r.len, .out_row = r.q_row,
+        .q = views[0], .lse = views[1], .k = views[2], .probs = c->stage_p.buf,
+        .dtype = kv->dtype, .dim = kv->head_dim, .stride = stride, .scale = io->scale,
+        .slots = lkv_kv_layout_slots(kv, r.base, r.tab_row),
     };
     if (st == LKV_OK)
         st = c->ops->qk_probs(c->dev, &a);

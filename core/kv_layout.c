@@ -65,3 +65,35 @@ size_t lkv_kv_layout_slot(const lkv_kv_layout *kv, int32_t s, int32_t j, const i
         return (size_t)-1;
     return (size_t)b * kv->block_stride + (size_t)(j % kv->block_size) * kv->slot_stride;
 }
+
+int32_t lkv_kv_layout_row(const lkv_kv_layout *kv, int32_t seq, int32_t head, int32_t n,
+                          uint64_t *out_base, uint64_t *out_reach)
+{
+    uint64_t span = (uint64_t)kv->head_dim * lkv_dtype_size(kv->dtype), most = 0;
+    uint64_t head_at = (uint64_t)head * kv->head_stride;
+    *out_base = head_at + (kv->block_size == 0 ? (uint64_t)seq * kv->seq_stride : 0);
+    int32_t step = kv->block_size > 0 ? kv->block_size : (n > 0 ? n : 1);
+    for (int32_t j = 0; j < n; j += step) {
+        int32_t last = j + step - 1 < n - 1 ? j + step - 1 : n - 1;
+        size_t at = lkv_kv_layout_slot(kv, seq, last, NULL, 0);
+        if (at == (size_t)-1)
+            return last;
+        uint64_t end = (uint64_t)at + head_at + span;
+        most = end > most ? end : most;
+    }
+    *out_reach = most;
+    return -1;
+}
+
+lkv_engine_slots lkv_kv_layout_slots(const lkv_kv_layout *kv, const uint32_t *base,
+                                     const int32_t *tab_row)
+{
+    int paged = kv->block_size > 0;
+    return (lkv_engine_slots){
+        .base = base, .tab_row = paged ? tab_row : NULL,
+        .slot_stride = (uint32_t)(kv->slot_stride / 4),
+        .block_stride = (uint32_t)(kv->block_stride / 4), .block_size = kv->block_size,
+        .table = paged ? kv->block_table : NULL, .table_rows = kv->sequences,
+        .max_blocks = kv->max_blocks,
+    };
+}

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "backend.h"
 #include "lazykv.h"
 
 /* Which host buffers a call reads: the layout's k_layers, v_layers. */
@@ -39,5 +40,19 @@ lkv_status lkv_plan_check(const lkv_eviction_plan *plan, const lkv_kv_layout *kv
  * entries): a slot map's table. */
 size_t lkv_kv_layout_slot(const lkv_kv_layout *kv, int32_t s, int32_t j, const int32_t *table,
                           int32_t n_table);
+
+/* The first n slots of row (seq, head): *out_base, the byte offset its
+ * slots count from (the head's, plus the sequence's when dense), and
+ * *out_reach, the end of the farthest byte they hold. -1 when every slot
+ * below n has a block, else the first slot without one (nothing written
+ * to *out_reach). */
+int32_t lkv_kv_layout_row(const lkv_kv_layout *kv, int32_t seq, int32_t head, int32_t n,
+                          uint64_t *out_base, uint64_t *out_reach);
+
+/* The layout as the device ops take it (core/backend.h), with the rows'
+ * word bases and table rows. Strides must be whole words
+ * (lkv_kv_layout_check_words). */
+lkv_engine_slots lkv_kv_layout_slots(const lkv_kv_layout *kv, const uint32_t *base,
+                                     const int32_t *tab_row);
 
 #endif

@@ -197,6 +197,13 @@ int32_t lkv_bind_longest(const int32_t *v, int32_t first, int32_t len);
 /* UNSUPPORTED, naming the op and `what`, when `size` bytes of a buffer a
  * plan moves pass one binding or 16 GiB (32-bit word indices). */
 lkv_status lkv_bind_check_fits(lkv_device *d, uint64_t size, const char *op, const char *what);
+/* An engine's slots (core/backend.h) as the kernels bind them: the block
+ * table as a list of lkv_bind_table_n entries (one never read for a dense
+ * layout, counted in the op's list room), and the tab_row column (a
+ * stand-in when dense). */
+int32_t lkv_bind_table_n(const lkv_engine_slots *s);
+lkv_status lkv_bind_put_table(lkv_device *d, const lkv_engine_slots *s, lkv_bind_buf *out_bind);
+const int32_t *lkv_bind_tab_rows(const lkv_engine_slots *s);
 /* How many consecutive rows of `row_bytes` one binding can span. */
 int64_t lkv_bind_rows_fit(lkv_device *d, uint64_t row_bytes);
 /* Work-groups along x for `items` invocations in each of `rows` rows of a

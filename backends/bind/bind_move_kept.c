@@ -29,6 +29,7 @@ static lkv_status prepare(lkv_device *d, const lkv_move_kept_args *a, int64_t fi
 static lkv_status pass(lkv_device *d, const lkv_move_kept_args *a, const int32_t *const *cols,
                        lkv_bind_buf tab, int64_t fit, uint32_t back)
 {
+    const lkv_engine_slots *sl = &a->slots;
     uint64_t row_bytes = (uint64_t)a->kept_stride * 4;
     lkv_status st = LKV_OK;
     for (int32_t first = 0, len = 0; st == LKV_OK && first < a->n; first += len) {
@@ -44,8 +45,8 @@ static lkv_status pass(lkv_device *d, const lkv_move_kept_args *a, const int32_t
         struct { uint32_t n, words, kept_stride, kept_skew, kept_base, slot_stride, block_stride,
                  block_size, max_blocks, back; } push = {
             (uint32_t)len, (uint32_t)a->words, (uint32_t)a->kept_stride, k.skew, (uint32_t)lo,
-            a->slot_stride, a->block_stride, (uint32_t)a->block_size, (uint32_t)a->max_blocks,
-            back};
+            sl->slot_stride, sl->block_stride, (uint32_t)sl->block_size,
+            (uint32_t)sl->max_blocks, back};
         int64_t most = (int64_t)lkv_bind_longest(a->n_kept, first, len) * a->words;
         st = lkv_bind_dispatch(d, LKV_BIND_PIPE_move_kept, b, &push,
                                lkv_bind_groups(d, most, len), (uint32_t)len, 1);
@@ -57,22 +58,13 @@ lkv_status lkv_bind_move_kept(lkv_device *d, const lkv_move_kept_args *a)
 {
     if (a->n <= 0 || a->words <= 0)
         return LKV_OK;
-    uint64_t held = 0;
-    for (int32_t i = 0; i < a->n; i++)
-        held += (uint64_t)a->n_kept[i] * (uint64_t)a->words * 4;
-    /* a dense layout binds a one-entry table, never read */
-    static const int32_t none = 0;
-    int paged = a->block_size > 0;
-    const int32_t *table = paged ? a->table : &none;
-    int32_t table_n = paged ? a->table_rows * a->max_blocks : 1;
     int64_t fit = lkv_bind_rows_fit(d, (uint64_t)a->kept_stride * 4);
-    lkv_status st = prepare(d, a, fit, held ? held : 4, (size_t)table_n);
-    const int32_t *cols[5] = {a->kept_row, a->n_kept, (const int32_t *)(const void *)a->base,
-                              paged ? a->tab_row : a->kept_row,
-                              (const int32_t *)(const void *)a->at};
+    lkv_status st = prepare(d, a, fit, a->held ? a->held : 4, (size_t)lkv_bind_table_n(&a->slots));
+    const int32_t *cols[5] = {a->kept_row, a->n_kept, (const int32_t *)(const void *)a->slots.base,
+                              lkv_bind_tab_rows(&a->slots), (const int32_t *)(const void *)a->at};
     lkv_bind_buf tab;
     if (st == LKV_OK)
-        st = lkv_bind_put_list(d, &table, 1, 0, table_n, &tab);
+        st = lkv_bind_put_table(d, &a->slots, &tab);
     if (st == LKV_OK)
         st = pass(d, a, cols, tab, fit, 0);
     if (st == LKV_OK)

@@ -32,18 +32,14 @@ lkv_status lkv_bind_qk_probs(lkv_device *d, const lkv_qk_probs_args *a)
 {
     if (a->n <= 0)
         return LKV_OK;
-    /* a dense layout binds a one-entry table, never read */
-    static const int32_t none = 0;
-    int paged = a->block_size > 0;
-    const int32_t *table = paged ? a->table : &none;
-    int32_t table_n = paged ? a->table_rows * a->max_blocks : 1;
+    const lkv_engine_slots *sl = &a->slots;
     lkv_bind_pipe pipe = pipe_of(d, a->dtype);
-    lkv_status st = prepare(d, a, pipe, table_n);
-    const int32_t *cols[6] = {a->q_row, a->lse_at, a->len, (const int32_t *)(const void *)a->base,
-                              paged ? a->tab_row : a->q_row, a->out_row};
+    lkv_status st = prepare(d, a, pipe, lkv_bind_table_n(sl));
+    const int32_t *cols[6] = {a->q_row, a->lse_at, a->len, (const int32_t *)(const void *)sl->base,
+                              lkv_bind_tab_rows(sl), a->out_row};
     lkv_bind_buf list, tab;
     if (st == LKV_OK)
-        st = lkv_bind_put_list(d, &table, 1, 0, table_n, &tab);
+        st = lkv_bind_put_table(d, sl, &tab);
     if (st == LKV_OK)
         st = lkv_bind_put_list(d, cols, 6, 0, a->n, &list);
     if (st != LKV_OK)
@@ -52,8 +48,8 @@ lkv_status lkv_bind_qk_probs(lkv_device *d, const lkv_qk_probs_args *a)
                          lkv_bind_whole(d, a->k), lkv_bind_whole(d, a->probs)};
     struct { uint32_t n, dim, stride; float scale; uint32_t slot_stride, block_stride,
              block_size, max_blocks; } push = {
-        (uint32_t)a->n, (uint32_t)a->dim, (uint32_t)a->stride, a->scale, a->slot_stride,
-        a->block_stride, (uint32_t)a->block_size, (uint32_t)a->max_blocks};
+        (uint32_t)a->n, (uint32_t)a->dim, (uint32_t)a->stride, a->scale, sl->slot_stride,
+        sl->block_stride, (uint32_t)sl->block_size, (uint32_t)sl->max_blocks};
     uint32_t gy = (uint32_t)a->n < lkv_bind_lim(d)->max_count[1] ? (uint32_t)a->n
                                                                   : lkv_bind_lim(d)->max_count[1];
     uint32_t gx = lkv_bind_groups(d, lkv_bind_longest(a->len, 0, a->n), gy);

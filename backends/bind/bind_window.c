@@ -53,6 +53,24 @@ lkv_status lkv_bind_check_fits(lkv_device *d, uint64_t size, const char *op, con
     return LKV_OK;
 }
 
+int32_t lkv_bind_table_n(const lkv_engine_slots *s)
+{
+    return s->block_size > 0 ? s->table_rows * s->max_blocks : 1;
+}
+
+lkv_status lkv_bind_put_table(lkv_device *d, const lkv_engine_slots *s, lkv_bind_buf *out_bind)
+{
+    /* a dense layout binds a one-entry table, never read */
+    static const int32_t none = 0;
+    const int32_t *table = s->block_size > 0 ? s->table : &none;
+    return lkv_bind_put_list(d, &table, 1, 0, lkv_bind_table_n(s), out_bind);
+}
+
+const int32_t *lkv_bind_tab_rows(const lkv_engine_slots *s)
+{
+    return s->block_size > 0 ? s->tab_row : (const int32_t *)(const void *)s->base;
+}
+
 int64_t lkv_bind_rows_fit(lkv_device *d, uint64_t row_bytes)
 {
     if (row_bytes == 0)

@@ -176,6 +176,12 @@ lkv_status lkv_gpu_reserve(lkv_device *d, lkv_buffer **buf, size_t bytes);
 lkv_status lkv_gpu_upload(lkv_device *d, int n, const int32_t *const *host, const size_t *counts,
                           lkv_gpu_ptr *out_ptrs);
 
+/* lkv_gpu_upload of n_cols row lists of n entries followed by an engine's
+ * slots (base, tab_row, table: core/backend.h), out_ptrs in that order;
+ * a dense layout's tab_row and table are stand-ins the kernels never read. */
+lkv_status lkv_gpu_upload_slots(lkv_device *d, int n_cols, const int32_t *const *cols,
+                                int32_t n, const lkv_engine_slots *s, lkv_gpu_ptr *out_ptrs);
+
 /* Launches `kernel` on a grid of 1-D blocks of `block` threads. */
 lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t gx, uint32_t gy,
                                  uint32_t gz, uint32_t block, void **args);

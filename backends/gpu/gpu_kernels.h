@@ -43,7 +43,5 @@ LKV_GPU_KERNEL(lkv_reduce_rows)
 LKV_GPU_KERNEL(lkv_move_kept)
 
 /* qk_probs (backends/gpu/kernels/qk_probs.cu): engine probabilities from
- * device q, K and lse, per K dtype */
-LKV_GPU_KERNEL(lkv_qk_probs_f32)
-LKV_GPU_KERNEL(lkv_qk_probs_f16)
-LKV_GPU_KERNEL(lkv_qk_probs_bf16)
+ * device q, K and lse */
+LKV_GPU_KERNEL(lkv_qk_probs)

@@ -232,6 +232,27 @@ lkv_status lkv_gpu_upload(lkv_device *d, int n, const int32_t *const *host, cons
     return LKV_OK;
 }
 
+lkv_status lkv_gpu_upload_slots(lkv_device *d, int n_cols, const int32_t *const *cols,
+                                int32_t n, const lkv_engine_slots *s, lkv_gpu_ptr *out_ptrs)
+{
+    /* a dense layout uploads a one-entry table, never read */
+    static const int32_t none = 0;
+    int paged = s->block_size > 0;
+    const int32_t *host[16];
+    size_t counts[16];
+    if (n_cols < 0 || n_cols > 13)
+        return lkv_fail(LKV_INTERNAL, "%s: %d row lists beside the slots (0..13)", d->drv->name,
+                        n_cols);
+    for (int c = 0; c < n_cols; c++)
+        host[c] = cols[c], counts[c] = (size_t)n;
+    host[n_cols] = (const int32_t *)(const void *)s->base;
+    host[n_cols + 1] = paged ? s->tab_row : host[n_cols];
+    host[n_cols + 2] = paged ? s->table : &none;
+    counts[n_cols] = counts[n_cols + 1] = (size_t)n;
+    counts[n_cols + 2] = paged ? (size_t)s->table_rows * (size_t)s->max_blocks : 1;
+    return lkv_gpu_upload(d, n_cols + 3, host, counts, out_ptrs);
+}
+
 lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t gx, uint32_t gy,
                                  uint32_t gz, uint32_t block, void **args)
 {

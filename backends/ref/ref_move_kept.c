@@ -6,16 +6,6 @@
 #include "error.h"
 #include "ref_ops.h"
 
-static size_t slot_word(const lkv_move_kept_args *a, int32_t i, int32_t s)
-{
-    size_t w = a->base[i];
-    if (a->block_size == 0)
-        return w + (size_t)s * a->slot_stride;
-    int32_t b = a->table[(size_t)a->tab_row[i] * (size_t)a->max_blocks +
-                         (size_t)(s / a->block_size)];
-    return w + (size_t)b * a->block_stride + (size_t)(s % a->block_size) * a->slot_stride;
-}
-
 /* Pass 0 copies the moved sources into `held`, pass 1 writes them. */
 static void pass(const lkv_move_kept_args *a, uint32_t *held, int back)
 {
@@ -29,9 +19,9 @@ static void pass(const lkv_move_kept_args *a, uint32_t *held, int back)
                 continue;
             uint32_t *h = held + a->at[i] + (size_t)j * (size_t)a->words;
             if (back)
-                memcpy(buf + slot_word(a, i, j), h, bytes);
+                memcpy(buf + lkv_ref_slot_word(&a->slots, i, j), h, bytes);
             else
-                memcpy(h, buf + slot_word(a, i, row[j]), bytes);
+                memcpy(h, buf + lkv_ref_slot_word(&a->slots, i, row[j]), bytes);
         }
     }
 }
@@ -41,12 +31,10 @@ lkv_status lkv_ref_move_kept(lkv_device *dev, const lkv_move_kept_args *a)
     (void)dev;
     if (a->n <= 0 || a->words <= 0)
         return LKV_OK;
-    size_t total = 0;
-    for (int32_t i = 0; i < a->n; i++)
-        total += (size_t)a->n_kept[i] * (size_t)a->words;
-    uint32_t *held = malloc(total ? total * 4 : 4);
+    uint32_t *held = malloc(a->held ? (size_t)a->held : 4);
     if (!held)
-        return lkv_fail(LKV_OUT_OF_MEMORY, "move_kept: out of host memory for %zu words", total);
+        return lkv_fail(LKV_OUT_OF_MEMORY, "move_kept: out of host memory for %llu bytes",
+                        (unsigned long long)a->held);
     pass(a, held, 0);
     pass(a, held, 1);
     free(held);

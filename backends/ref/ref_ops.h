@@ -15,6 +15,17 @@
 void lkv_ref_parallel(const lkv_device *dev, int n_items, double work,
                       void (*fn)(void *ctx, int begin, int end), void *ctx);
 
+/* The first word of row i's slot j in an engine's layer (core/backend.h). */
+static inline size_t lkv_ref_slot_word(const lkv_engine_slots *s, int32_t i, int32_t j)
+{
+    size_t w = s->base[i];
+    if (s->block_size == 0)
+        return w + (size_t)j * s->slot_stride;
+    int32_t b = s->table[(size_t)s->tab_row[i] * (size_t)s->max_blocks +
+                         (size_t)(j / s->block_size)];
+    return w + (size_t)b * s->block_stride + (size_t)(j % s->block_size) * s->slot_stride;
+}
+
 lkv_status lkv_ref_attend(lkv_device *dev, const lkv_attend_args *args);
 lkv_status lkv_ref_observe(lkv_device *dev, const lkv_observe_args *args);
 lkv_status lkv_ref_score(lkv_device *dev, const lkv_score_args *args);

@@ -6,16 +6,6 @@
 #include "dtype.h"
 #include "ref_ops.h"
 
-static size_t slot_word(const lkv_qk_probs_args *a, int32_t i, int32_t j)
-{
-    size_t w = a->base[i];
-    if (a->block_size == 0)
-        return w + (size_t)j * a->slot_stride;
-    int32_t b = a->table[(size_t)a->tab_row[i] * (size_t)a->max_blocks +
-                         (size_t)(j / a->block_size)];
-    return w + (size_t)b * a->block_stride + (size_t)(j % a->block_size) * a->slot_stride;
-}
-
 lkv_status lkv_ref_qk_probs(lkv_device *dev, const lkv_qk_probs_args *a)
 {
     (void)dev;
@@ -28,7 +18,7 @@ lkv_status lkv_ref_qk_probs(lkv_device *dev, const lkv_qk_probs_args *a)
         double l = (double)lse[a->lse_at[i]];
         float *p = probs + (size_t)a->out_row[i] * (size_t)a->stride;
         for (int32_t j = 0; j < a->len[i]; j++) {
-            const unsigned char *kj = k + slot_word(a, i, j) * 4;
+            const unsigned char *kj = k + lkv_ref_slot_word(&a->slots, i, j) * 4;
             double dot = 0.0;
             for (int32_t d = 0; d < a->dim; d++)
                 dot += (double)x[d] * (double)lkv_dtype_load(a->dtype, kj, (size_t)d);

@@ -573,10 +573,12 @@ Test(gpu_emu_move_kept, moves_what_the_cpu_oracle_moves_from_device_lists)
         TU_OK(ops[b]->write(d, kb, 0, kept, 4 * (size_t)n * CAP));
         TU_OK(ops[b]->write(d, buf, 0, init, 4 * words));
         lkv_move_kept_args a = {
-            .n = n, .kept_row = kept_row, .n_kept = n_kept, .base = base, .tab_row = tab_row,
-            .at = at, .kept = kb, .kept_stride = CAP, .words = WORDS,
-            .slot_stride = HEADS * WORDS, .block_stride = BS * HEADS * WORDS, .block_size = BS,
-            .table = table, .table_rows = SEQS, .max_blocks = MAXB, .buf = buf,
+            .n = n, .kept_row = kept_row, .n_kept = n_kept, .at = at, .held = 4 * (uint64_t)held,
+            .kept = kb, .kept_stride = CAP, .words = WORDS,
+            .slots = {.base = base, .tab_row = tab_row, .slot_stride = HEADS * WORDS,
+                      .block_stride = BS * HEADS * WORDS, .block_size = BS, .table = table,
+                      .table_rows = SEQS, .max_blocks = MAXB},
+            .buf = buf,
         };
         TU_OK(ops[b]->move_kept(d, &a));
         got[b] = malloc(4 * words);
@@ -639,11 +641,12 @@ static void expect_qk_probs_like_cpu(lkv_dtype dt)
         TU_OK(ops[b]->write(d, bl, 0, lse, sizeof lse));
         TU_OK(ops[b]->write(d, bk, 0, k, 4 * k_words));
         lkv_qk_probs_args a = {
-            .n = ROWS, .q_row = q_row, .lse_at = lse_at, .len = len, .base = base,
-            .tab_row = tab_row, .out_row = out_row, .q = bq, .lse = bl, .k = bk, .probs = bp,
-            .dtype = dt, .dim = DIM, .stride = STRIDE, .scale = 0.4f,
-            .slot_stride = (uint32_t)slot_words, .block_stride = (uint32_t)(BS * slot_words),
-            .block_size = BS, .table = table, .table_rows = 2, .max_blocks = MAXB,
+            .n = ROWS, .q_row = q_row, .lse_at = lse_at, .len = len, .out_row = out_row,
+            .q = bq, .lse = bl, .k = bk, .probs = bp, .dtype = dt, .dim = DIM, .stride = STRIDE,
+            .scale = 0.4f,
+            .slots = {.base = base, .tab_row = tab_row, .slot_stride = (uint32_t)slot_words,
+                      .block_stride = (uint32_t)(BS * slot_words), .block_size = BS,
+                      .table = table, .table_rows = 2, .max_blocks = MAXB},
         };
         TU_OK(ops[b]->qk_probs(d, &a));
         got[b] = malloc(4 * ROWS * STRIDE);

@@ -7,20 +7,7 @@
 // 256-byte access).
 // Launch: block LKV_MOVE_BLOCK, x = blocks over the longest row's kept
 // words, y = rows (both capped, grid-stride).
-#include "lkv_gpu.h"
-
-LKV_DEV unsigned long long lkv_kept_slot(const unsigned *base, const int *tab_row,
-                                         const int *table, int i, int s, unsigned slot_stride,
-                                         unsigned block_stride, int block_size, int max_blocks)
-{
-    unsigned long long w = base[i];
-    if (block_size == 0)
-        return w + (unsigned long long)s * slot_stride;
-    int b = table[(unsigned long long)tab_row[i] * (unsigned long long)max_blocks +
-                  (unsigned long long)(s / block_size)];
-    return w + (unsigned long long)b * block_stride +
-           (unsigned long long)(s % block_size) * slot_stride;
-}
+#include "engine_slot.h"
 
 LKV_KERNEL(lkv_move_kept)(const int *kept_row, const int *n_kept, const unsigned *base,
                           const int *tab_row, const unsigned *at, const int *table,
@@ -41,10 +28,10 @@ LKV_KERNEL(lkv_move_kept)(const int *kept_row, const int *n_kept, const unsigned
                 continue;
             unsigned long long h = (unsigned long long)at[i] + x;
             if (back)
-                buf[lkv_kept_slot(base, tab_row, table, i, j, slot_stride, block_stride,
+                buf[lkv_engine_slot(base, tab_row, table, i, j, slot_stride, block_stride,
                                   block_size, max_blocks) + e] = scratch[h];
             else
-                scratch[h] = buf[lkv_kept_slot(base, tab_row, table, i, s, slot_stride,
+                scratch[h] = buf[lkv_engine_slot(base, tab_row, table, i, s, slot_stride,
                                                block_stride, block_size, max_blocks) + e];
         }
     }
