@@ -405,6 +405,41 @@ static void expect_plans_equal(const lkv_cache *ref, const lkv_cache *dev, int s
                   "step %d: plan row %d differs from the cpu's", step, r);
 }
 
+/* What each step of the device observe checks expects: a step that
+ * evicted nothing moved nothing to or from the host and never waited
+ * (`moved`, counted around the call), and after the last layer the
+ * oracle's plan. The engine then samples its token from `sampled`: a wait
+ * on its queue per step, which also retires lazykv's submissions (the
+ * Vulkan ring would otherwise fill and wait for one). */
+static void expect_device_step(const lkv_cache *ref, const lkv_cache *dev, lkv_engine *e,
+                               lkv_counters moved, int64_t evictions_before, int step,
+                               int32_t layer, uint64_t sampled, const char *what, int *quiet)
+{
+    lkv_cache_stats after;
+    TU_OK(lkv_cache_get_stats(dev, &after));
+    if (after.evictions == evictions_before) {
+        expect_no_transfer_or_wait(moved, what);
+        (*quiet)++;
+    }
+    if (layer == 1) {
+        expect_plans_equal(ref, dev, step);
+        float sample;
+        engine_get(e, sampled, ENGINE_OFFSET, &sample, sizeof sample);
+    }
+}
+
+/* The end of a device observe check: the run evicted, had quiet steps,
+ * and holds the oracle's positions. */
+static void expect_device_run(const lkv_cache *ref, const lkv_cache *dev, lkv_runtime *rt,
+                              int quiet)
+{
+    lkv_cache_stats st;
+    TU_OK(lkv_cache_get_stats(dev, &st));
+    cr_assert_gt(st.evictions, 0, "the run must evict to test the plans");
+    cr_assert_gt(quiet, 0);
+    tu_expect_same_positions(ref, dev, rt->info.backend);
+}
+
 /* The engine's rows stay on its device, combined per cache head by the
  * engine (rows = cache heads: their max) or by lazykv's reduce_rows (rows =
  * query heads, max or mean): the plans are the oracle's given the query
@@ -449,27 +484,10 @@ static void observe_device_form(lkv_runtime *rt, lkv_engine *e, lkv_probs_rows f
             TU_OK(lkv_cache_get_stats(dev, &before));
             lkv_counters c0 = counters_of(rt);
             TU_OK(lkv_cache_observe_batch(dev, l, &d));
-            lkv_counters moved = counters_since(rt, c0);
-            lkv_cache_stats after;
-            TU_OK(lkv_cache_get_stats(dev, &after));
-            if (after.evictions == before.evictions) {
-                expect_no_transfer_or_wait(moved, "an observe step on device rows");
-                quiet++;
-            }
-            if (l == 1) {
-                expect_plans_equal(ref, dev, s);
-                /* the engine samples its token: a wait on its queue per
-                 * step, which also retires lazykv's submissions (the
-                 * Vulkan ring would otherwise fill and wait for one) */
-                float sample;
-                engine_get(e, rows_dev, ENGINE_OFFSET, &sample, sizeof sample);
-            }
+            expect_device_step(ref, dev, e, counters_since(rt, c0), before.evictions, s, l,
+                               rows_dev, "an observe step on device rows", &quiet);
         }
-    lkv_cache_stats st;
-    TU_OK(lkv_cache_get_stats(dev, &st));
-    cr_assert_gt(st.evictions, 0, "the run must evict to test the plans");
-    cr_assert_gt(quiet, 0);
-    tu_expect_same_positions(ref, dev, rt->info.backend);
+    expect_device_run(ref, dev, rt, quiet);
     free(q_rows);
     free(c_rows);
     lkv_cache_destroy(dev);
@@ -695,27 +713,14 @@ static void check_qk_device_like_host(lkv_runtime *rt, lkv_engine *e)
                                    .k = &kv, .memory = LKV_MEMORY_DEVICE,
                                    .q_dev = {q_dev, ENGINE_OFFSET},
                                    .lse_dev = {lse_dev, ENGINE_OFFSET}, .k_dev = k_dev};
-            lkv_cache_stats before, after;
+            lkv_cache_stats before;
             TU_OK(lkv_cache_get_stats(dev, &before));
             lkv_counters c0 = counters_of(rt);
             TU_OK(lkv_cache_observe_batch_qk(dev, l, &d));
-            lkv_counters moved = counters_since(rt, c0);
-            TU_OK(lkv_cache_get_stats(dev, &after));
-            if (after.evictions == before.evictions) {
-                expect_no_transfer_or_wait(moved, "a qk step on device arrays");
-                quiet++;
-            }
-            if (l == 1) {
-                expect_plans_equal(ref, dev, s);
-                float sample;
-                engine_get(e, q_dev, ENGINE_OFFSET, &sample, sizeof sample);
-            }
+            expect_device_step(ref, dev, e, counters_since(rt, c0), before.evictions, s, l, q_dev,
+                               "a qk step on device arrays", &quiet);
         }
-    lkv_cache_stats st;
-    TU_OK(lkv_cache_get_stats(dev, &st));
-    cr_assert_gt(st.evictions, 0, "the run must evict to test the plans");
-    cr_assert_gt(quiet, 0);
-    tu_expect_same_positions(ref, dev, rt->info.backend);
+    expect_device_run(ref, dev, rt, quiet);
     for (int l = 0; l < 2; l++)
         free(host[l]);
     lkv_cache_destroy(dev);

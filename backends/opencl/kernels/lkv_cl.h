@@ -61,6 +61,18 @@
 #define LOAD_KV4(arr, idx4) vload4((idx4), (arr))
 #endif
 
+// Where an engine's slot is (core/backend.h, lkv_engine_slots): the first
+// word of slot j of a row whose slots count from word w, dense (block_size
+// 0) or through row tab of the block table (move_kept.cl, qk_probs.cl).
+static uint lkv_engine_slot(__global const uint *table, uint w, uint tab, uint j,
+                            uint slot_stride, uint block_stride, uint block_size, uint max_blocks)
+{
+    if (block_size == 0u)
+        return w + j * slot_stride;
+    uint b = table[tab * max_blocks + j / block_size];
+    return w + b * block_stride + (j % block_size) * slot_stride;
+}
+
 // At most this many query heads share one pass over a K or V row (as
 // backends/vulkan/shaders/kv_storage.glsl).
 #define QBLOCK 8u

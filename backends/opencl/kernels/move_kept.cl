@@ -6,16 +6,6 @@
 // Launch: x = work-groups over the longest row's kept words, y = the run's
 // rows. list: (kept_row, n_kept, base, tab_row, at) per row.
 
-static uint lkv_slot_word(__global const uint *list, __global const uint *table, uint i, uint s,
-                          uint slot_stride, uint block_stride, uint block_size, uint max_blocks)
-{
-    uint w = list[5u * i + 2u];
-    if (block_size == 0u)
-        return w + s * slot_stride;
-    uint b = table[list[5u * i + 3u] * max_blocks + s / block_size];
-    return w + b * block_stride + (s % block_size) * slot_stride;
-}
-
 LKV_KERNEL lkv_move_kept(LKV_BIND(uint, list), LKV_BIND(uint, table), LKV_BIND(uint, kept),
                          LKV_BIND(uint, buf), LKV_BIND(uint, scratch), uint n, uint words,
                          uint kept_stride, uint kept_skew, uint kept_base, uint slot_stride,
@@ -34,12 +24,13 @@ LKV_KERNEL lkv_move_kept(LKV_BIND(uint, list), LKV_BIND(uint, table), LKV_BIND(u
             uint j = x / words, e = x - j * words, s = kept[row + j];
             if (s == j)
                 continue;
+            uint w = list[5u * i + 2u], tab = list[5u * i + 3u];
             if (back)
-                buf[lkv_slot_word(list, table, i, j, slot_stride, block_stride, block_size,
-                                  max_blocks) + e] = scratch[at + x];
+                buf[lkv_engine_slot(table, w, tab, j, slot_stride, block_stride, block_size,
+                                    max_blocks) + e] = scratch[at + x];
             else
-                scratch[at + x] = buf[lkv_slot_word(list, table, i, s, slot_stride, block_stride,
-                                                    block_size, max_blocks) + e];
+                scratch[at + x] = buf[lkv_engine_slot(table, w, tab, s, slot_stride,
+                                                      block_stride, block_size, max_blocks) + e];
         }
     }
 }

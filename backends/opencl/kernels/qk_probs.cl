@@ -23,16 +23,6 @@
 #define PER_WORD 1u
 #endif
 
-static uint lkv_qk_slot(__global const uint *list, __global const uint *table, uint i, uint j,
-                        uint slot_stride, uint block_stride, uint block_size, uint max_blocks)
-{
-    uint w = list[6u * i + 3u];
-    if (block_size == 0u)
-        return w + j * slot_stride;
-    uint b = table[list[6u * i + 4u] * max_blocks + j / block_size];
-    return w + b * block_stride + (j % block_size) * slot_stride;
-}
-
 LKV_KERNEL lkv_qk_probs(LKV_BIND(uint, list), LKV_BIND(uint, table), LKV_BIND(float, q),
                         LKV_BIND(float, lse), LKV_BIND(KV_T, k), LKV_BIND(float, probs), uint n,
                         uint dim, uint stride, float scale, uint slot_stride, uint block_stride,
@@ -50,8 +40,9 @@ LKV_KERNEL lkv_qk_probs(LKV_BIND(uint, list), LKV_BIND(uint, table), LKV_BIND(fl
         REAL l = (REAL)lse[list[6u * i + 1u]];
         uint out0 = list[6u * i + 5u] * stride;
         for (uint j = (uint)get_global_id(0); j < len; j += step) {
-            uint at = lkv_qk_slot(list, table, i, j, slot_stride, block_stride, block_size,
-                                  max_blocks) * PER_WORD;
+            uint at = lkv_engine_slot(table, list[6u * i + 3u], list[6u * i + 4u], j,
+                                      slot_stride, block_stride, block_size, max_blocks) *
+                      PER_WORD;
             REAL dot = (REAL)0;
             for (uint d = 0u; d < dim; d++)
                 dot += (REAL)q[x + d] * (REAL)LOAD_KV(k, at + d);

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // move_kept: a cache's plan applied to an engine's K or V from the kept
 // lists select left on the device (backends/ref/ref_move_kept.c). back 0
 // copies each moved slot's words into the scratch, back 1 writes them to
@@ -31,13 +32,12 @@ layout(std430, binding = 2) readonly buffer Kept { uint kept[]; };
 layout(std430, binding = 3) buffer Buf { uint buf[]; };
 layout(std430, binding = 4) buffer Scratch { uint scratch[]; };
 
+#include "engine_slot.glsl"
+
 uint slot_word(uint i, uint s)
 {
-    uint w = list[5u * i + 2u];
-    if (pc.block_size == 0u)
-        return w + s * pc.slot_stride;
-    uint b = table[list[5u * i + 3u] * pc.max_blocks + s / pc.block_size];
-    return w + b * pc.block_stride + (s % pc.block_size) * pc.slot_stride;
+    return engine_slot(list[5u * i + 2u], list[5u * i + 3u], s, pc.slot_stride, pc.block_stride,
+                       pc.block_size, pc.max_blocks);
 }
 
 void main()

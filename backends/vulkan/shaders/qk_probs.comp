@@ -33,6 +33,8 @@ layout(std430, binding = 3) readonly buffer Lse { float lse[]; };
 layout(std430, binding = 4) readonly buffer K { KV_T k[]; };
 layout(std430, binding = 5) writeonly buffer Probs { float probs[]; };
 
+#include "engine_slot.glsl"
+
 #ifdef LKV_KV16
 #define PER_WORD 2u
 #else
@@ -41,11 +43,8 @@ layout(std430, binding = 5) writeonly buffer Probs { float probs[]; };
 
 uint slot_word(uint i, uint j)
 {
-    uint w = list[6u * i + 3u];
-    if (pc.block_size == 0u)
-        return w + j * pc.slot_stride;
-    uint b = table[list[6u * i + 4u] * pc.max_blocks + j / pc.block_size];
-    return w + b * pc.block_stride + (j % pc.block_size) * pc.slot_stride;
+    return engine_slot(list[6u * i + 3u], list[6u * i + 4u], j, pc.slot_stride, pc.block_stride,
+                       pc.block_size, pc.max_blocks);
 }
 
 void main()
