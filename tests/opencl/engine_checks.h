@@ -561,6 +561,54 @@ static void check_plan_apply_device_like_host(lkv_runtime *rt, lkv_engine *e)
     tu_plan_free(&p);
 }
 
+/* ---- the engine's paged K/V for the observe checks ---- */
+
+#define OB_BS 16
+#define OB_MAXB (OB_CAP / OB_BS)
+#define OB_BLOCKS (OB_SEQS * OB_MAXB + 3)
+#define OB_DIM 64
+
+/* vLLM's [block][slot][head][dim] f16 d 64 for observe_cache's caches,
+ * blocks shuffled: n buffers (layer 0's and 1's K, then V) of random
+ * values, each on the host and in the engine's memory. */
+typedef struct ob_paged {
+    lkv_kv_layout kv;
+    int32_t table[OB_SEQS * OB_MAXB];
+    size_t bytes;
+    int n;
+    unsigned char *host[4];
+    lkv_device_array dev[4];
+} ob_paged;
+
+static void ob_paged_make(ob_paged *p, lkv_engine *e, int n, uint64_t *rng)
+{
+    size_t head = OB_DIM * 2;
+    for (int32_t i = 0; i < OB_SEQS * OB_MAXB; i++)
+        p->table[i] = (i * 3 + 1) % OB_BLOCKS;
+    p->kv = (lkv_kv_layout){.dtype = LKV_DTYPE_F16, .head_dim = OB_DIM, .layers = 2,
+                            .heads = OB_KV, .sequences = OB_SEQS, .slot_stride = OB_KV * head,
+                            .head_stride = head, .block_stride = OB_BS * OB_KV * head,
+                            .block_size = OB_BS, .block_table = p->table, .max_blocks = OB_MAXB,
+                            .n_blocks = OB_BLOCKS};
+    p->bytes = (size_t)OB_BLOCKS * OB_BS * OB_KV * head;
+    p->n = n;
+    for (int i = 0; i < n; i++) {
+        p->host[i] = malloc(p->bytes);
+        for (size_t x = 0; x < p->bytes / 2; x++)
+            lkv_dtype_store(LKV_DTYPE_F16, p->host[i], x, (float)tu_normal(rng));
+        p->dev[i] = (lkv_device_array){engine_buffer(e, ENGINE_OFFSET + p->bytes), ENGINE_OFFSET};
+        engine_put(e, p->dev[i].handle, ENGINE_OFFSET, p->host[i], p->bytes);
+    }
+    p->kv.k_layers = (void *const *)p->host;
+    p->kv.v_layers = n > 2 ? (void *const *)(p->host + 2) : NULL;
+}
+
+static void ob_paged_free(ob_paged *p)
+{
+    for (int i = 0; i < p->n; i++)
+        free(p->host[i]);
+}
+
 /* ---- a cache's own plan applied from its device kept lists ---- */
 
 /* An engine cache observing device rows (observe_device_form's), whose
@@ -570,28 +618,11 @@ static void check_plan_apply_device_like_host(lkv_runtime *rt, lkv_engine *e)
  * lkv_plan_apply leaves on a host copy given the plan read back after. */
 static void check_cache_plan_device_like_host(lkv_runtime *rt, lkv_engine *e)
 {
-    enum { BS = 16, MAXB = OB_CAP / BS, BLOCKS = OB_SEQS * MAXB + 3, DIM = 64 };
     static const int32_t seqs[OB_SEQS] = {1, 0};
-    size_t head = DIM * 2, bytes = (size_t)BLOCKS * BS * OB_KV * head;
-    int32_t table[OB_SEQS * MAXB];
-    for (int32_t i = 0; i < OB_SEQS * MAXB; i++)
-        table[i] = (i * 3 + 1) % BLOCKS;
-    lkv_kv_layout kv = {.dtype = LKV_DTYPE_F16, .head_dim = DIM, .layers = 2, .heads = OB_KV,
-                        .sequences = OB_SEQS, .slot_stride = OB_KV * head, .head_stride = head,
-                        .block_stride = BS * OB_KV * head, .block_size = BS,
-                        .block_table = table, .max_blocks = MAXB, .n_blocks = BLOCKS};
     uint64_t rng = 41;
-    unsigned char *host[4], *got = malloc(bytes);
-    lkv_device_array dev[4];
-    for (int i = 0; i < 4; i++) {
-        host[i] = malloc(bytes);
-        for (size_t b = 0; b < bytes; b++)
-            host[i][b] = (unsigned char)(tu_uniform(&rng) * 256);
-        dev[i] = (lkv_device_array){engine_buffer(e, ENGINE_OFFSET + bytes), ENGINE_OFFSET};
-        engine_put(e, dev[i].handle, ENGINE_OFFSET, host[i], bytes);
-    }
-    kv.k_layers = (void *const *)host;
-    kv.v_layers = (void *const *)(host + 2);
+    ob_paged pk;
+    ob_paged_make(&pk, e, 4, &rng);
+    unsigned char *got = malloc(pk.bytes);
     lkv_cache *c = observe_cache(rt, LKV_REDUCE_MAX);
     int32_t n_tok[OB_SEQS] = {9, 14};
     lkv_observe_prompt_io p = {.n_sequences = OB_SEQS, .sequences = seqs, .n_tokens = n_tok};
@@ -622,28 +653,29 @@ static void check_cache_plan_device_like_host(lkv_runtime *rt, lkv_engine *e)
         TU_OK(lkv_cache_get_stats(c, &after));
         if (after.evictions == before.evictions)
             continue;
-        int32_t freed_d[BLOCKS], freed_h[BLOCKS], n_d = -1, n_h = -1;
-        TU_OK(lkv_cache_apply_plan_device(c, &kv, dev, dev + 2, freed_d, BLOCKS, &n_d));
+        int32_t freed_d[OB_BLOCKS], freed_h[OB_BLOCKS], n_d = -1, n_h = -1;
+        TU_OK(lkv_cache_apply_plan_device(c, &pk.kv, pk.dev, pk.dev + 2, freed_d, OB_BLOCKS,
+                                          &n_d));
         lkv_counters d = counters_since(rt, c0);
         cr_assert(d.d2h_copies == 0 && d.syncs == 0,
                   "step %d: an evicting step applied on the device read back %lld times and "
                   "waited %lld times", s, (long long)d.d2h_copies, (long long)d.syncs);
         lkv_eviction_plan plan;
         TU_OK(lkv_cache_get_plan(c, &plan));
-        TU_OK(lkv_plan_apply(&plan, &kv, freed_h, BLOCKS, &n_h));
+        TU_OK(lkv_plan_apply(&plan, &pk.kv, freed_h, OB_BLOCKS, &n_h));
         cr_assert(n_d == n_h && memcmp(freed_d, freed_h, sizeof(int32_t) * (size_t)n_h) == 0,
                   "step %d: freed %d blocks, the host %d", s, n_d, n_h);
         for (int i = 0; i < 4; i++) {
-            engine_get(e, dev[i].handle, ENGINE_OFFSET, got, bytes);
-            for (size_t b = 0; b < bytes; b++)
-                cr_assert_eq(got[b], host[i][b], "step %d %s layer %d byte %zu: 0x%02x, the "
-                             "host 0x%02x", s, i < 2 ? "K" : "V", i % 2, b, got[b], host[i][b]);
+            engine_get(e, pk.dev[i].handle, ENGINE_OFFSET, got, pk.bytes);
+            for (size_t b = 0; b < pk.bytes; b++)
+                cr_assert_eq(got[b], pk.host[i][b], "step %d %s layer %d byte %zu: 0x%02x, the "
+                             "host 0x%02x", s, i < 2 ? "K" : "V", i % 2, b, got[b],
+                             pk.host[i][b]);
         }
         evicting++;
     }
     cr_assert_gt(evicting, 2, "the run must evict to test the plans");
-    for (int i = 0; i < 4; i++)
-        free(host[i]);
+    ob_paged_free(&pk);
     free(got), free(q_rows), free(c_rows);
     lkv_cache_destroy(c);
 }
@@ -657,27 +689,10 @@ static void check_cache_plan_device_like_host(lkv_runtime *rt, lkv_engine *e)
  * nothing transfers nothing to the host and never waits. */
 static void check_qk_device_like_host(lkv_runtime *rt, lkv_engine *e)
 {
-    enum { BS = 16, MAXB = OB_CAP / BS, BLOCKS = OB_SEQS * MAXB + 3, DIM = 64 };
     static const int32_t seqs[OB_SEQS] = {1, 0};
-    size_t head = DIM * 2, bytes = (size_t)BLOCKS * BS * OB_KV * head;
-    int32_t table[OB_SEQS * MAXB];
-    for (int32_t i = 0; i < OB_SEQS * MAXB; i++)
-        table[i] = (i * 3 + 2) % BLOCKS;
-    lkv_kv_layout kv = {.dtype = LKV_DTYPE_F16, .head_dim = DIM, .layers = 2, .heads = OB_KV,
-                        .sequences = OB_SEQS, .slot_stride = OB_KV * head, .head_stride = head,
-                        .block_stride = BS * OB_KV * head, .block_size = BS,
-                        .block_table = table, .max_blocks = MAXB, .n_blocks = BLOCKS};
     uint64_t rng = 57;
-    unsigned char *host[2];
-    lkv_device_array k_dev[2];
-    for (int l = 0; l < 2; l++) {
-        host[l] = malloc(bytes);
-        for (size_t i = 0; i < bytes / 2; i++)
-            lkv_dtype_store(LKV_DTYPE_F16, host[l], i, (float)tu_normal(&rng));
-        k_dev[l] = (lkv_device_array){engine_buffer(e, ENGINE_OFFSET + bytes), ENGINE_OFFSET};
-        engine_put(e, k_dev[l].handle, ENGINE_OFFSET, host[l], bytes);
-    }
-    kv.k_layers = (void *const *)host;
+    ob_paged pk;
+    ob_paged_make(&pk, e, 2, &rng);
     lkv_runtime *cpu = NULL;
     TU_OK(lkv_runtime_open("ref", &cpu));
     lkv_cache *ref = observe_cache(cpu, LKV_REDUCE_MAX), *dev = observe_cache(rt, LKV_REDUCE_MAX);
@@ -687,7 +702,7 @@ static void check_qk_device_like_host(lkv_runtime *rt, lkv_engine *e)
         TU_OK(lkv_cache_observe_prompt(ref, l, &p));
         TU_OK(lkv_cache_observe_prompt(dev, l, &p));
     }
-    float q[OB_SEQS * OB_QH * DIM], lse[OB_SEQS * OB_QH], scale = 0.125f;
+    float q[OB_SEQS * OB_QH * OB_DIM], lse[OB_SEQS * OB_QH], scale = 0.125f;
     uint64_t q_dev = engine_buffer(e, ENGINE_OFFSET + sizeof q);
     uint64_t lse_dev = engine_buffer(e, ENGINE_OFFSET + sizeof lse);
     int quiet = 0;
@@ -697,22 +712,22 @@ static void check_qk_device_like_host(lkv_runtime *rt, lkv_engine *e)
                 int32_t n = 0;
                 free(tu_positions(ref, seqs[i], l, 0, &n));
                 for (int32_t qh = 0; qh < OB_QH; qh++) {
-                    float *x = q + ((size_t)i * OB_QH + (size_t)qh) * DIM;
-                    for (int32_t d = 0; d < DIM; d++)
+                    float *x = q + ((size_t)i * OB_QH + (size_t)qh) * OB_DIM;
+                    for (int32_t d = 0; d < OB_DIM; d++)
                         x[d] = (float)(1.5 * tu_normal(&rng));
-                    lse[i * OB_QH + qh] = tu_engine_lse(&kv, host[l], seqs[i],
+                    lse[i * OB_QH + qh] = tu_engine_lse(&pk.kv, pk.host[l], seqs[i],
                                                         qh / (OB_QH / OB_KV), n + 1, x, scale);
                 }
             }
             lkv_observe_qk_io h = {.n_sequences = OB_SEQS, .sequences = seqs, .q = q,
-                                   .lse = lse, .scale = scale, .k = &kv};
+                                   .lse = lse, .scale = scale, .k = &pk.kv};
             TU_OK(lkv_cache_observe_batch_qk(ref, l, &h));
             engine_put(e, q_dev, ENGINE_OFFSET, q, sizeof q);
             engine_put(e, lse_dev, ENGINE_OFFSET, lse, sizeof lse);
             lkv_observe_qk_io d = {.n_sequences = OB_SEQS, .sequences = seqs, .scale = scale,
-                                   .k = &kv, .memory = LKV_MEMORY_DEVICE,
+                                   .k = &pk.kv, .memory = LKV_MEMORY_DEVICE,
                                    .q_dev = {q_dev, ENGINE_OFFSET},
-                                   .lse_dev = {lse_dev, ENGINE_OFFSET}, .k_dev = k_dev};
+                                   .lse_dev = {lse_dev, ENGINE_OFFSET}, .k_dev = pk.dev};
             lkv_cache_stats before;
             TU_OK(lkv_cache_get_stats(dev, &before));
             lkv_counters c0 = counters_of(rt);
@@ -721,8 +736,7 @@ static void check_qk_device_like_host(lkv_runtime *rt, lkv_engine *e)
                                "a qk step on device arrays", &quiet);
         }
     expect_device_run(ref, dev, rt, quiet);
-    for (int l = 0; l < 2; l++)
-        free(host[l]);
+    ob_paged_free(&pk);
     lkv_cache_destroy(dev);
     lkv_cache_destroy(ref);
     lkv_runtime_close(cpu);
