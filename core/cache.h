@@ -267,6 +267,10 @@ lkv_status lkv_engine_check(lkv_cache *c, const void *io, int32_t layer, const i
 /* The engine-owned prompt observe after its caller's own checks. */
 lkv_status lkv_engine_prompt(lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io,
                              const char *call);
+/* lkv_engine_prompt with the votes in device memory (`dev`: rows as io's
+ * votes would hold them, io->votes NULL), read by reduce_rows. */
+lkv_status lkv_engine_prompt_given(lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io,
+                                   const lkv_buffer *dev, const char *call);
 
 /* lkv_engine_check and n_tokens: present, each 1 .. capacity. */
 lkv_status lkv_engine_check_prompt(lkv_cache *c, const void *io, int32_t layer,

@@ -100,31 +100,45 @@ static int32_t engine_rows(const lkv_cache *c, const lkv_given *g)
     return g->cache_rows ? c->heads : c->cfg.q_heads;
 }
 
-/* The device form: every observing sequence's cache heads in one
- * reduce_rows, the group of query-head rows of a cache head combined on the
- * device as combined_row combines them on the host (or copied, one row per
- * cache head). The lists borrow c->row_k, c->rows and c->row_n, which the
- * observe after this fills anew. */
+/* The device form: blocks of the engine's device rows listed one by one
+ * (list_block), then brought into c->probs by one reduce_rows
+ * (flush_blocks), each cache head's group of query-head rows combined on
+ * the device as combined_row combines it on the host, or copied when the
+ * engine combined them. The lists borrow c->row_k, c->rows and c->row_n,
+ * which the observe after this fills anew; a batch lists at most one block
+ * per sequence, so they hold it. */
+static void list_block(lkv_cache *c, const lkv_given *g, int32_t *m, size_t block_row,
+                       int32_t seq, int32_t layer, int32_t n)
+{
+    int32_t per = g->cache_rows ? 1 : c->group;
+    for (int32_t h = 0; h < c->heads; h++, (*m)++) {
+        c->row_k[*m] = (int32_t)(block_row + (size_t)(h * per));
+        c->rows[*m] = lkv_row_of(c, seq, layer, h);
+        c->row_n[*m] = n;
+    }
+}
+
+static lkv_status flush_blocks(lkv_cache *c, const lkv_given *g, int32_t m)
+{
+    lkv_reduce_rows_args a = {
+        .n = m, .group = g->cache_rows ? 1 : c->group, .reduce = c->cfg.policy.group_reduce,
+        .src_stride = g->stride, .dst_stride = c->cfg.capacity, .src_row = c->row_k,
+        .dst_row = c->rows, .len = c->row_n, .src = g->dev, .dst = c->probs,
+    };
+    return m ? c->ops->reduce_rows(c->dev, &a) : LKV_OK;
+}
+
 static lkv_status write_device(lkv_cache *c, const lkv_given *g, const int32_t *seqs, int32_t n,
                                int32_t layer)
 {
-    int32_t per = g->cache_rows ? 1 : c->group, m = 0;
+    int32_t m = 0;
     for (int32_t i = 0; i < n; i++) {
         lkv_observe_kind kind;
-        if (!lkv_observes_at(c, c->seq_steps[i], &kind))
-            continue;
-        for (int32_t h = 0; h < c->heads; h++, m++) {
-            c->row_k[m] = i * engine_rows(c, g) + h * per;
-            c->rows[m] = lkv_row_of(c, seqs[i], layer, h);
-            c->row_n[m] = c->seqs[seqs[i]].len[layer];
-        }
+        if (lkv_observes_at(c, c->seq_steps[i], &kind))
+            list_block(c, g, &m, (size_t)i * (size_t)engine_rows(c, g), seqs[i], layer,
+                       c->seqs[seqs[i]].len[layer]);
     }
-    lkv_reduce_rows_args a = {
-        .n = m, .group = per, .reduce = c->cfg.policy.group_reduce, .src_stride = g->stride,
-        .dst_stride = c->cfg.capacity, .src_row = c->row_k, .dst_row = c->rows,
-        .len = c->row_n, .src = g->dev, .dst = c->probs,
-    };
-    return m ? c->ops->reduce_rows(c->dev, &a) : LKV_OK;
+    return flush_blocks(c, g, m);
 }
 
 lkv_status lkv_given_write(lkv_cache *c, const lkv_given *g, const int32_t *seqs, int32_t n,
@@ -179,17 +193,23 @@ lkv_status lkv_engine_votes(lkv_cache *c, int32_t layer, const lkv_prefill_batch
      * dispatch, as an owned cache's vote_round does. */
     lkv_status st = LKV_OK;
     for (int32_t r = 0; r < most && st == LKV_OK; r++) {
-        int32_t m = 0;
+        int32_t m = 0, listed = 0;
         for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++) {
             int32_t n = io->n_tokens[i], query = first[i] + r;
             if (query >= n)
                 continue;
             int32_t seen = causal[i] ? query + 1 : n;
-            st = write_block(c, g, at[i] + (size_t)r * row_block, io->sequences[i], layer, seen);
+            size_t block = at[i] + (size_t)r * row_block;
+            if (g->dev)
+                list_block(c, g, &listed, block, io->sequences[i], layer, seen);
+            else
+                st = write_block(c, g, block, io->sequences[i], layer, seen);
             c->lists.src_token[m] = io->sequences[i];
             c->lists.slot0[m] = 0;
             c->lists.group_n[m++] = seen;
         }
+        if (st == LKV_OK && g->dev)
+            st = flush_blocks(c, g, listed);
         if (st == LKV_OK && m)
             st = lkv_cache_observe(c, c->lists.src_token, c->lists.slot0, c->lists.group_n, m,
                                    layer, LKV_OBSERVE_ACCUMULATE);
@@ -351,8 +371,10 @@ lkv_status lkv_cache_prompt_voters(const lkv_cache *c, int32_t n_tokens, int32_t
     return LKV_OK;
 }
 
+/* Host votes are checked as probabilities; device votes (the qk call's,
+ * on_device) only for the stride, which sizes their rows. */
 static lkv_status check_votes(const lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io,
-                              const char *call)
+                              int on_device, const char *call)
 {
     size_t offset = 0, row_block = (size_t)c->cfg.q_heads * (size_t)(io->stride > 0 ? io->stride : 0);
     for (int32_t i = 0; i < io->n_sequences; i++) {
@@ -360,18 +382,18 @@ static lkv_status check_votes(const lkv_cache *c, int32_t layer, const lkv_obser
         lkv_vote_plan plan;
         if (n < 1 || n > c->cfg.capacity || !voters_of(c, n, &plan, &first))
             continue; /* a bad n is prefill's own check */
-        if (!io->votes && plan.required)
+        if (!io->votes && !on_device && plan.required)
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "policy %s scores the prompt with its queries' votes: "
                             "%s of sequence %d, layer %d needs votes",
                             c->rules->name, call, seq, layer);
-        if (!io->votes)
+        if (!io->votes && !on_device)
             continue;
         if (io->stride < n)
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "%s: stride %d is below sequence %d's prompt of %d tokens", call,
                             io->stride, seq, n);
-        for (int32_t a = first; a < n; a++, offset += row_block) {
+        for (int32_t a = first; !on_device && a < n; a++, offset += row_block) {
             lkv_status st = check_rows(io->votes + offset, c->cfg.q_heads, io->stride,
                                        plan.causal ? a + 1 : n, "votes", seq, layer);
             if (st != LKV_OK)
@@ -407,18 +429,24 @@ lkv_status lkv_cache_observe_prompt(lkv_cache *c, int32_t layer, const lkv_obser
 lkv_status lkv_engine_prompt(lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io,
                              const char *call)
 {
+    return lkv_engine_prompt_given(c, layer, io, NULL, call);
+}
+
+lkv_status lkv_engine_prompt_given(lkv_cache *c, int32_t layer, const lkv_observe_prompt_io *io,
+                                   const lkv_buffer *dev, const char *call)
+{
     lkv_status st = lkv_engine_check_prompt(c, io, layer, io ? io->sequences : NULL,
                                             io ? io->n_sequences : 0, io ? io->n_tokens : NULL,
                                             call);
     if (st == LKV_OK)
-        st = check_votes(c, layer, io, call);
+        st = check_votes(c, layer, io, dev != NULL, call);
     if (st != LKV_OK)
         return st;
     lkv_prefill_batch_io b = {
         .n_sequences = io->n_sequences, .sequences = io->sequences, .n_tokens = io->n_tokens,
         .first_position = io->first_position, .memory = LKV_MEMORY_HOST,
     };
-    lkv_given g = {.p = io->votes, .stride = io->stride, .engine = 1};
+    lkv_given g = {.p = io->votes, .stride = io->stride, .engine = 1, .dev = dev};
     return lkv_core_prefill(c, layer, &b, &g, call);
 }
 

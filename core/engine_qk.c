@@ -287,129 +287,163 @@ static int32_t decode_width(const lkv_cache *c, int32_t layer, const lkv_observe
     return w;
 }
 
-/* ---- decode, device memory ---------------------------------------------- */
+/* Where the arrays are: host or device memory, and no slot map with
+ * device K. */
+static lkv_status check_form(const lkv_cache *c, lkv_memory memory, const lkv_slot_map *map,
+                             const char *call)
+{
+    lkv_status st = lkv_check_memory(c, memory, call);
+    if (st == LKV_OK && memory == LKV_MEMORY_DEVICE && map)
+        st = lkv_fail(LKV_UNSUPPORTED, "%s: a slot map with device K (holes read through the "
+                      "map on the device) is not done yet: compact, or pass host K", call);
+    return st;
+}
 
-/* The rows of one device call, as qk_probs takes them, and how far into
- * the layer's K they reach. */
+/* ---- device memory ---------------------------------------------------- */
+
+/* What a call on device arrays hands over: q and lse with `tokens` rows of
+ * q_heads queries each, and the layers' K. */
+typedef struct qk_device {
+    lkv_device_array q, lse;
+    const lkv_device_array *k; /* [kv->layers] */
+    const lkv_kv_layout *kv;
+    float scale;
+    size_t tokens;
+    const char *call;
+} qk_device;
+
+/* The query rows of one device call, as qk_probs takes them (lse_at is
+ * q_row: a query's lse sits at its own row), and how far into the layer's
+ * K they reach. */
 typedef struct qk_rows {
     int32_t n;
-    int32_t *q_row, *len, *tab_row;
+    int32_t *q_row, *out_row, *len, *tab_row;
     uint32_t *base;
     uint64_t extent; /* bytes */
 } qk_rows;
 
 static void rows_free(qk_rows *r)
 {
-    free(r->q_row), free(r->len), free(r->tab_row), free(r->base);
+    free(r->q_row), free(r->out_row), free(r->len), free(r->tab_row), free(r->base);
 }
 
-static lkv_status rows_alloc(qk_rows *r, size_t n)
+static lkv_status rows_alloc(qk_rows *r, size_t n, const char *call)
 {
     n = n ? n : 1;
-    *r = (qk_rows){0, malloc(sizeof(int32_t) * n), malloc(sizeof(int32_t) * n),
-                   malloc(sizeof(int32_t) * n), malloc(sizeof(uint32_t) * n), 0};
-    if (r->q_row && r->len && r->tab_row && r->base)
+    *r = (qk_rows){0,
+                   malloc(sizeof(int32_t) * n),
+                   malloc(sizeof(int32_t) * n),
+                   malloc(sizeof(int32_t) * n),
+                   malloc(sizeof(int32_t) * n),
+                   malloc(sizeof(uint32_t) * n),
+                   0};
+    if (r->q_row && r->out_row && r->len && r->tab_row && r->base)
         return LKV_OK;
     rows_free(r);
-    return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for %zu rows", decode_call, n);
+    return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for %zu rows", call, n);
 }
 
-/* One row per observing (sequence, query head), in the engine's order. */
-static lkv_status list_qk_rows(const lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io,
-                               qk_rows *r)
+/* Query head qh of sequence seq over slots 0 .. len-1: q and lse row q_row,
+ * probabilities row out_row. */
+static lkv_status add_row(const lkv_cache *c, int32_t layer, const qk_device *d, qk_rows *r,
+                          int32_t seq, int32_t qh, int32_t q_row, int32_t out_row, int32_t len)
 {
-    const lkv_kv_layout *kv = io->k;
-    int32_t qh_n = c->cfg.q_heads, per = qh_n / c->heads;
-    for (int32_t i = 0; i < io->n_sequences; i++) {
-        int32_t seq = io->sequences[i], n = c->seqs[seq].len[layer] + 1;
-        if (!lkv_engine_observes(c, seq, layer))
-            continue;
-        if (seq >= kv->sequences)
-            return lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequence %d is outside the layout's %d",
-                            decode_call, seq, kv->sequences);
-        for (int32_t qh = 0; qh < qh_n; qh++) {
-            uint64_t reach = 0, base = 0;
-            int32_t missing = lkv_kv_layout_row(kv, seq, qh / per, n, &base, &reach);
-            if (missing >= 0)
-                return lkv_fail(LKV_INVALID_ARGUMENT,
-                                "%s: sequence %d slot %d has no block in the table (n_blocks %d)",
-                                decode_call, seq, missing, kv->n_blocks);
-            if (reach > ((uint64_t)1 << 34))
-                return lkv_fail(LKV_UNSUPPORTED, "%s: sequence %d reaches byte %llu of layer "
-                                "%d's K, beyond the 16 GiB one call reads", decode_call, seq,
-                                (unsigned long long)reach, layer);
-            int32_t k = r->n++;
-            r->q_row[k] = i * qh_n + qh;
-            r->len[k] = n;
-            r->tab_row[k] = seq;
-            r->base[k] = (uint32_t)(base / 4);
-            r->extent = reach > r->extent ? reach : r->extent;
-        }
-    }
+    const lkv_kv_layout *kv = d->kv;
+    if (seq >= kv->sequences)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequence %d is outside the layout's %d",
+                        d->call, seq, kv->sequences);
+    uint64_t reach = 0, base = 0;
+    int32_t missing = lkv_kv_layout_row(kv, seq, qh / (c->cfg.q_heads / c->heads), len, &base,
+                                        &reach);
+    if (missing >= 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: sequence %d slot %d has no block in the table (n_blocks %d)",
+                        d->call, seq, missing, kv->n_blocks);
+    if (reach > ((uint64_t)1 << 34))
+        return lkv_fail(LKV_UNSUPPORTED, "%s: sequence %d reaches byte %llu of layer %d's K, "
+                        "beyond the 16 GiB one call reads", d->call, seq,
+                        (unsigned long long)reach, layer);
+    int32_t k = r->n++;
+    r->q_row[k] = q_row;
+    r->out_row[k] = out_row;
+    r->len[k] = len;
+    r->tab_row[k] = seq;
+    r->base[k] = (uint32_t)(base / 4);
+    r->extent = reach > r->extent ? reach : r->extent;
     return LKV_OK;
 }
 
-static lkv_status check_device(const lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io)
+static lkv_status check_device(const lkv_cache *c, int32_t layer, const qk_device *d)
 {
     if (!c->ops->qk_probs || !c->ops->reduce_rows)
         return lkv_fail(LKV_UNSUPPORTED, "%s: backend %s cannot recompute probabilities from "
-                        "device memory", decode_call, c->ops->name);
-    if (!io->q_dev.handle || !io->lse_dev.handle || !io->k_dev || !io->k_dev[layer].handle)
+                        "device memory", d->call, c->ops->name);
+    if (!d->q.handle || !d->lse.handle || !d->k || !d->k[layer].handle)
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "%s: device memory needs q_dev, lse_dev (lazykv does not normalise on "
-                        "the device) and k_dev[%d]: %s is missing", decode_call, layer,
-                        !io->q_dev.handle ? "q_dev" : !io->lse_dev.handle ? "lse_dev"
-                                                      : !io->k_dev ? "k_dev" : "k_dev[layer]");
-    return lkv_kv_layout_check_words(io->k, decode_call);
+                        "the device) and k_dev[%d]: %s is missing", d->call, layer,
+                        !d->q.handle ? "q_dev" : !d->lse.handle ? "lse_dev"
+                                                : !d->k ? "k_dev" : "k_dev[layer]");
+    return lkv_kv_layout_check_words(d->kv, d->call);
 }
 
-/* Views of the engine's q, lse and K, and room for the probabilities. */
-static lkv_status view_device(lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io,
-                              const qk_rows *r, size_t probs_bytes, lkv_buffer *views[3])
+/* The rows' probabilities recomputed into c->stage_p (rows of `stride`,
+ * `out_rows` of them), through views of the engine's arrays. */
+static lkv_status run_device(lkv_cache *c, int32_t layer, const qk_device *d, const qk_rows *r,
+                             size_t out_rows, int32_t stride)
 {
-    size_t rows = (size_t)io->n_sequences * (size_t)c->cfg.q_heads;
-    lkv_status st = c->ops->wrap(c->dev, io->q_dev.handle, io->q_dev.offset,
-                                 rows * (size_t)c->cfg.head_dim * 4, &views[0]);
-    if (st == LKV_OK)
-        st = c->ops->wrap(c->dev, io->lse_dev.handle, io->lse_dev.offset, rows * 4, &views[1]);
-    if (st == LKV_OK)
-        st = c->ops->wrap(c->dev, io->k_dev[layer].handle, io->k_dev[layer].offset,
-                          (size_t)r->extent, &views[2]);
-    return st == LKV_OK ? lkv_stage_reserve(c, &c->stage_p, probs_bytes) : st;
-}
-
-/* The probabilities recomputed into c->stage_p ([n_sequences][q_heads]
- * [stride]), then observed as device rows per query head. */
-static lkv_status decode_device(lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io,
-                                int32_t stride)
-{
-    lkv_status st = check_device(c, layer, io);
-    size_t rows = (size_t)io->n_sequences * (size_t)c->cfg.q_heads;
-    qk_rows r;
-    if (st == LKV_OK)
-        st = rows_alloc(&r, rows);
-    if (st != LKV_OK)
-        return st;
+    size_t q_rows = d->tokens * (size_t)c->cfg.q_heads;
     lkv_buffer *views[3] = {NULL, NULL, NULL};
-    st = list_qk_rows(c, layer, io, &r);
+    lkv_status st = c->ops->wrap(c->dev, d->q.handle, d->q.offset,
+                                 q_rows * (size_t)c->cfg.head_dim * 4, &views[0]);
     if (st == LKV_OK)
-        st = view_device(c, layer, io, &r, rows * (size_t)stride * 4, views);
-    const lkv_kv_layout *kv = io->k;
+        st = c->ops->wrap(c->dev, d->lse.handle, d->lse.offset, q_rows * 4, &views[1]);
+    if (st == LKV_OK)
+        st = c->ops->wrap(c->dev, d->k[layer].handle, d->k[layer].offset, (size_t)r->extent,
+                          &views[2]);
+    if (st == LKV_OK)
+        st = lkv_stage_reserve(c, &c->stage_p, out_rows * (size_t)stride * 4);
+    const lkv_kv_layout *kv = d->kv;
     lkv_qk_probs_args a = {
-        .n = r.n, .q_row = r.q_row, .lse_at = r.q_row, .len = r.len, .out_row = r.q_row,
+        .n = r->n, .q_row = r->q_row, .lse_at = r->q_row, .len = r->len, .out_row = r->out_row,
         .q = views[0], .lse = views[1], .k = views[2], .probs = c->stage_p.buf,
-        .dtype = kv->dtype, .dim = kv->head_dim, .stride = stride, .scale = io->scale,
-        .slots = lkv_kv_layout_slots(kv, r.base, r.tab_row),
+        .dtype = kv->dtype, .dim = kv->head_dim, .stride = stride, .scale = d->scale,
+        .slots = lkv_kv_layout_slots(kv, r->base, r->tab_row),
     };
     if (st == LKV_OK)
         st = c->ops->qk_probs(c->dev, &a);
+    for (int i = 0; i < 3; i++)
+        if (views[i])
+            c->ops->free(c->dev, views[i]);
+    return st;
+}
+
+/* A decode step's probabilities recomputed into c->stage_p ([n_sequences]
+ * [q_heads][stride]), then observed as device rows per query head. */
+static lkv_status decode_device(lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io,
+                                int32_t stride)
+{
+    qk_device d = {io->q_dev, io->lse_dev, io->k_dev, io->k, io->scale,
+                   (size_t)io->n_sequences, decode_call};
+    int32_t qh_n = c->cfg.q_heads;
+    size_t rows = (size_t)io->n_sequences * (size_t)qh_n;
+    qk_rows r;
+    lkv_status st = check_device(c, layer, &d);
+    if (st == LKV_OK)
+        st = rows_alloc(&r, rows, decode_call);
+    if (st != LKV_OK)
+        return st;
+    for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++) {
+        int32_t seq = io->sequences[i], n = c->seqs[seq].len[layer] + 1;
+        for (int32_t qh = 0; lkv_engine_observes(c, seq, layer) && qh < qh_n && st == LKV_OK; qh++)
+            st = add_row(c, layer, &d, &r, seq, qh, i * qh_n + qh, i * qh_n + qh, n);
+    }
+    if (st == LKV_OK)
+        st = run_device(c, layer, &d, &r, rows, stride);
     lkv_observe_batch_io b = {.n_sequences = io->n_sequences, .sequences = io->sequences,
                               .stride = stride, .memory = LKV_MEMORY_DEVICE};
     if (st == LKV_OK)
         st = lkv_engine_observe_checked(c, layer, &b, c->stage_p.buf, decode_call);
-    for (int i = 0; i < 3; i++)
-        if (views[i])
-            c->ops->free(c->dev, views[i]);
     rows_free(&r);
     return st;
 }
@@ -429,11 +463,7 @@ lkv_status lkv_cache_observe_batch_qk(lkv_cache *c, int32_t layer, const lkv_obs
     if (stride == 0)
         return lkv_engine_observe(c, layer, &b, decode_call);
     qk_view v = {io->q, io->lse, io->scale, io->k, io->map, decode_call};
-    st = lkv_check_memory(c, io->memory, decode_call);
-    if (st == LKV_OK && io->memory == LKV_MEMORY_DEVICE && io->map)
-        st = lkv_fail(LKV_UNSUPPORTED, "%s: a slot map with device K (holes read through the "
-                      "map on the device) is not done yet: compact, or pass host K",
-                      decode_call);
+    st = check_form(c, io->memory, io->map, decode_call);
     if (st == LKV_OK)
         st = check_view(c, layer, &v, io->memory == LKV_MEMORY_DEVICE ? 0 : LKV_LAYOUT_K);
     if (st != LKV_OK)
@@ -505,6 +535,41 @@ static lkv_status prompt_rows(const lkv_cache *c, int32_t layer, const lkv_obser
     return st;
 }
 
+/* Every voter's probabilities recomputed into c->stage_p in one dispatch
+ * ([votes][q_heads][stride], the host path's rows), then the prompt as
+ * lkv_cache_observe_prompt takes it with those votes in device memory. */
+static lkv_status prompt_device(lkv_cache *c, int32_t layer, const lkv_observe_prompt_qk_io *io,
+                                const prompt_votes *pv, lkv_observe_prompt_io *b)
+{
+    size_t tokens = 0;
+    for (int32_t i = 0; i < io->n_sequences; i++)
+        tokens += (size_t)io->n_tokens[i];
+    qk_device d = {io->q_dev, io->lse_dev, io->k_dev, io->k, io->scale, tokens, prompt_call};
+    int32_t qh_n = c->cfg.q_heads;
+    size_t rows = (size_t)pv->rows * (size_t)qh_n;
+    qk_rows r;
+    lkv_status st = check_device(c, layer, &d);
+    if (st == LKV_OK)
+        st = rows_alloc(&r, rows, prompt_call);
+    if (st != LKV_OK)
+        return st;
+    int32_t at = 0, vote = 0;
+    for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; at += io->n_tokens[i], i++) {
+        int32_t n = io->n_tokens[i], first = n, causal = 0;
+        st = lkv_cache_prompt_voters(c, n, &first, &causal, NULL);
+        for (int32_t a = first; a < n && st == LKV_OK; a++, vote++)
+            for (int32_t qh = 0; qh < qh_n && st == LKV_OK; qh++)
+                st = add_row(c, layer, &d, &r, io->sequences[i], qh, (at + a) * qh_n + qh,
+                             vote * qh_n + qh, causal ? a + 1 : n);
+    }
+    if (st == LKV_OK)
+        st = run_device(c, layer, &d, &r, rows, pv->stride);
+    if (st == LKV_OK)
+        st = lkv_engine_prompt_given(c, layer, b, c->stage_p.buf, prompt_call);
+    rows_free(&r);
+    return st;
+}
+
 lkv_status lkv_cache_observe_prompt_qk(lkv_cache *c, int32_t layer,
                                        const lkv_observe_prompt_qk_io *io)
 {
@@ -524,8 +589,14 @@ lkv_status lkv_cache_observe_prompt_qk(lkv_cache *c, int32_t layer,
     if (pv.rows == 0)
         return lkv_engine_prompt(c, layer, &b, prompt_call);
     qk_view v = {io->q, io->lse, io->scale, io->k, io->map, prompt_call};
+    st = check_form(c, io->memory, io->map, prompt_call);
+    if (st == LKV_OK)
+        st = check_view(c, layer, &v, io->memory == LKV_MEMORY_DEVICE ? 0 : LKV_LAYOUT_K);
+    if (st != LKV_OK)
+        return st;
+    if (io->memory == LKV_MEMORY_DEVICE)
+        return prompt_device(c, layer, io, &pv, &b);
     qk_scratch s;
-    st = check_view(c, layer, &v, LKV_LAYOUT_K);
     if (st == LKV_OK)
         st = scratch_alloc(&s, c, (size_t)pv.rows * (size_t)c->cfg.q_heads, pv.stride, prompt_call);
     if (st != LKV_OK)

@@ -310,7 +310,7 @@ static lkv_status run_chunk(lkv_cache *c, int32_t layer, const lkv_prefill_batch
     if (st != LKV_OK)
         return st;
     if (given && given->engine)
-        st = given->p ? lkv_engine_votes(c, layer, io, given) : LKV_OK;
+        st = given->p || given->dev ? lkv_engine_votes(c, layer, io, given) : LKV_OK;
     else if (given)
         st = lkv_cache_write_rows(c, io->sequences[0], layer, c->buf.state_f, given->p,
                                   io->n_tokens[0]);

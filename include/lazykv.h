@@ -867,6 +867,17 @@ typedef struct lkv_observe_prompt_qk_io {
     float scale;
     const struct lkv_kv_layout *k;
     const struct lkv_slot_map *map;
+    /* Device memory, as in lkv_observe_qk_io: q_dev [sum n_i][q_heads]
+     * [head_dim] and lse_dev [sum n_i][q_heads] f32 (required: nacl's
+     * proxies need the lse over the whole prompt, not a causal one), K per
+     * layer; every voter's probabilities are recomputed in one dispatch
+     * (the host path's rows: voters x q_heads x the longest prompt, in
+     * lazykv's device memory) and combined per cache head on the device,
+     * one reduce_rows and one observe per voting round. */
+    lkv_memory memory;
+    lkv_device_array q_dev;
+    lkv_device_array lse_dev;
+    const lkv_device_array *k_dev;
 } lkv_observe_prompt_qk_io;
 
 LKV_API lkv_status lkv_cache_observe_prompt_qk(lkv_cache *cache, int32_t layer,

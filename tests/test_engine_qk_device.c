@@ -93,6 +93,10 @@ static lkv_cache *qk_cache(lkv_runtime *rt, lkv_policy_kind kind, lkv_group_redu
     cfg.policy.window = 6;
     cfg.policy.alpha = 0.05f;
     cfg.policy.group_reduce = reduce;
+    if (kind == LKV_POLICY_NACL) { /* prompts of 31 and 40 evict, 8 and 10 proxies */
+        cfg.policy.min_length = 16;
+        cfg.policy.proxy_ratio = 0.25f;
+    }
     lkv_cache *c = NULL;
     TU_OK(lkv_cache_create(rt, &cfg, &c));
     return c;
@@ -213,4 +217,86 @@ Test(engine_qk_device, missing_arrays_and_a_slot_map_are_refused_changing_nothin
         free(e.k[l]);
     lkv_cache_destroy(c);
     lkv_runtime_close(rt);
+}
+
+/* A prompt's votes recomputed from device q, lse and K: the host call's
+ * plan and positions, for every policy whose queries vote (h2o and tova
+ * causal, snapkv its window, nacl its proxies over the whole prompt). */
+static void prompt_like_host(const char *backend, lkv_policy_kind kind, lkv_dtype dt, int paged)
+{
+    lkv_runtime *rt = NULL;
+    TU_OK(lkv_runtime_open(backend, &rt));
+    lkv_cache *host = qk_cache(rt, kind, LKV_REDUCE_MEAN), *dev = qk_cache(rt, kind, LKV_REDUCE_MEAN);
+    static const int32_t seqs[SEQS] = {1, 0};
+    int32_t n_tok[SEQS] = {40, 31};
+    uint64_t rng = 77 + (uint64_t)kind;
+    engine_k e;
+    make_k(&e, dt, paged, &rng);
+    lkv_device_array k_dev[LAYERS];
+    for (int32_t l = 0; l < LAYERS; l++)
+        k_dev[l] = (lkv_device_array){(uint64_t)(uintptr_t)e.k[l], 0};
+    enum { TOKENS = 71 };
+    float q[TOKENS * QH * DIM], lse[TOKENS * QH], scale = 0.3f;
+    char what[96];
+    snprintf(what, sizeof what, "%s %s prompt %s %s", backend, lkv_policy_name(kind),
+             lkv_dtype_name(dt), paged ? "paged" : "dense");
+    for (int32_t l = 0; l < LAYERS; l++) {
+        for (int32_t i = 0, at = 0; i < SEQS; at += n_tok[i], i++) {
+            int32_t first = 0, causal = 0;
+            TU_OK(lkv_cache_prompt_voters(host, n_tok[i], &first, &causal, NULL));
+            for (int32_t a = 0; a < n_tok[i]; a++)
+                for (int32_t qh = 0; qh < QH; qh++) {
+                    float *x = q + ((size_t)(at + a) * QH + (size_t)qh) * DIM;
+                    for (int32_t d = 0; d < DIM; d++)
+                        x[d] = (float)(1.5 * tu_normal(&rng));
+                    lse[(at + a) * QH + qh] = tu_engine_lse(&e.kv, e.k[l], seqs[i], qh / (QH / KVH),
+                                                            causal ? a + 1 : n_tok[i], x, scale);
+                }
+        }
+        lkv_observe_prompt_qk_io h = {.n_sequences = SEQS, .sequences = seqs, .n_tokens = n_tok,
+                                      .q = q, .lse = lse, .scale = scale, .k = &e.kv};
+        lkv_observe_prompt_qk_io d = h;
+        d.q = NULL, d.lse = NULL;
+        d.memory = LKV_MEMORY_DEVICE;
+        d.q_dev = (lkv_device_array){(uint64_t)(uintptr_t)q, 0};
+        d.lse_dev = (lkv_device_array){(uint64_t)(uintptr_t)lse, 0};
+        d.k_dev = k_dev;
+        TU_OK(lkv_cache_observe_prompt_qk(host, l, &h));
+        TU_OK(lkv_cache_observe_prompt_qk(dev, l, &d));
+    }
+    expect_same_plan(host, dev, what);
+    tu_expect_same_positions(host, dev, what);
+    /* the votes themselves: every row's accumulated state, bit for bit */
+    int voted = 0;
+    for (int32_t i = 0; i < SEQS; i++)
+        for (int32_t l = 0; l < LAYERS; l++)
+            for (int32_t h = 0; h < KVH; h++) {
+                float fa[CAP], fb[CAP];
+                int32_t na = 0, nb = 0;
+                lkv_slot_view va = {.cap = CAP, .state_f = fa}, vb = {.cap = CAP, .state_f = fb};
+                TU_OK(lkv_cache_read_slots(host, seqs[i], l, h, &va, &na));
+                TU_OK(lkv_cache_read_slots(dev, seqs[i], l, h, &vb, &nb));
+                cr_assert(na == nb && memcmp(fa, fb, sizeof(float) * (size_t)na) == 0,
+                          "%s: sequence %d layer %d head %d state differs", what, seqs[i], l, h);
+                for (int32_t j = 0; j < na; j++)
+                    voted |= fa[j] != 0.0f;
+            }
+    lkv_eviction_plan plan; /* nacl evicts by its votes at the prompt's end */
+    TU_OK(lkv_cache_get_plan(dev, &plan));
+    cr_assert(voted || plan.n_rows > 0, "%s: the votes must leave state or evict", what);
+    for (int32_t l = 0; l < LAYERS; l++)
+        free(e.k[l]);
+    lkv_cache_destroy(host);
+    lkv_cache_destroy(dev);
+    lkv_runtime_close(rt);
+}
+
+Test(engine_qk_device, prompt_votes_from_device_arrays_decide_as_the_host_arrays)
+{
+    const char *backends[] = {"ref", "cpu"};
+    const lkv_policy_kind kinds[] = {LKV_POLICY_H2O, LKV_POLICY_TOVA, LKV_POLICY_SNAPKV,
+                                     LKV_POLICY_NACL};
+    for (int b = 0; b < 2; b++)
+        for (int k = 0; k < 4; k++)
+            prompt_like_host(backends[b], kinds[k], k % 2 ? LKV_DTYPE_BF16 : LKV_DTYPE_F16, k < 2);
 }

@@ -742,6 +742,85 @@ static void check_qk_device_like_host(lkv_runtime *rt, lkv_engine *e)
     lkv_runtime_close(cpu);
 }
 
+/* An h2o cache's prompt votes recomputed from the engine's device q, lse
+ * and K: every row's vote sums within 1e-5 (relative) of the oracle's fed
+ * the same arrays on the host (a device without f64 sums in f32), the
+ * same slots held. */
+static void check_prompt_qk_device_like_host(lkv_runtime *rt, lkv_engine *e)
+{
+    enum { TOKENS = 40 + 31 };
+    static const int32_t seqs[OB_SEQS] = {1, 0};
+    int32_t n_tok[OB_SEQS] = {40, 31};
+    uint64_t rng = 63;
+    ob_paged pk;
+    ob_paged_make(&pk, e, 2, &rng);
+    lkv_runtime *cpu = NULL;
+    TU_OK(lkv_runtime_open("ref", &cpu));
+    lkv_cache *c[2] = {NULL, NULL};
+    for (int b = 0; b < 2; b++) {
+        lkv_cache_config cfg = tu_config(2, OB_QH, OB_KV, OB_DIM, OB_CAP);
+        cfg.kv_owner = LKV_KV_ENGINE;
+        cfg.sequences = OB_SEQS;
+        TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_H2O));
+        cfg.policy.budget = 50;
+        TU_OK(lkv_cache_create(b ? rt : cpu, &cfg, &c[b]));
+    }
+    size_t q_n = (size_t)TOKENS * OB_QH * OB_DIM, lse_n = (size_t)TOKENS * OB_QH;
+    float *q = malloc(4 * q_n), *lse = malloc(4 * lse_n), scale = 0.125f;
+    uint64_t q_dev = engine_buffer(e, ENGINE_OFFSET + 4 * q_n);
+    uint64_t lse_dev = engine_buffer(e, ENGINE_OFFSET + 4 * lse_n);
+    for (int32_t l = 0; l < 2; l++) {
+        for (int32_t i = 0, at = 0; i < OB_SEQS; at += n_tok[i], i++)
+            for (int32_t a = 0; a < n_tok[i]; a++)
+                for (int32_t qh = 0; qh < OB_QH; qh++) {
+                    float *x = q + ((size_t)(at + a) * OB_QH + (size_t)qh) * OB_DIM;
+                    for (int32_t d = 0; d < OB_DIM; d++)
+                        x[d] = (float)(1.5 * tu_normal(&rng));
+                    lse[(at + a) * OB_QH + qh] = tu_engine_lse(&pk.kv, pk.host[l], seqs[i],
+                                                               qh / (OB_QH / OB_KV), a + 1, x,
+                                                               scale);
+                }
+        engine_put(e, q_dev, ENGINE_OFFSET, q, 4 * q_n);
+        engine_put(e, lse_dev, ENGINE_OFFSET, lse, 4 * lse_n);
+        lkv_observe_prompt_qk_io h = {.n_sequences = OB_SEQS, .sequences = seqs,
+                                      .n_tokens = n_tok, .q = q, .lse = lse, .scale = scale,
+                                      .k = &pk.kv};
+        lkv_observe_prompt_qk_io d = {.n_sequences = OB_SEQS, .sequences = seqs,
+                                      .n_tokens = n_tok, .scale = scale, .k = &pk.kv,
+                                      .memory = LKV_MEMORY_DEVICE,
+                                      .q_dev = {q_dev, ENGINE_OFFSET},
+                                      .lse_dev = {lse_dev, ENGINE_OFFSET}, .k_dev = pk.dev};
+        TU_OK(lkv_cache_observe_prompt_qk(c[0], l, &h));
+        TU_OK(lkv_cache_observe_prompt_qk(c[1], l, &d));
+    }
+    double most = 0.0;
+    for (int32_t i = 0; i < OB_SEQS; i++)
+        for (int32_t l = 0; l < 2; l++)
+            for (int32_t h = 0; h < OB_KV; h++) {
+                float f[2][OB_CAP];
+                int32_t n[2] = {0, 0};
+                for (int b = 0; b < 2; b++) {
+                    lkv_slot_view v = {.cap = OB_CAP, .state_f = f[b]};
+                    TU_OK(lkv_cache_read_slots(c[b], seqs[i], l, h, &v, &n[b]));
+                }
+                cr_assert_eq(n[1], n[0], "sequence %d layer %d head %d: %d slots, the oracle %d",
+                             seqs[i], l, h, n[1], n[0]);
+                for (int32_t j = 0; j < n[0]; j++) {
+                    double err = fabs((double)f[1][j] - (double)f[0][j]) / fmax(1e-30, fabs(f[0][j]));
+                    cr_assert(err <= 1e-5, "sequence %d layer %d head %d slot %d: votes %.9g, the "
+                              "oracle's %.9g", seqs[i], l, h, j, (double)f[1][j], (double)f[0][j]);
+                    most = f[0][j] > most ? f[0][j] : most;
+                }
+            }
+    cr_assert_gt(most, 0.5, "the votes must add up");
+    tu_expect_same_positions(c[0], c[1], rt->info.backend);
+    free(q), free(lse);
+    ob_paged_free(&pk);
+    lkv_cache_destroy(c[1]);
+    lkv_cache_destroy(c[0]);
+    lkv_runtime_close(cpu);
+}
+
 /* A test's whole life: the engine, lazykv on it (the including test's
  * engine_open and lazykv_on, after which it is used), one check, both
  * closed. */

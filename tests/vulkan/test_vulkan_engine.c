@@ -331,6 +331,11 @@ Test(vulkan_engine, probabilities_recomputed_from_device_q_k_and_lse_make_the_ho
     ON_ENGINE(check_qk_device_like_host);
 }
 
+Test(vulkan_engine, prompt_votes_recomputed_from_device_q_k_and_lse_are_the_host_votes)
+{
+    ON_ENGINE(check_prompt_qk_device_like_host);
+}
+
 Test(vulkan_engine, wrap_refuses_an_offset_off_the_storage_buffer_alignment_naming_both)
 {
     lkv_engine e;
