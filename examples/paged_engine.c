@@ -30,9 +30,9 @@
  * on even steps, lazykv combining them on its device, and one row per cache
  * head combined here on odd ones) and applies the plans on the device, by
  * turns from the plan read back (lkv_plan_apply_device) and from the
- * cache's own kept lists (lkv_cache_apply_plan_device); with --qk too, the
- * decode steps hand q, lse and K as device arrays (lazykv recomputes the
- * probabilities on its device):
+ * cache's own kept lists (lkv_cache_apply_plan_device); with --qk too (and
+ * no --holes), prompts and decode steps hand q, lse and K as device arrays
+ * (lazykv recomputes the probabilities on its device):
  * on ref and cpu, whose device memory is host memory, so the engine's host
  * buffers are its device buffers.
  *
@@ -475,6 +475,16 @@ static int prefill(run *r)
             .n_sequences = SEQS, .sequences = seqs, .n_tokens = prompt_len, .q = q,
             .lse = lse, .scale = e->scale, .k = &kv, .map = e->holes,
         };
+        lkv_device_array k_dev[LAYERS];
+        if (e->device && e->qk && !e->holes) { /* recomputed on lazykv's device */
+            for (int32_t m = 0; m < LAYERS; m++)
+                k_dev[m] = (lkv_device_array){(uint64_t)(uintptr_t)e->k[m], 0};
+            qk.memory = LKV_MEMORY_DEVICE;
+            qk.q_dev = (lkv_device_array){(uint64_t)(uintptr_t)q, 0};
+            qk.lse_dev = (lkv_device_array){(uint64_t)(uintptr_t)lse, 0};
+            qk.k_dev = k_dev;
+            qk.q = qk.lse = NULL;
+        }
         ok = ok && check(lkv_cache_prefill_batch(r->owned, l, &own), "owned prefill") &&
              check(e->qk ? lkv_cache_observe_prompt_qk(r->planned, l, &qk)
                          : lkv_cache_observe_prompt(r->planned, l, &mine),
@@ -533,7 +543,7 @@ static int decode_step(run *r, int32_t step)
         lkv_observe_qk_io qk = {.n_sequences = n, .sequences = seqs, .q = &q[0][0],
                                 .lse = &lse[0][0], .scale = e->scale, .k = &kv, .map = e->holes};
         lkv_device_array k_dev[LAYERS];
-        if (e->device && e->qk) { /* q, lse and K as device arrays: recomputed there */
+        if (e->device && e->qk && !e->holes) { /* q, lse and K as device arrays */
             for (int32_t m = 0; m < LAYERS; m++)
                 k_dev[m] = (lkv_device_array){(uint64_t)(uintptr_t)e->k[m], 0};
             qk.memory = LKV_MEMORY_DEVICE;
