@@ -186,6 +186,8 @@ typedef struct lkv_bench_engine {
     double observe_s;        /* mean lkv_cache_observe_batch step that only observes */
     double evict_s;          /* the step that evicts: observe, score, select, plan */
     double observe_qk_s;     /* mean observe-only step from q and the engine's K, no lse */
+    double observe_qk_dev_s; /* ... from device q, K and lse; < 0: not measured */
+    double apply_lists_s;    /* lkv_cache_apply_plan_device of the plan; < 0: not measured */
     double compact_s;        /* lkv_plan_apply of its plan */
     double holes_s;          /* lkv_slot_map_apply of the same plan */
     int64_t moved_slots;     /* head slots compaction moved */

@@ -10,7 +10,12 @@
  * the map: what holes cost every later step. Then a few observe-only steps
  * more, handed the queries and the engine's paged K instead of
  * probabilities (lkv_cache_observe_batch_qk, no lse): what an engine whose
- * fused attention keeps no probabilities pays.
+ * fused attention keeps no probabilities pays. Where the backend's device
+ * memory is host memory (ref, cpu), the device forms too: the same qk steps
+ * on device arrays (with an lse; recomputed by the qk_probs op, combined by
+ * reduce_rows), and the plan moved from the cache's kept lists
+ * (lkv_cache_apply_plan_device) beside lkv_plan_apply of the plan read
+ * back.
  *
  * The probabilities are random in [0, 2 alpha): about half the slots are
  * important at each step, so the kept sets scatter across the rows the way
@@ -172,6 +177,37 @@ static lkv_status time_compact(engine_side *e, const lkv_eviction_plan *plan,
     return LKV_OK;
 }
 
+static lkv_kv_layout k_layout(const engine_side *e, void *const *layers)
+{
+    size_t slot = (size_t)e->heads * (size_t)e->d * sizeof(uint16_t);
+    return (lkv_kv_layout){
+        .dtype = LKV_DTYPE_F16, .head_dim = e->d, .layers = 1, .heads = e->heads,
+        .sequences = e->n, .k_layers = layers, .slot_stride = slot,
+        .head_stride = (size_t)e->d * sizeof(uint16_t), .block_stride = BS * slot,
+        .block_size = BS, .block_table = e->table, .max_blocks = e->blocks_per_seq,
+        .n_blocks = e->n * e->blocks_per_seq};
+}
+
+/* The same plan moved from the cache's own kept lists
+ * (lkv_cache_apply_plan_device), on a backend whose device memory is host
+ * memory, so the engine's K/V serve as its device arrays. */
+static lkv_status time_apply_lists(lkv_cache *c, engine_side *e, lkv_bench_engine *out)
+{
+    void *layers[1] = {e->k};
+    lkv_kv_layout kv = k_layout(e, layers);
+    lkv_device_array k = {(uint64_t)(uintptr_t)e->k, 0}, v = {(uint64_t)(uintptr_t)e->v, 0};
+    double runs[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        double t0 = lkv_clock_seconds();
+        lkv_status st = lkv_cache_apply_plan_device(c, &kv, &k, &v, NULL, 0, NULL);
+        runs[r] = lkv_clock_seconds() - t0;
+        if (st != LKV_OK)
+            return st;
+    }
+    out->apply_lists_s = lkv_bench_median(runs, RUNS);
+    return LKV_OK;
+}
+
 static lkv_status fill_map(engine_side *e, int32_t *scratch)
 {
     lkv_status st = LKV_OK;
@@ -273,23 +309,15 @@ static lkv_status time_attend(const engine_side *e, int holes, double *out_s, fl
 }
 
 /* The engine's paged K as lkv_cache_observe_batch_qk reads it. */
-static lkv_kv_layout k_layout(const engine_side *e, void *const *layers)
-{
-    size_t slot = (size_t)e->heads * (size_t)e->d * sizeof(uint16_t);
-    return (lkv_kv_layout){
-        .dtype = LKV_DTYPE_F16, .head_dim = e->d, .layers = 1, .heads = e->heads,
-        .sequences = e->n, .k_layers = layers, .slot_stride = slot,
-        .head_stride = (size_t)e->d * sizeof(uint16_t), .block_stride = BS * slot,
-        .block_size = BS, .block_table = e->table, .max_blocks = e->blocks_per_seq,
-        .n_blocks = e->n * e->blocks_per_seq};
-}
 
 /* Observe-only steps after the eviction handed q and the engine's K instead
  * of probabilities (no lse: lazykv normalises), as many as stay short of
  * the next eviction. */
-static lkv_status time_qk(lkv_cache *c, const engine_side *e, lkv_bench_engine *out)
+static lkv_status time_qk(lkv_cache *c, const engine_side *e, int device, lkv_bench_engine *out)
 {
-    int32_t runs = e->window - 1 < RUNS ? e->window - 1 : RUNS;
+    /* host then device steps, all short of the next eviction */
+    int32_t half = (e->window - 1) / (device ? 2 : 1);
+    int32_t runs = half < RUNS ? half : RUNS;
     int32_t *seqs = malloc(sizeof(int32_t) * (size_t)e->n);
     float *q = malloc(sizeof(float) * (size_t)e->n * (size_t)e->q_heads * (size_t)e->d);
     if (!seqs || !q) {
@@ -311,12 +339,25 @@ static lkv_status time_qk(lkv_cache *c, const engine_side *e, lkv_bench_engine *
     for (int32_t r = 0; r < runs && st == LKV_OK; r++)
         st = lkv_cache_observe_batch_qk(c, 0, &io);
     out->observe_qk_s = runs > 0 ? (lkv_clock_seconds() - t0) / runs : 0.0;
+    /* the same steps handed as device arrays with an lse (any finite one
+     * times the same work: nothing is checked on the device) */
+    float *lse = st == LKV_OK && device ? calloc((size_t)e->n * (size_t)e->q_heads, 4) : NULL;
+    lkv_device_array k_dev = {(uint64_t)(uintptr_t)e->k, 0};
+    io.memory = LKV_MEMORY_DEVICE;
+    io.q_dev = (lkv_device_array){(uint64_t)(uintptr_t)q, 0};
+    io.lse_dev = (lkv_device_array){(uint64_t)(uintptr_t)lse, 0};
+    io.k_dev = &k_dev;
+    t0 = lkv_clock_seconds();
+    for (int32_t r = 0; lse && r < runs && st == LKV_OK; r++)
+        st = lkv_cache_observe_batch_qk(c, 0, &io);
+    out->observe_qk_dev_s = lse && runs > 0 ? (lkv_clock_seconds() - t0) / runs : -1.0;
+    free(lse);
     free(seqs);
     free(q);
     return st;
 }
 
-static lkv_status apply_both(lkv_cache *c, const lkv_bench_settings *s, int32_t n,
+static lkv_status apply_both(lkv_cache *c, const lkv_bench_settings *s, int32_t n, int device,
                              lkv_bench_engine *out)
 {
     lkv_eviction_plan plan;
@@ -332,17 +373,30 @@ static lkv_status apply_both(lkv_cache *c, const lkv_bench_settings *s, int32_t 
         st = time_holes(&e, &plan, out);
     if (st == LKV_OK)
         st = time_compact(&e, &plan, out);
+    out->apply_lists_s = -1.0;
+    if (st == LKV_OK && device)
+        st = time_apply_lists(c, &e, out);
     float sink = 0.0f;
     if (st == LKV_OK)
         st = time_attend(&e, 0, &out->attend_dense_s, &sink);
     if (st == LKV_OK)
         st = time_attend(&e, 1, &out->attend_holes_s, &sink);
     if (st == LKV_OK)
-        st = time_qk(c, &e, out);
+        st = time_qk(c, &e, device, out);
     if (st == LKV_OK && !isfinite(sink))
         st = lkv_fail(LKV_INTERNAL, "the engine's attention gave %g", (double)sink);
     side_close(&e);
     return st;
+}
+
+/* Whether the runtime's device memory is host memory (ref, cpu: a device
+ * array's handle is a host address), where the bench's host buffers can
+ * stand for the engine's device arrays. */
+static int host_memory(const lkv_runtime *rt)
+{
+    lkv_runtime_info info;
+    return lkv_runtime_get_info(rt, &info) == LKV_OK &&
+           (strcmp(info.backend, "cpu") == 0 || strcmp(info.backend, "ref") == 0);
 }
 
 void lkv_bench_engine_run(lkv_runtime *rt, const lkv_bench_settings *s, int32_t sequences,
@@ -361,7 +415,7 @@ void lkv_bench_engine_run(lkv_runtime *rt, const lkv_bench_settings *s, int32_t 
     }
     if ((st = run_steps(c, s, sequences, out)) != LKV_OK)
         fail(out, st, "observe and plan");
-    else if ((st = apply_both(c, s, sequences, out)) != LKV_OK)
+    else if ((st = apply_both(c, s, sequences, host_memory(rt), out)) != LKV_OK)
         fail(out, st, "applying the plan");
     lkv_cache_destroy(c);
 }

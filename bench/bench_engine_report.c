@@ -11,9 +11,13 @@ static void print_row(FILE *f, const char *label, const lkv_bench_engine *e,
         fprintf(f, " %s\n", e->status == LKV_UNSUPPORTED ? "skipped (see notes)" : "FAIL (see notes)");
         return;
     }
-    char obs[16], qk[16], ev[16], cp[16], ho[16], ad[16], ah[16];
+    char obs[16], qk[16], qd[16] = "-", ev[16], cp[16], ld[16] = "-", ho[16], ad[16], ah[16];
     lkv_bench_format_time(e->observe_s, obs, sizeof obs);
     lkv_bench_format_time(e->observe_qk_s, qk, sizeof qk);
+    if (e->observe_qk_dev_s >= 0)
+        lkv_bench_format_time(e->observe_qk_dev_s, qd, sizeof qd);
+    if (e->apply_lists_s >= 0)
+        lkv_bench_format_time(e->apply_lists_s, ld, sizeof ld);
     lkv_bench_format_time(e->evict_s, ev, sizeof ev);
     lkv_bench_format_time(e->compact_s, cp, sizeof cp);
     lkv_bench_format_time(e->holes_s, ho, sizeof ho);
@@ -24,8 +28,8 @@ static void print_row(FILE *f, const char *label, const lkv_bench_engine *e,
         fprintf(f, " %7.2fx", e->observe_s / owned->batched.step.median_s);
     else
         fprintf(f, " %8s", "-");
-    fprintf(f, " %9s %9s | %9s %9s %7.1fx %9lld | %6d %6d %5.0f%% | %9s %9s %6.2fx\n", qk, ev,
-            cp, ho,
+    fprintf(f, " %9s %9s %9s | %9s %9s %9s %7.1fx %9lld | %6d %6d %5.0f%% | %9s %9s %6.2fx\n",
+            qk, qd, ev, cp, ld, ho,
             e->holes_s > 0 ? e->compact_s / e->holes_s : 0.0, (long long)e->moved_slots,
             e->blocks_compact, e->blocks_holes, 100.0 * e->live_holes, ad, ah,
             e->attend_dense_s > 0 ? e->attend_holes_s / e->attend_dense_s : 0.0);
@@ -43,17 +47,20 @@ void lkv_bench_print_engine(FILE *f, const lkv_bench_results *r)
                "lazy W=%d:\nsteps: lkv_cache_observe_batch with host probabilities (observe: "
                "mean of W-1 steps; vs owned: that over the\nbatched step above, where lazykv "
                "also attends; from qk: an observe step\nhanded q and the engine's paged K "
-               "instead, no lse; evict: the step that plans); the plan on the\nengine's paged "
-               "f16 K/V, host, blocks of %d slots: compaction (lkv_plan_apply) vs holes\n"
+               "instead, no lse; qk dev: the same on device arrays with an lse,\nwhere device "
+               "memory is host memory; evict: the step that plans); the plan on the\nengine's "
+               "paged f16 K/V, host, blocks of %d slots: compaction (lkv_plan_apply; lists: "
+               "the\nsame moves from the cache's kept lists, lkv_cache_apply_plan_device) vs "
+               "holes\n"
                "(lkv_slot_map_apply), blocks held after it, live share of the holes' cells; "
                "the engine's\nhost attention over the kept slots, compacted vs through the "
                "hole map (one thread)\n",
             shape, len, s->window, LKV_BENCH_ENGINE_BLOCK);
-    fprintf(f, "%-16s | %-38s | %-47s | %-20s | %-27s\n", "", "steps", "apply the plan",
+    fprintf(f, "%-16s | %-48s | %-57s | %-20s | %-27s\n", "", "steps", "apply the plan",
             "blocks held", "attention after");
-    fprintf(f, "%-16s | %9s %8s %9s %9s | %9s %9s %8s %9s | %6s %6s %6s | %9s %9s %7s\n",
-            "backend     seqs", "observe", "vs owned", "from qk", "evict", "compact", "holes",
-            "ratio",
+    fprintf(f, "%-16s | %9s %8s %9s %9s %9s | %9s %9s %9s %8s %9s | %6s %6s %6s | %9s %9s %7s\n",
+            "backend     seqs", "observe", "vs owned", "from qk", "qk dev", "evict", "compact",
+            "lists", "holes", "ratio",
             "moved", "compct", "holes", "live", "compact", "holes", "ratio");
     for (int d = 0; d < r->n_devices; d++)
         for (int b = 0; b < s->n_batches; b++)
@@ -86,6 +93,10 @@ static void write_result(lkv_jw *w, const char *backend, int32_t sequences,
     }
     lkv_jw_number(w, "observe_step_s", e->observe_s);
     lkv_jw_number(w, "observe_qk_step_s", e->observe_qk_s);
+    if (e->observe_qk_dev_s >= 0)
+        lkv_jw_number(w, "observe_qk_device_step_s", e->observe_qk_dev_s);
+    if (e->apply_lists_s >= 0)
+        lkv_jw_number(w, "apply_from_kept_lists_s", e->apply_lists_s);
     lkv_jw_number(w, "evicting_step_s", e->evict_s);
     lkv_jw_number(w, "compact_s", e->compact_s);
     lkv_jw_number(w, "holes_s", e->holes_s);
