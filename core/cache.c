@@ -92,7 +92,7 @@ static void free_buffers(lkv_cache *c)
     lkv_buffer *all[] = {c->buf.k,         c->buf.v,         c->buf.pos,       c->buf.state_a,
                          c->buf.state_b,   c->buf.state_f,   c->probs,         c->scores,
                          c->kept,          c->stage_q.buf,   c->stage_k.buf,   c->stage_v.buf,
-                         c->stage_out.buf, c->stage_p.buf};
+                         c->stage_out.buf, c->stage_p.buf, c->stage_plan.buf};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
             c->ops->free(c->dev, all[i]);

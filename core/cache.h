@@ -91,7 +91,8 @@ struct lkv_cache {
     lkv_cache_buffers buf;
     lkv_buffer *probs, *scores, *kept; /* [rows][capacity] scratch */
     lkv_stage stage_q, stage_k, stage_v, stage_out;
-    lkv_stage stage_p; /* engine-owned: probabilities recomputed on the device */
+    lkv_stage stage_p;    /* engine-owned: probabilities recomputed on the device */
+    lkv_stage stage_plan; /* engine-owned: the plan's kept lists, gathered to read */
     lkv_sequence *seqs;
     /* [sequences * layers * heads] row lists of one op call */
     int32_t *rows, *row_n, *row_k, *row_t;

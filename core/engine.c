@@ -508,19 +508,31 @@ lkv_status lkv_plan_record(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pa
     return st;
 }
 
+/* The unread rows' kept lists gathered device to device into one staging
+ * buffer (queued copies), then read back in one read: one host wait
+ * however many rows the plan has. */
 lkv_status lkv_plan_read(lkv_cache *c)
 {
     lkv_plan_store *p = &c->plan;
-    lkv_status st = LKV_OK;
-    for (; p->n_read < p->n_rows && st == LKV_OK; p->n_read++) {
+    if (p->n_read == p->n_rows)
+        return LKV_OK;
+    const lkv_plan_row *first = &p->rows[p->n_read];
+    size_t words = p->kept_used - (size_t)(first->kept - p->kept);
+    lkv_status st = lkv_stage_reserve(c, &c->stage_plan, (words ? words : 1) * 4);
+    for (int32_t i = p->n_read, at = 0; i < p->n_rows && st == LKV_OK; i++) {
+        size_t off = (size_t)p->dev_row[i] * (size_t)c->cfg.capacity * 4;
+        st = c->ops->copy(c->dev, c->stage_plan.buf, (size_t)at * 4, c->kept, off,
+                          (size_t)p->rows[i].n_kept * 4);
+        at += p->rows[i].n_kept;
+    }
+    /* the rows' lists are consecutive in the pool, as in the staging */
+    if (st == LKV_OK && words)
+        st = c->ops->read(c->dev, c->stage_plan.buf, 0, (int32_t *)(uintptr_t)first->kept,
+                          words * 4);
+    for (; st == LKV_OK && p->n_read < p->n_rows; p->n_read++) {
         lkv_plan_row *r = &p->rows[p->n_read];
-        int32_t *kept = (int32_t *)(uintptr_t)r->kept;
-        size_t off = (size_t)p->dev_row[p->n_read] * (size_t)c->cfg.capacity * 4;
-        st = c->ops->read(c->dev, c->kept, off, kept, (size_t)r->n_kept * 4);
-        if (st != LKV_OK)
-            return st;
         int32_t first_move = 0;
-        while (first_move < r->n_kept && kept[first_move] == first_move)
+        while (first_move < r->n_kept && r->kept[first_move] == first_move)
             first_move++;
         r->first_move = first_move;
     }

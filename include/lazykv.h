@@ -940,7 +940,8 @@ typedef struct lkv_eviction_plan {
 
 /* The plan of the cache's last call (engine-owned caches only). The kept
  * lists stay on the cache's device until this asks for them: the first
- * call after an evicting one reads them back (a wait on a GPU backend);
+ * call after an evicting one gathers them and reads them back (one read
+ * and one wait on a GPU backend, however many rows);
  * lkv_cache_apply_plan_device needs none of it. */
 LKV_API lkv_status lkv_cache_get_plan(const lkv_cache *cache, lkv_eviction_plan *out_plan);
 

@@ -661,7 +661,12 @@ static void check_cache_plan_device_like_host(lkv_runtime *rt, lkv_engine *e)
                   "step %d: an evicting step applied on the device read back %lld times and "
                   "waited %lld times", s, (long long)d.d2h_copies, (long long)d.syncs);
         lkv_eviction_plan plan;
+        lkv_counters c1 = counters_of(rt);
         TU_OK(lkv_cache_get_plan(c, &plan));
+        lkv_counters r = counters_since(rt, c1);
+        cr_assert(r.syncs == 1 && r.d2h_copies == 1,
+                  "step %d: reading a plan of %d rows back took %lld reads and %lld waits, "
+                  "not one", s, plan.n_rows, (long long)r.d2h_copies, (long long)r.syncs);
         TU_OK(lkv_plan_apply(&plan, &pk.kv, freed_h, OB_BLOCKS, &n_h));
         cr_assert(n_d == n_h && memcmp(freed_d, freed_h, sizeof(int32_t) * (size_t)n_h) == 0,
                   "step %d: freed %d blocks, the host %d", s, n_d, n_h);
