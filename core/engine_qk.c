@@ -387,6 +387,14 @@ static lkv_status check_device(const lkv_cache *c, int32_t layer, const qk_devic
     return lkv_kv_layout_check_words(d->kv, d->call);
 }
 
+/* The arrays checked and room for `rows` query rows listed. */
+static lkv_status begin_device(const lkv_cache *c, int32_t layer, const qk_device *d, size_t rows,
+                               qk_rows *r)
+{
+    lkv_status st = check_device(c, layer, d);
+    return st == LKV_OK ? rows_alloc(r, rows, d->call) : st;
+}
+
 /* The rows' probabilities recomputed into c->stage_p (rows of `stride`,
  * `out_rows` of them), through views of the engine's arrays. */
 static lkv_status run_device(lkv_cache *c, int32_t layer, const qk_device *d, const qk_rows *r,
@@ -428,9 +436,7 @@ static lkv_status decode_device(lkv_cache *c, int32_t layer, const lkv_observe_q
     int32_t qh_n = c->cfg.q_heads;
     size_t rows = (size_t)io->n_sequences * (size_t)qh_n;
     qk_rows r;
-    lkv_status st = check_device(c, layer, &d);
-    if (st == LKV_OK)
-        st = rows_alloc(&r, rows, decode_call);
+    lkv_status st = begin_device(c, layer, &d, rows, &r);
     if (st != LKV_OK)
         return st;
     for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++) {
@@ -548,9 +554,7 @@ static lkv_status prompt_device(lkv_cache *c, int32_t layer, const lkv_observe_p
     int32_t qh_n = c->cfg.q_heads;
     size_t rows = (size_t)pv->rows * (size_t)qh_n;
     qk_rows r;
-    lkv_status st = check_device(c, layer, &d);
-    if (st == LKV_OK)
-        st = rows_alloc(&r, rows, prompt_call);
+    lkv_status st = begin_device(c, layer, &d, rows, &r);
     if (st != LKV_OK)
         return st;
     int32_t at = 0, vote = 0;

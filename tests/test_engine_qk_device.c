@@ -82,6 +82,17 @@ static void draw(const engine_k *e, const lkv_cache *c, const int32_t *seqs, int
     }
 }
 
+/* The device form of a call's host q and lse (ref and cpu: host addresses). */
+static void on_device(lkv_memory *memory, lkv_device_array *q_dev, lkv_device_array *lse_dev,
+                      const lkv_device_array **k_dev, const float *q, const float *lse,
+                      const lkv_device_array *k)
+{
+    *memory = LKV_MEMORY_DEVICE;
+    *q_dev = (lkv_device_array){(uint64_t)(uintptr_t)q, 0};
+    *lse_dev = (lkv_device_array){(uint64_t)(uintptr_t)lse, 0};
+    *k_dev = k;
+}
+
 static lkv_cache *qk_cache(lkv_runtime *rt, lkv_policy_kind kind, lkv_group_reduce reduce)
 {
     lkv_cache_config cfg = tu_config(LAYERS, QH, KVH, DIM, CAP);
@@ -144,10 +155,7 @@ static int64_t run(const char *backend, lkv_policy_kind kind, lkv_group_reduce r
                                    .scale = scale, .k = &e.kv};
             lkv_observe_qk_io d = h;
             d.q = NULL, d.lse = NULL;
-            d.memory = LKV_MEMORY_DEVICE;
-            d.q_dev = (lkv_device_array){(uint64_t)(uintptr_t)q, 0};
-            d.lse_dev = (lkv_device_array){(uint64_t)(uintptr_t)lse, 0};
-            d.k_dev = k_dev;
+            on_device(&d.memory, &d.q_dev, &d.lse_dev, &d.k_dev, q, lse, k_dev);
             TU_OK(lkv_cache_observe_batch_qk(host, l, &h));
             TU_OK(lkv_cache_observe_batch_qk(dev, l, &d));
             snprintf(what, sizeof what, "%s %s reduce %d %s %s step %d", backend,
@@ -257,10 +265,7 @@ static void prompt_like_host(const char *backend, lkv_policy_kind kind, lkv_dtyp
                                       .q = q, .lse = lse, .scale = scale, .k = &e.kv};
         lkv_observe_prompt_qk_io d = h;
         d.q = NULL, d.lse = NULL;
-        d.memory = LKV_MEMORY_DEVICE;
-        d.q_dev = (lkv_device_array){(uint64_t)(uintptr_t)q, 0};
-        d.lse_dev = (lkv_device_array){(uint64_t)(uintptr_t)lse, 0};
-        d.k_dev = k_dev;
+        on_device(&d.memory, &d.q_dev, &d.lse_dev, &d.k_dev, q, lse, k_dev);
         TU_OK(lkv_cache_observe_prompt_qk(host, l, &h));
         TU_OK(lkv_cache_observe_prompt_qk(dev, l, &d));
     }
