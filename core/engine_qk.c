@@ -287,16 +287,19 @@ static int32_t decode_width(const lkv_cache *c, int32_t layer, const lkv_observe
     return w;
 }
 
-/* Where the arrays are: host or device memory, and no slot map with
- * device K. */
-static lkv_status check_form(const lkv_cache *c, lkv_memory memory, const lkv_slot_map *map,
-                             const char *call)
+/* What both qk calls check of their arrays before they recompute: where
+ * they are (host or device memory, and no slot map with device K), then
+ * the view (check_view). */
+static lkv_status check_arrays(const lkv_cache *c, int32_t layer, const qk_view *v,
+                               lkv_memory memory)
 {
-    lkv_status st = lkv_check_memory(c, memory, call);
-    if (st == LKV_OK && memory == LKV_MEMORY_DEVICE && map)
+    lkv_status st = lkv_check_memory(c, memory, v->call);
+    if (st == LKV_OK && memory == LKV_MEMORY_DEVICE && v->map)
         st = lkv_fail(LKV_UNSUPPORTED, "%s: a slot map with device K (holes read through the "
-                      "map on the device) is not done yet: compact, or pass host K", call);
-    return st;
+                      "map on the device) is not done yet: compact, or pass host K", v->call);
+    return st == LKV_OK
+               ? check_view(c, layer, v, memory == LKV_MEMORY_DEVICE ? 0 : LKV_LAYOUT_K)
+               : st;
 }
 
 /* ---- device memory ---------------------------------------------------- */
@@ -441,13 +444,15 @@ static lkv_status decode_device(lkv_cache *c, int32_t layer, const lkv_observe_q
         return st;
     for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++) {
         int32_t seq = io->sequences[i], n = c->seqs[seq].len[layer] + 1;
-        for (int32_t qh = 0; lkv_engine_observes(c, seq, layer) && qh < qh_n && st == LKV_OK; qh++)
+        if (!lkv_engine_observes(c, seq, layer))
+            continue;
+        for (int32_t qh = 0; qh < qh_n && st == LKV_OK; qh++)
             st = add_row(c, layer, &d, &r, seq, qh, i * qh_n + qh, i * qh_n + qh, n);
     }
     if (st == LKV_OK)
         st = run_device(c, layer, &d, &r, rows, stride);
     lkv_observe_batch_io b = {.n_sequences = io->n_sequences, .sequences = io->sequences,
-                              .stride = stride, .memory = LKV_MEMORY_DEVICE};
+                              .stride = stride};
     if (st == LKV_OK)
         st = lkv_engine_observe_checked(c, layer, &b, c->stage_p.buf, decode_call);
     rows_free(&r);
@@ -469,9 +474,7 @@ lkv_status lkv_cache_observe_batch_qk(lkv_cache *c, int32_t layer, const lkv_obs
     if (stride == 0)
         return lkv_engine_observe(c, layer, &b, decode_call);
     qk_view v = {io->q, io->lse, io->scale, io->k, io->map, decode_call};
-    st = check_form(c, io->memory, io->map, decode_call);
-    if (st == LKV_OK)
-        st = check_view(c, layer, &v, io->memory == LKV_MEMORY_DEVICE ? 0 : LKV_LAYOUT_K);
+    st = check_arrays(c, layer, &v, io->memory);
     if (st != LKV_OK)
         return st;
     if (io->memory == LKV_MEMORY_DEVICE)
@@ -593,9 +596,7 @@ lkv_status lkv_cache_observe_prompt_qk(lkv_cache *c, int32_t layer,
     if (pv.rows == 0)
         return lkv_engine_prompt(c, layer, &b, prompt_call);
     qk_view v = {io->q, io->lse, io->scale, io->k, io->map, prompt_call};
-    st = check_form(c, io->memory, io->map, prompt_call);
-    if (st == LKV_OK)
-        st = check_view(c, layer, &v, io->memory == LKV_MEMORY_DEVICE ? 0 : LKV_LAYOUT_K);
+    st = check_arrays(c, layer, &v, io->memory);
     if (st != LKV_OK)
         return st;
     if (io->memory == LKV_MEMORY_DEVICE)
