@@ -16,6 +16,11 @@
  *   state_f   [rows][capacity]            f32 policy state (h2o, tova, snapkv, nacl)
  *   probs, scores [rows][capacity]        f32 scratch
  *   kept      [rows][capacity]            int32 scratch
+ *   phys      [rows][capacity]            int32, holes only (LKV_PLACEMENT_HOLES):
+ *             where slot j's K/V lies in the row (k, v are then indexed by
+ *             phys[row][j], everything else by j); per row a permutation of
+ *             0..capacity-1 whose entries from the row's length on are the
+ *             free places, the next token's first. NULL: K/V at slot j.
  * Row lists (`rows`, `row_n`, ...) are host arrays; buffers are device memory.
  */
 #ifndef LKV_BACKEND_H
@@ -41,6 +46,7 @@ typedef struct lkv_cache_buffers {
     int32_t capacity;
     int32_t head_dim;
     lkv_dtype dtype;
+    lkv_buffer *phys; /* NULL unless the cache fills holes */
 } lkv_cache_buffers;
 
 /* attend: for each group (one sequence and layer: `cache_heads` consecutive
@@ -117,11 +123,15 @@ typedef struct lkv_select_args {
 
 /* compact: move the kept slots' k, v, pos and state rows to the front in
  * order. In place is safe: kept is ascending, so a destination never passes
- * its source. */
+ * its source. With cache->phys, K/V stay where they are and phys moves with
+ * pos and state instead: the kept slots' entries to the front in order, then
+ * the evicted slots' entries (of the row_n[i] slots held before) in
+ * ascending slot order, so the places they held are the next tokens'. */
 typedef struct lkv_compact_args {
     const lkv_cache_buffers *cache;
     int32_t n_rows;
     const int32_t *rows;
+    const int32_t *row_n; /* slots held before, for phys */
     const int32_t *row_k;
     const lkv_buffer *kept;
 } lkv_compact_args;
@@ -331,6 +341,9 @@ typedef struct lkv_backend_ops {
     /* 1 when observe and score honour row_t, so one dispatch serves rows at
      * different steps; 0: core splits such a batch by step. */
     int row_steps;
+    /* 1 when attend, store and compact honour cache->phys (holes); 0: a
+     * cache that fills holes is refused at create. */
+    int holes;
 
     /* The backend's known deviations, ended by an entry whose `cases` is
      * NULL; NULL when it has none. */

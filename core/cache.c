@@ -90,7 +90,8 @@ static lkv_status check_shape(const lkv_cache_config *c)
 static void free_buffers(lkv_cache *c)
 {
     lkv_buffer *all[] = {c->buf.k,         c->buf.v,         c->buf.pos,       c->buf.state_a,
-                         c->buf.state_b,   c->buf.state_f,   c->probs,         c->scores,
+                         c->buf.state_b,   c->buf.state_f,   c->buf.phys,      c->probs,
+                         c->scores,
                          c->kept,          c->stage_q.buf,   c->stage_k.buf,   c->stage_v.buf,
                          c->stage_out.buf, c->stage_p.buf, c->stage_plan.buf};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -118,15 +119,18 @@ static lkv_status alloc_buffers(lkv_cache *c)
         {&c->buf.state_b, slots * 4},   {&c->buf.state_f, slots * 4},
         {&c->probs, slots * 4},         {&c->scores, slots * 4},
         {&c->kept, slots * 4},
+        {c->cfg.placement == LKV_PLACEMENT_HOLES ? &c->buf.phys : NULL, slots * 4},
     };
     for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
+        if (!plan[i].slot)
+            continue;
         lkv_status st = c->ops->alloc(c->dev, plan[i].bytes, plan[i].slot);
         if (st != LKV_OK)
             return st;
     }
     c->buf.capacity = c->cfg.capacity;
     c->stats.kv_bytes_reserved = engine ? 0 : (int64_t)(2 * kv_bytes);
-    return LKV_OK;
+    return lkv_placement_init(c);
 }
 
 static lkv_status alloc_host(lkv_cache *c)
@@ -254,6 +258,8 @@ lkv_status lkv_cache_create_holding(lkv_runtime *rt, const lkv_cache_config *con
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "%d sequences x %d layers x %d cache heads is %lld rows: at most %d",
                         config->sequences, config->layers, heads, (long long)rows, INT32_MAX);
+    if ((st = lkv_placement_check(config, rt->ops)) != LKV_OK)
+        return st;
     lkv_cache_config cfg = *config;
     if ((st = rules->check(&cfg.policy, cfg.capacity)) != LKV_OK)
         return st;

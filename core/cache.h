@@ -313,6 +313,12 @@ lkv_status lkv_plan_read(lkv_cache *c);
 lkv_status lkv_plan_record(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs,
                            int32_t keep);
 
+/* lkv_placement (core/placement.c): the config's placement is valid and the
+ * backend can serve it; the hole map's rows start as the identity (nothing
+ * to do without a map). */
+lkv_status lkv_placement_check(const lkv_cache_config *cfg, const lkv_backend_ops *ops);
+lkv_status lkv_placement_init(lkv_cache *c);
+
 /* Gives every row of each decision group (lkv_granularity) the group's
  * highest score per slot, so that select keeps the same slots in all. */
 lkv_status lkv_scores_unite(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs);

@@ -51,9 +51,10 @@ static lkv_status copy_rows(lkv_cache *c, int32_t src, int32_t dst)
     struct { lkv_buffer *buf; size_t bytes; } parts[] = {
         {c->buf.k, kv},           {c->buf.v, kv},           {c->buf.pos, slots * 4},
         {c->buf.state_a, slots * 4}, {c->buf.state_b, slots * 4}, {c->buf.state_f, slots * 4},
+        {c->buf.phys, slots * 4}, /* holes: dst's K/V lie where src's do */
     };
     lkv_status st = LKV_OK;
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && st == LKV_OK; i++)
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && st == LKV_OK && parts[i].buf; i++)
         st = c->ops->copy(c->dev, parts[i].buf, (size_t)dst * parts[i].bytes, parts[i].buf,
                           (size_t)src * parts[i].bytes, parts[i].bytes);
     return st;

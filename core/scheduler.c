@@ -84,7 +84,8 @@ static lkv_status run_plan(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pa
     if (st != LKV_OK)
         return st;
     lkv_compact_args a = {
-        .cache = &c->buf, .n_rows = rows, .rows = c->rows, .row_k = c->row_k, .kept = c->kept,
+        .cache = &c->buf, .n_rows = rows, .rows = c->rows, .row_n = c->row_n, .row_k = c->row_k,
+        .kept = c->kept,
     };
     if ((st = c->ops->compact(c->dev, &a)) != LKV_OK)
         return lkv_fail_context(st, "eviction failed part-way (sequence %d, step %d; reset "

@@ -49,7 +49,7 @@ extern "C" {
  * liblazykv.so.MAJOR.MINOR (liblazykv.so.0.2); from 1.0 on it is
  * liblazykv.so.MAJOR, and only a major version may break the ABI. */
 #define LKV_VERSION_MAJOR 0
-#define LKV_VERSION_MINOR 6
+#define LKV_VERSION_MINOR 7
 #define LKV_VERSION_PATCH 0
 
 /* LKV_API marks the library's entry points: the shared library is built
@@ -360,6 +360,34 @@ typedef enum lkv_eviction_timing {
     LKV_EVICTION_BACKGROUND
 } lkv_eviction_timing;
 
+/* What an eviction does with the K/V of the slots it keeps (caches that own
+ * their K/V; an engine keeping its own places its tokens with lkv_slot_map).
+ *   LKV_PLACEMENT_COMPACT  the kept slots' K/V shift down to the front of
+ *                          the row in order, every slot behind the first
+ *                          evicted one moving (half the cache, typically)
+ *   LKV_PLACEMENT_HOLES    no K/V moves: an evicted slot becomes a hole
+ *                          that a later token's K/V fills. Per row a map
+ *                          (4 bytes a slot) keeps where each slot's K/V
+ *                          lies, in lazykv's slot order, and only it moves
+ *                          with positions and policy state; attention reads
+ *                          K/V through it in that order, so the outputs,
+ *                          the decisions and everything lkv_cache_read_slots
+ *                          shows are the compacting cache's bit for bit.
+ * Holes make an eviction cost what its metadata costs (about 1/50 of the
+ * bytes at head_dim 128 in f32), at a gather per slot in attention. A
+ * backend that cannot read through the map refuses it at create
+ * (UNSUPPORTED, naming the backend). */
+typedef enum lkv_placement {
+    LKV_PLACEMENT_COMPACT = 0,
+    LKV_PLACEMENT_HOLES
+} lkv_placement;
+
+/* "compact" or "holes"; NULL for a value that is not an lkv_placement. */
+LKV_API const char *lkv_placement_name(lkv_placement placement);
+
+/* The placement named `name`; INVALID_ARGUMENT naming the text otherwise. */
+LKV_API lkv_status lkv_placement_from_name(const char *name, lkv_placement *out_placement);
+
 typedef struct lkv_cache_config {
     int32_t layers;
     int32_t q_heads;
@@ -376,12 +404,14 @@ typedef struct lkv_cache_config {
     lkv_kv_owner kv_owner;       /* default LKV_KV_OWNED */
     lkv_granularity granularity; /* default LKV_GRANULARITY_HEAD */
     lkv_eviction_timing eviction; /* default LKV_EVICTION_INLINE */
+    lkv_placement placement;     /* default LKV_PLACEMENT_COMPACT */
 } lkv_cache_config;
 
 typedef struct lkv_cache lkv_cache;
 
 /* Defaults: 1 layer, 1 head, head_dim 64, 1 sequence, capacity 4096, f32,
- * grouped, policy "full", K/V owned by lazykv, one decision per head. */
+ * grouped, policy "full", K/V owned by lazykv, one decision per head,
+ * evictions inline, kept slots compacted. */
 LKV_API void lkv_cache_config_init(lkv_cache_config *config);
 
 /* Creates a cache on the runtime's backend. Rejects (INVALID_ARGUMENT, message

@@ -111,4 +111,5 @@ const lkv_backend_ops lkv_backend_cpu = {
     .move_kept = cpu_move_kept,
     .qk_probs = cpu_qk_probs,
     .row_steps = 1,
+    .holes = 1,
 };

@@ -22,7 +22,8 @@
 
 typedef struct lkv_cpu_chunk {
     lkv_dtype dtype;
-    const unsigned char *k, *v; /* slot 0 of the chunk in its row */
+    const unsigned char *k, *v; /* slot 0 of the chunk in its row; with `at`, of the row */
+    const int32_t *at;          /* NULL, or where slot i's K/V lies: the hole map */
     int32_t n;                  /* slots, >= 1 */
     int32_t dim, per;           /* head_dim; query heads of the cache head */
     const float *q;             /* [per][dim] */

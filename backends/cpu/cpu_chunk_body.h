@@ -191,6 +191,14 @@ static inline void accumulate(int nh, float *const *acc, const float *const *w,
         accumulate_rest(acc[h], w[h], v, nb, d, dim);
 }
 
+/* Slot i's K or V row: through the hole map when there is one. */
+static inline const unsigned char *slot_row(const lkv_cpu_chunk *c, const unsigned char *base,
+                                            int32_t i, size_t row_bytes)
+{
+    size_t at = c->at ? (size_t)c->at[i] : (size_t)i;
+    return base + at * row_bytes;
+}
+
 void CHUNK_FN(const lkv_cpu_chunk *c)
 {
     static_assert(BLOCK_FLOATS >= LKV_CPU_MAX_DIM, "a block holds at least one row");
@@ -205,7 +213,7 @@ void CHUNK_FN(const lkv_cpu_chunk *c)
     for (int32_t i0 = 0; i0 < c->n; i0 += sb) {
         int32_t nb = c->n - i0 < sb ? c->n - i0 : sb;
         for (int32_t b = 0; b < nb; b++)
-            rows[b] = widen(c->dtype, c->k + (size_t)(i0 + b) * row_bytes, c->dim,
+            rows[b] = widen(c->dtype, slot_row(c, c->k, i0 + b, row_bytes), c->dim,
                             block + (size_t)b * (size_t)c->dim);
         for (int32_t j = 0; j < c->per; j++)
             c->m[j] = logits(c->q + (size_t)j * (size_t)c->dim, rows, nb, c->dim, c->scale,
@@ -217,7 +225,7 @@ void CHUNK_FN(const lkv_cpu_chunk *c)
     for (int32_t i0 = 0; i0 < c->n; i0 += sb) {
         int32_t nb = c->n - i0 < sb ? c->n - i0 : sb;
         for (int32_t b = 0; b < nb; b++)
-            rows[b] = widen(c->dtype, c->v + (size_t)(i0 + b) * row_bytes, c->dim,
+            rows[b] = widen(c->dtype, slot_row(c, c->v, i0 + b, row_bytes), c->dim,
                             block + (size_t)b * (size_t)c->dim);
         for (int32_t j = 0; j < c->per; j += 2) {
             int nh = c->per - j >= 2 ? 2 : 1;

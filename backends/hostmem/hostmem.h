@@ -44,6 +44,15 @@ static inline unsigned char *lkv_hostmem_kv_slot(const lkv_buffer *b, const lkv_
     return b->data + elems * lkv_dtype_size(c->dtype);
 }
 
+/* Start of slot `slot`'s K or V in `row`: where the hole map puts it when
+ * the cache fills holes (c->phys), else at the slot itself. */
+static inline unsigned char *lkv_hostmem_kv_at(const lkv_buffer *b, const lkv_cache_buffers *c,
+                                               int32_t row, int32_t slot)
+{
+    int32_t at = c->phys ? lkv_hostmem_row_i32(c->phys, c->capacity, row)[slot] : slot;
+    return lkv_hostmem_kv_slot(b, c, row, at);
+}
+
 /* The one device's report: `backend`, the CPU's model name, and `what`
  * followed by the thread count as the reason; not available, with the
  * knob's error as the reason, when LAZYKV_CPU_THREADS is bad. */

@@ -25,7 +25,7 @@ static void attend_head(const lkv_attend_args *a, int32_t row, int32_t n, const 
     int32_t dim = c->head_dim;
     double m = -INFINITY;
     for (int32_t i = 0; i < n; i++) {
-        const unsigned char *k = lkv_hostmem_kv_slot(c->k, c, row, i);
+        const unsigned char *k = lkv_hostmem_kv_at(c->k, c, row, i);
         double s = 0.0;
         for (int32_t d = 0; d < dim; d++)
             s += (double)q[d] * lkv_dtype_load(c->dtype, k, (size_t)d);
@@ -45,7 +45,7 @@ static void attend_head(const lkv_attend_args *a, int32_t row, int32_t n, const 
     for (int32_t d = 0; d < dim; d++)
         acc[d] = 0.0;
     for (int32_t i = 0; i < n; i++) {
-        const unsigned char *v = lkv_hostmem_kv_slot(c->v, c, row, i);
+        const unsigned char *v = lkv_hostmem_kv_at(c->v, c, row, i);
         for (int32_t d = 0; d < dim; d++)
             acc[d] += p[i] * lkv_dtype_load(c->dtype, v, (size_t)d);
     }

@@ -52,4 +52,5 @@ const lkv_backend_ops lkv_backend_ref = {
     .move_kept = ref_move_kept,
     .qk_probs = ref_qk_probs,
     .row_steps = 1,
+    .holes = 1,
 };

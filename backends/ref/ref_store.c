@@ -1,6 +1,6 @@
 /* store, reference: each entry's tokens into consecutive slots of every
  * cache head of its (sequence, layer), in the storage type, with positions
- * and fresh policy state. Device inputs reach it unchecked, so a value the
+ * and fresh policy state (K/V through the hole map, if any). Device inputs reach it unchecked, so a value the
  * storage cannot hold is made finite here (the rule of lkv_store_args). */
 #include <math.h>
 
@@ -18,7 +18,7 @@ static float storable(lkv_dtype dtype, float x)
 static void store_token(const lkv_cache_buffers *c, const float *x, lkv_buffer *dst, int32_t row,
                         int32_t slot)
 {
-    unsigned char *out = lkv_hostmem_kv_slot(dst, c, row, slot);
+    unsigned char *out = lkv_hostmem_kv_at(dst, c, row, slot);
     for (int32_t i = 0; i < c->head_dim; i++)
         lkv_dtype_store(c->dtype, out, (size_t)i, storable(c->dtype, x[i]));
 }

@@ -110,7 +110,7 @@ static int check_case(kernel k, lkv_dtype dt, int32_t dim, int32_t n, int32_t pe
     for (int32_t i = 0; i < per * dim; i++)
         q[i] = (float)(3.0 * (2.0 * uniform() - 1.0));
     float scale = 1.0f / sqrtf((float)dim);
-    lkv_cpu_chunk c = {dt, ks, vs, n, dim, per, q, scale, e, stride, m, l, acc};
+    lkv_cpu_chunk c = {dt, ks, vs, NULL, n, dim, per, q, scale, e, stride, m, l, acc};
     k.fn(&c);
     for (int32_t j = 0; j < per; j++) {
         double mref = -INFINITY;

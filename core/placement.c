@@ -1,0 +1,68 @@
+/* Hole filling in caches that own their K/V (lkv_placement): the per-row
+ * map of where each slot's K/V lies (lkv_cache_buffers.phys), its names,
+ * the checks at create and its starting value. The ops keep the map; core
+ * only makes it and copies it with a sequence's rows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "error.h"
+
+static const char *const names[] = {"compact", "holes"};
+
+const char *lkv_placement_name(lkv_placement p)
+{
+    return (unsigned)p < sizeof names / sizeof names[0] ? names[p] : NULL;
+}
+
+lkv_status lkv_placement_from_name(const char *name, lkv_placement *out)
+{
+    for (size_t i = 0; name && out && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *out = (lkv_placement)i;
+            return LKV_OK;
+        }
+    return lkv_fail(LKV_INVALID_ARGUMENT, "placement \"%s\" is not compact or holes",
+                    name ? name : "(null)");
+}
+
+lkv_status lkv_placement_check(const lkv_cache_config *cfg, const lkv_backend_ops *ops)
+{
+    if (!lkv_placement_name(cfg->placement))
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "placement %d is not LKV_PLACEMENT_COMPACT or LKV_PLACEMENT_HOLES",
+                        (int)cfg->placement);
+    if (cfg->placement != LKV_PLACEMENT_HOLES)
+        return LKV_OK;
+    if (cfg->kv_owner == LKV_KV_ENGINE)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "placement holes is for a cache that owns its K/V: an engine-owned "
+                        "cache places its tokens with lkv_slot_map");
+    if (!ops->holes)
+        return lkv_fail(LKV_UNSUPPORTED,
+                        "backend %s cannot fill holes (its attention reads K/V in slot "
+                        "order): use placement compact",
+                        ops->name);
+    return LKV_OK;
+}
+
+/* Every row starts as the identity: slot j's K/V at place j. One row's
+ * worth of host memory, written row by row. */
+lkv_status lkv_placement_init(lkv_cache *c)
+{
+    if (!c->buf.phys)
+        return LKV_OK;
+    int32_t cap = c->cfg.capacity;
+    int32_t *row = malloc(sizeof(int32_t) * (size_t)cap);
+    if (!row)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for a hole map row of %d", cap);
+    for (int32_t j = 0; j < cap; j++)
+        row[j] = j;
+    size_t rows = (size_t)c->cfg.sequences * (size_t)c->cfg.layers * (size_t)c->heads;
+    size_t bytes = sizeof(int32_t) * (size_t)cap;
+    lkv_status st = LKV_OK;
+    for (size_t r = 0; r < rows && st == LKV_OK; r++)
+        st = c->ops->write(c->dev, c->buf.phys, r * bytes, row, bytes);
+    free(row);
+    return st;
+}

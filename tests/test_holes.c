@@ -1,0 +1,269 @@
+/* Hole filling in owned caches (placement = LKV_PLACEMENT_HOLES): for every
+ * policy a cache that fills holes and one that compacts, fed the same
+ * tokens, give the same attention outputs bit for bit at every step and hold
+ * the same slots, positions, policy state and counters (ref and cpu, f32 and
+ * f16, grouped and expanded, evictions inline and in the background); the
+ * map stays a permutation whose places hold the compacting cache's K/V, and
+ * an eviction writes no K/V (read from the buffers); fork, truncate and
+ * reset keep the twins equal; bad placements are refused naming them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "twin_caches.h"
+
+static lkv_cache *make(lkv_runtime *rt, lkv_cache_config cfg, lkv_placement placement)
+{
+    cfg.placement = placement;
+    lkv_cache *c = NULL;
+    TU_OK(lkv_cache_create(rt, &cfg, &c));
+    return c;
+}
+
+static void run_twins(lkv_runtime *rt, lkv_dtype dtype, lkv_gqa_mode gqa,
+                      lkv_eviction_timing when)
+{
+    for (size_t i = 0; i < 7; i++) {
+        lkv_policy_kind kind = twin_every_policy[i];
+        lkv_cache_config cfg = twin_config(kind);
+        cfg.dtype = dtype;
+        cfg.gqa = gqa;
+        cfg.eviction = when;
+        lkv_cache *compact = make(rt, cfg, LKV_PLACEMENT_COMPACT);
+        lkv_cache *holes = make(rt, cfg, LKV_PLACEMENT_HOLES);
+        twin_run(compact, holes, 31 + (uint64_t)kind, 60, lkv_policy_name(kind));
+        lkv_cache_stats st;
+        TU_OK(lkv_cache_get_stats(holes, &st));
+        cr_expect(kind == LKV_POLICY_FULL || st.evictions > 0, "%s: no eviction to test",
+                  lkv_policy_name(kind));
+        lkv_cache_destroy(compact);
+        lkv_cache_destroy(holes);
+    }
+}
+
+Test(holes, every_policy_on_ref_computes_as_compaction)
+{
+    run_twins(tu_runtime(), LKV_DTYPE_F32, LKV_GQA_GROUPED, LKV_EVICTION_INLINE);
+    run_twins(tu_runtime(), LKV_DTYPE_BF16, LKV_GQA_EXPANDED, LKV_EVICTION_INLINE);
+}
+
+Test(holes, every_policy_on_cpu_computes_as_compaction)
+{
+    lkv_runtime *rt = NULL;
+    TU_OK(lkv_runtime_open("cpu", &rt));
+    run_twins(rt, LKV_DTYPE_F32, LKV_GQA_GROUPED, LKV_EVICTION_INLINE);
+    run_twins(rt, LKV_DTYPE_F16, LKV_GQA_EXPANDED, LKV_EVICTION_BACKGROUND);
+    lkv_runtime_close(rt);
+}
+
+/* ---- what the buffers hold ---- */
+
+typedef struct bufs {
+    int32_t *phys; /* [rows][cap] */
+    unsigned char *k;
+    size_t rows, kv_row; /* bytes of a K slot */
+} bufs;
+
+static bufs read_bufs(const lkv_cache *c)
+{
+    bufs b;
+    b.rows = (size_t)c->cfg.sequences * (size_t)c->cfg.layers * (size_t)c->heads;
+    b.kv_row = (size_t)c->buf.head_dim * lkv_dtype_size(c->buf.dtype);
+    size_t slots = b.rows * (size_t)c->cfg.capacity;
+    b.phys = malloc(slots * 4);
+    b.k = malloc(slots * b.kv_row);
+    cr_assert(b.phys && b.k);
+    if (c->buf.phys)
+        TU_OK(c->ops->read(c->dev, c->buf.phys, 0, b.phys, slots * 4));
+    else
+        for (size_t i = 0; i < slots; i++)
+            b.phys[i] = (int32_t)(i % (size_t)c->cfg.capacity);
+    TU_OK(c->ops->read(c->dev, c->buf.k, 0, b.k, slots * b.kv_row));
+    return b;
+}
+
+static const unsigned char *k_of(const bufs *b, int32_t cap, size_t row, int32_t slot)
+{
+    int32_t at = b->phys[row * (size_t)cap + (size_t)slot];
+    return b->k + (row * (size_t)cap + (size_t)at) * b->kv_row;
+}
+
+static void free_bufs(bufs *b)
+{
+    free(b->phys);
+    free(b->k);
+}
+
+/* Every row's map is a permutation of the places; slot j's K through it is
+ * the compacting cache's slot j. */
+static void expect_same_k(const lkv_cache *compact, const lkv_cache *holes, int32_t step)
+{
+    bufs a = read_bufs(compact), b = read_bufs(holes);
+    int32_t cap = holes->cfg.capacity;
+    char *seen = malloc((size_t)cap);
+    for (size_t r = 0; r < b.rows; r++) {
+        memset(seen, 0, (size_t)cap);
+        for (int32_t j = 0; j < cap; j++) {
+            int32_t at = b.phys[r * (size_t)cap + (size_t)j];
+            cr_assert(at >= 0 && at < cap && !seen[at], "step %d row %zu: place %d twice or out "
+                      "of range", step, r, at);
+            seen[at] = 1;
+        }
+        int32_t s = (int32_t)(r / ((size_t)holes->cfg.layers * (size_t)holes->heads));
+        int32_t l = (int32_t)(r / (size_t)holes->heads % (size_t)holes->cfg.layers);
+        int32_t n = holes->seqs[s].len[l];
+        for (int32_t j = 0; j < n; j++)
+            cr_assert(!memcmp(k_of(&a, cap, r, j), k_of(&b, cap, r, j), b.kv_row),
+                      "step %d row %zu slot %d: K differs", step, r, j);
+    }
+    free(seen);
+    free_bufs(&a);
+    free_bufs(&b);
+}
+
+/* Places written between two reads of the K buffer, per row. */
+static int32_t places_written(const bufs *before, const bufs *after, int32_t cap, size_t row)
+{
+    int32_t n = 0;
+    for (int32_t at = 0; at < cap; at++) {
+        size_t off = (row * (size_t)cap + (size_t)at) * before->kv_row;
+        n += memcmp(before->k + off, after->k + off, before->kv_row) != 0;
+    }
+    return n;
+}
+
+/* One sequence, one layer, lazy: each decode step writes one token, so an
+ * evicting step changes exactly one place per row in the cache that fills
+ * holes (more in the one that compacts), and the K through the map is the
+ * compacting cache's throughout. */
+Test(holes, an_eviction_moves_no_kv)
+{
+    lkv_cache_config cfg = tu_config(1, 4, 2, 16, 64);
+    lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY);
+    cfg.policy.budget = 16;
+    cfg.policy.window = 4;
+    lkv_cache *compact = make(tu_runtime(), cfg, LKV_PLACEMENT_COMPACT);
+    lkv_cache *holes = make(tu_runtime(), cfg, LKV_PLACEMENT_HOLES);
+    uint64_t rng = 8;
+    float q[4 * 16 * 20], k[2 * 16 * 20], v[2 * 16 * 20], oa[4 * 16 * 20], ob[4 * 16 * 20];
+    tu_fill_normal(q, sizeof q / sizeof q[0], &rng, 2.0);
+    tu_fill_normal(k, sizeof k / sizeof k[0], &rng, 1.0);
+    tu_fill_normal(v, sizeof v / sizeof v[0], &rng, 1.0);
+    lkv_prefill_io p = {.n_tokens = 20, .q = q, .k = k, .v = v, .out = oa};
+    TU_OK(lkv_cache_prefill(compact, 0, 0, &p));
+    p.out = ob;
+    TU_OK(lkv_cache_prefill(holes, 0, 0, &p));
+    int evicting = 0, moved_by_compaction = 0;
+    for (int32_t t = 1; t <= 40; t++) {
+        tu_fill_normal(q, 4 * 16, &rng, 2.0);
+        tu_fill_normal(k, 2 * 16, &rng, 1.0);
+        tu_fill_normal(v, 2 * 16, &rng, 1.0);
+        bufs ha = read_bufs(holes), ca = read_bufs(compact);
+        lkv_cache_stats before, after;
+        TU_OK(lkv_cache_get_stats(holes, &before));
+        lkv_decode_io da = {q, k, v, oa, LKV_MEMORY_HOST}, db = {q, k, v, ob, LKV_MEMORY_HOST};
+        TU_OK(lkv_cache_decode(compact, 0, 0, &da));
+        TU_OK(lkv_cache_decode(holes, 0, 0, &db));
+        cr_assert(!memcmp(oa, ob, sizeof(float) * 4 * 16), "step %d: outputs differ", t);
+        TU_OK(lkv_cache_get_stats(holes, &after));
+        bufs hb = read_bufs(holes), cb = read_bufs(compact);
+        for (size_t r = 0; r < hb.rows; r++) {
+            cr_assert_eq(places_written(&ha, &hb, 64, r), 1, "step %d row %zu", t, r);
+            moved_by_compaction += after.evictions > before.evictions &&
+                                   places_written(&ca, &cb, 64, r) > 1;
+        }
+        evicting += after.evictions > before.evictions;
+        free_bufs(&ha);
+        free_bufs(&hb);
+        free_bufs(&ca);
+        free_bufs(&cb);
+        expect_same_k(compact, holes, t);
+    }
+    cr_expect_gt(evicting, 3, "the run should evict: %d evicting steps", evicting);
+    cr_expect_gt(moved_by_compaction, 0, "compaction never moved a slot: the test shows nothing");
+    lkv_cache_destroy(compact);
+    lkv_cache_destroy(holes);
+}
+
+/* Fork, truncate and reset on both twins at the same points. */
+Test(holes, fork_truncate_and_reset_keep_the_twins_equal)
+{
+    lkv_cache_config cfg = twin_config(LKV_POLICY_LAZY);
+    lkv_cache *a = make(tu_runtime(), cfg, LKV_PLACEMENT_COMPACT);
+    lkv_cache *b = make(tu_runtime(), cfg, LKV_PLACEMENT_HOLES);
+    uint64_t rng = 12;
+    enum { QW = TWIN_QH * TWIN_D, KW = TWIN_KVH * TWIN_D };
+    float q[3 * QW], k[3 * KW], v[3 * KW], oa[3 * QW], ob[3 * QW];
+    int32_t seqs[3] = {0, 1, 2};
+    for (int32_t t = 0; t < 70; t++) {
+        int32_t n = t < 30 ? 1 : 3;
+        if (t == 30)
+            for (int32_t s = 1; s < 3; s++) {
+                TU_OK(lkv_cache_fork_sequence(a, 0, s));
+                TU_OK(lkv_cache_fork_sequence(b, 0, s));
+            }
+        if (t == 45) {
+            TU_OK(lkv_cache_truncate_sequence(a, 1, 2));
+            TU_OK(lkv_cache_truncate_sequence(b, 1, 2));
+            TU_OK(lkv_cache_reset_sequence(a, 2));
+            TU_OK(lkv_cache_reset_sequence(b, 2));
+        }
+        tu_fill_normal(q, (size_t)n * QW, &rng, 2.0);
+        tu_fill_normal(k, (size_t)n * KW, &rng, 1.0);
+        tu_fill_normal(v, (size_t)n * KW, &rng, 1.0);
+        for (int32_t l = 0; l < TWIN_LAYERS; l++) {
+            lkv_decode_batch_io da = {.n_sequences = n, .sequences = seqs, .q = q, .k = k,
+                                      .v = v, .out = oa};
+            lkv_decode_batch_io db = da;
+            db.out = ob;
+            TU_OK(lkv_cache_decode_batch(a, l, &da));
+            TU_OK(lkv_cache_decode_batch(b, l, &db));
+            cr_assert(!memcmp(oa, ob, sizeof(float) * (size_t)n * QW),
+                      "step %d layer %d: outputs differ", t, l);
+        }
+        twin_same_state(a, b, "lazy fork", t);
+    }
+    expect_same_k(a, b, 70);
+    lkv_cache_destroy(a);
+    lkv_cache_destroy(b);
+}
+
+Test(holes, bad_placements_are_refused_naming_them)
+{
+    lkv_cache_config cfg = tu_config(1, 2, 1, 4, 8);
+    lkv_cache *c = NULL;
+    cfg.placement = (lkv_placement)9;
+    cr_expect_eq(lkv_cache_create(tu_runtime(), &cfg, &c), LKV_INVALID_ARGUMENT);
+    cr_expect(strstr(lkv_last_error(), "placement 9"), "%s", lkv_last_error());
+    cfg.placement = LKV_PLACEMENT_HOLES;
+    cfg.kv_owner = LKV_KV_ENGINE;
+    cr_expect_eq(lkv_cache_create(tu_runtime(), &cfg, &c), LKV_INVALID_ARGUMENT);
+    cr_expect(strstr(lkv_last_error(), "lkv_slot_map"), "%s", lkv_last_error());
+    cr_expect_null(c);
+    lkv_placement p = LKV_PLACEMENT_COMPACT;
+    TU_OK(lkv_placement_from_name("holes", &p));
+    cr_expect_eq(p, LKV_PLACEMENT_HOLES);
+    cr_expect_str_eq(lkv_placement_name(p), "holes");
+    cr_expect_eq(lkv_placement_from_name("gaps", &p), LKV_INVALID_ARGUMENT);
+    cr_expect(strstr(lkv_last_error(), "\"gaps\""), "%s", lkv_last_error());
+    cr_expect_null(lkv_placement_name((lkv_placement)5));
+}
+
+/* A backend whose attention reads K/V in slot order refuses holes at
+ * create; lavapipe and PoCL stand in for the GPU backends where present. */
+Test(holes, a_backend_without_holes_refuses_them)
+{
+    const char *gpus[] = {"vulkan", "opencl", "cuda", "hip"};
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+        lkv_runtime *rt = NULL;
+        if (lkv_runtime_open(gpus[i], &rt) != LKV_OK)
+            continue;
+        lkv_cache_config cfg = tu_config(1, 2, 1, 4, 8);
+        cfg.placement = LKV_PLACEMENT_HOLES;
+        lkv_cache *c = NULL;
+        cr_expect_eq(lkv_cache_create(rt, &cfg, &c), LKV_UNSUPPORTED, "%s", gpus[i]);
+        cr_expect(strstr(lkv_last_error(), gpus[i]), "%s", lkv_last_error());
+        cr_expect_null(c);
+        lkv_runtime_close(rt);
+    }
+}
