@@ -51,17 +51,19 @@ def lazykv_rows(dt):
             mean, ev, steps = lazy["ms_per_step"], r["lazy_evicting_step_ms"], lazy["steps"]
             runs.setdefault(r["backend"], []).append((mean, ev, (mean * steps - ev) / (steps - 1),
                                                       r["background_evicting_call_ms"],
-                                                      r["background_eviction_ms"]))
-    return {b: None if None in v else tuple(med(x[i] for x in v) for i in range(5))
+                                                      r["background_eviction_ms"],
+                                                      r.get("holes_evicting_step_ms", 0.0)))
+    return {b: None if None in v else tuple(med(x[i] for x in v) for i in range(6))
             for b, v in runs.items()}
 
 print("decode step, one layer, hq28/hkv28/d128 (expanded), lazy B 1492 W 175, ms per step,")
 print("median of %d runs each" % reps)
 print("background: the evicting call with cfg.eviction = background (the eviction runs on a")
-print("helper thread, off the call: its own time is the last column), against torch's evicting step")
-print("%-6s %-8s %12s %12s %12s   %-36s %12s %12s" % (
+print("helper thread, off the call: its own time is the next column), against torch's evicting step")
+print("holes: the evicting step inline with cfg.placement = holes (no K/V moves), against torch's")
+print("%-6s %-8s %12s %12s %12s   %-36s %12s %12s %12s" % (
     "dtype", "impl", "mean/period", "evicting", "others", "torch / impl (mean, evicting, others)",
-    "background", "helper"))
+    "background", "helper", "holes"))
 for dt in ("f32", "f16"):
     tr = [json.load(open("%s/torch-%s-%d.json" % (work, dt, rep))) for rep in range(1, reps + 1)]
     torch = tuple(med(t[k] for t in tr) for k in ("ms_per_step", "evicting_step_ms",
@@ -71,8 +73,9 @@ for dt in ("f32", "f16"):
             print("%-6s %-8s failed (see lazykv bench)" % (dt, backend))
             continue
         ratios = "%.1fx %.1fx %.1fx" % tuple(torch[i] / row[i] for i in range(3))
-        print("%-6s %-8s %12.3f %12.3f %12.3f   %-36s %7.3f %4.1fx %12.3f" % (
-            (dt, backend) + row[:3] + (ratios, row[3], torch[1] / row[3], row[4])))
+        holes = "%7.3f %4.1fx" % (row[5], torch[1] / row[5]) if row[5] > 0 else "%12s" % "-"
+        print("%-6s %-8s %12.3f %12.3f %12.3f   %-36s %7.3f %4.1fx %12.3f %s" % (
+            (dt, backend) + row[:3] + (ratios, row[3], torch[1] / row[3], row[4], holes)))
     print("%-6s %-8s %12.3f %12.3f %12.3f   (torch %s, %d threads)" % (
         (dt, "torch") + torch + (tr[0]["torch"], tr[0]["threads"])))
 PY

@@ -11,7 +11,8 @@
 #   deterministic  stories260K, greedy: the same ids on every run and for 1
 #                  or 2 threads, and lazy with a budget it never reaches gives
 #                  the full cache's ids; lazy and h2o evicting give the same
-#                  ids with --eviction background as inline
+#                  ids with --eviction background and --placement holes as
+#                  inline compacting
 #   backends       stories260K, greedy, lazy at 50%, f16 and bf16 K/V: every
 #                  other backend of the registry that opens (as `lazykv
 #                  devices` lists them: cuda, hip, vulkan, opencl)
@@ -190,9 +191,15 @@ deterministic)
   [ "$a" = "$c" ] || fail "2 threads differ from 1: '$c'"
   [ "$a" = "$lazy" ] || fail "lazy without eviction (budget 100%) differs from full: '$lazy'"
   for p in lazy h2o; do
-    inl=$(ids $base --policy $p --budget 30% --window 8 --eviction inline)
-    bg=$(ids $base --policy $p --budget 30% --window 8 --eviction background)
-    [ -n "$inl" ] && [ "$inl" = "$bg" ] || fail "$p: background eviction gave other ids: '$bg' vs '$inl'"
+    evict="--policy $p --budget 30%"
+    [ "$p" = lazy ] && evict="$evict --window 8"
+    inl=$(ids $base $evict --eviction inline)
+    bg=$(ids $base $evict --eviction background)
+    holes=$(ids $base $evict --placement holes)
+    case "$inl" in ""|*ERROR*) fail "$p: the inline run failed: '$inl'" ;; esac
+    [ "$inl" = "$bg" ] || fail "$p: background eviction gave other ids: '$bg' vs '$inl'"
+    [ "$inl" = "$holes" ] || fail "$p: hole filling gave other ids: '$holes' vs '$inl'"
+    [ "$inl" != "$a" ] || fail "$p at 30% gave the full cache's ids: nothing was evicted"
   done
   ;;
 backends)

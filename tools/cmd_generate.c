@@ -55,6 +55,9 @@ static const char *const help =
     "  --eviction inline|background  when a step's evictions run: inside its last\n"
     "                      layer's call (default), or on the cache's helper thread,\n"
     "                      overlapping the LM head and sampling; same tokens\n"
+    "  --placement compact|holes  what an eviction does with the kept K/V: shift\n"
+    "                      them down (default), or leave them and fill the holes\n"
+    "                      with new tokens (cpu and ref); same tokens\n"
     "  --dtype f32|f16|bf16  K/V storage (default f16)\n"
     "  --backend SPEC      default $LAZYKV_BACKEND, else auto\n\n"
     "output\n"
@@ -158,6 +161,13 @@ static int parse_eviction(void *opts, const char *flag, const char *v)
     return rc;
 }
 
+static int parse_placement(void *opts, const char *flag, const char *v)
+{
+    int holes = 0, rc = parse_choice(flag, v, "compact", "holes", &holes);
+    ((gen_opts *)opts)->cache.placement = holes ? LKV_PLACEMENT_HOLES : LKV_PLACEMENT_COMPACT;
+    return rc;
+}
+
 static int parse_dtype(void *opts, const char *flag, const char *v)
 {
     return cli_dtype("generate", flag, v, &((gen_opts *)opts)->cache.dtype);
@@ -188,6 +198,7 @@ static const cli_option options[] = {
     {"--param", CLI_CALL, 0, 0, 0, parse_param},
     {"--gqa", CLI_CALL, 0, 0, 0, parse_gqa},
     {"--eviction", CLI_CALL, 0, 0, 0, parse_eviction},
+    {"--placement", CLI_CALL, 0, 0, 0, parse_placement},
     {"--dtype", CLI_CALL, 0, 0, 0, parse_dtype},
     {"--backend", CLI_TEXT, AT(backend), 0, 0, NULL},
     {"--logits-out", CLI_TEXT, AT(logits_out), 0, 0, NULL},

@@ -57,6 +57,7 @@ typedef struct gen_cache_spec {
     lkv_dtype dtype;
     lkv_gqa_mode gqa;
     lkv_eviction_timing eviction;
+    lkv_placement placement;
 } gen_cache_spec;
 
 /* The policy name and parameters alone, before the model is loaded. */

@@ -83,6 +83,7 @@ int gen_cache_config(const gen_cache_spec *spec, const lkv_model *m, int32_t pro
     cfg.dtype = spec->dtype;
     cfg.gqa = spec->gqa;
     cfg.eviction = spec->eviction;
+    cfg.placement = spec->placement;
     int64_t total = (int64_t)prompt + max_tokens;
     int rc = policy_params(spec, total, &cfg.policy);
     if (rc)

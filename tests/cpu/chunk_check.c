@@ -88,6 +88,41 @@ static void note(worst *w, double err, const char *what, const char *isa, lkv_dt
     }
 }
 
+/* The same chunk with its K/V rows scattered over twice the places and
+ * read through a hole map (lkv_cpu_chunk.at) gives the same bits: the map
+ * changes where a row is read, never the order of the sums. */
+static void check_mapped(kernel k, const lkv_cpu_chunk *c, size_t es, worst *w)
+{
+    size_t row = (size_t)c->dim * es, places = 2 * (size_t)c->n;
+    int32_t *at = malloc(sizeof(int32_t) * (size_t)c->n);
+    unsigned char *ks = malloc(places * row), *vs = malloc(places * row);
+    float *e = malloc(sizeof(float) * (size_t)c->per * c->e_stride);
+    float *ml = malloc(sizeof(float) * (size_t)c->per * (2 + (size_t)c->dim));
+    if (!at || !ks || !vs || !e || !ml) {
+        fprintf(stderr, "chunk_check: out of memory\n");
+        exit(2);
+    }
+    memset(ks, 0x7f, places * row); /* places no slot maps to: NaN-ish noise */
+    memset(vs, 0x7f, places * row);
+    for (int32_t i = 0; i < c->n; i++) {
+        at[i] = (int32_t)((places - 1 - 2 * (size_t)i + (size_t)(i % 2)) % places);
+        memcpy(ks + (size_t)at[i] * row, c->k + (size_t)i * row, row);
+        memcpy(vs + (size_t)at[i] * row, c->v + (size_t)i * row, row);
+    }
+    lkv_cpu_chunk mc = *c;
+    mc.k = ks, mc.v = vs, mc.at = at, mc.e = e, mc.m = ml, mc.l = ml + c->per;
+    mc.acc = ml + 2 * c->per;
+    k.fn(&mc);
+    int same = !memcmp(c->m, mc.m, sizeof(float) * (size_t)c->per) &&
+               !memcmp(c->l, mc.l, sizeof(float) * (size_t)c->per) &&
+               !memcmp(c->acc, mc.acc, sizeof(float) * (size_t)c->per * (size_t)c->dim);
+    for (int32_t j = 0; j < c->per; j++)
+        same = same && !memcmp(c->e + (size_t)j * c->e_stride, e + (size_t)j * c->e_stride,
+                               sizeof(float) * (size_t)c->n);
+    note(w, same ? 0.0 : 1.0, "mapped", k.name, c->dtype, c->dim, c->n, c->per);
+    free(at), free(ks), free(vs), free(e), free(ml);
+}
+
 /* One chunk on `k`; the largest error of m, e, l and acc, each scaled by
  * what bounds its f32 rounding (sum of |terms|), into *w. */
 static int check_case(kernel k, lkv_dtype dt, int32_t dim, int32_t n, int32_t per, worst *w)
@@ -112,6 +147,7 @@ static int check_case(kernel k, lkv_dtype dt, int32_t dim, int32_t n, int32_t pe
     float scale = 1.0f / sqrtf((float)dim);
     lkv_cpu_chunk c = {dt, ks, vs, NULL, n, dim, per, q, scale, e, stride, m, l, acc};
     k.fn(&c);
+    check_mapped(k, &c, es, w);
     for (int32_t j = 0; j < per; j++) {
         double mref = -INFINITY;
         for (int32_t i = 0; i < n; i++) {
