@@ -139,11 +139,13 @@ typedef struct lkv_bench_decode {
      * whatever the caller does before its next call on the cache. */
     double bg_evict_call_ms;
     double bg_eviction_ms;
-    /* The same lazy run, inline, with placement = holes (no K/V moves at an
-     * eviction): its mean step and its evicting step; 0 where the backend
+    /* The same lazy run with placement = holes (no K/V moves at an
+     * eviction): inline, its mean step and its evicting step; then with
+     * eviction = background, the evicting step's call. 0 where the backend
      * cannot fill holes. */
     double holes_ms;
     double holes_evict_ms;
+    double holes_bg_call_ms;
     double full_ms;
     double full_max_ms;
     int64_t lazy_kv_peak, lazy_kv_reserved; /* lkv_cache_get_stats */

@@ -182,9 +182,9 @@ static void print_decode_row(FILE *f, const char *label, const char *len,
             dc->lazy_ms, dc->lazy_max_ms, dc->full_ms, dc->full_max_ms, dc->lazy_ms / dc->full_ms,
             lp, lr, fp, fr, dc->lazy_evict_ms, dc->bg_evict_call_ms, dc->bg_eviction_ms);
     if (dc->holes_evict_ms > 0.0)
-        fprintf(f, " %8.3f\n", dc->holes_evict_ms);
+        fprintf(f, " %8.3f %8.3f\n", dc->holes_evict_ms, dc->holes_bg_call_ms);
     else
-        fprintf(f, " %8s\n", "-");
+        fprintf(f, " %8s %8s\n", "-", "-");
 }
 
 static void print_decode(FILE *f, const lkv_bench_results *r)
@@ -201,13 +201,14 @@ static void print_decode(FILE *f, const lkv_bench_results *r)
                "lazy at budget %s, window %d (mean over one eviction period; max: the "
                "evicting step) vs the full cache; the evicting step inline vs with eviction =\n"
                "background: its call, and the eviction the helper thread runs off the step;\n"
-               "holes: the evicting step inline with placement = holes (no K/V moves)\n",
+               "holes: the evicting step with placement = holes (no K/V moves), inline and its\n"
+               "call in the background\n",
             shape, budget, s->window);
     fprintf(f, "%-18s | %-17s | %-17s | %9s | %-21s | %-21s | %s\n", "", "lazy ms/step",
             "full ms/step", "", "lazy KV bytes", "full KV bytes", "evicting step ms");
-    fprintf(f, "%-10s %7s | %8s %8s | %8s %8s | %9s | %10s %10s | %10s %10s | %8s %8s %8s %8s\n",
+    fprintf(f, "%-10s %7s | %8s %8s | %8s %8s | %9s | %10s %10s | %10s %10s | %8s %8s %8s %8s %8s\n",
             "backend", "seq len", "mean", "max", "mean", "max", "lazy/full", "peak", "reserved",
-            "peak", "reserved", "inline", "bg call", "bg evict", "holes");
+            "peak", "reserved", "inline", "bg call", "bg evict", "holes", "holes bg");
     for (int d = 0; d < r->n_devices; d++)
         for (int l = 0; l < s->n_lengths; l++) {
             char len[16];

@@ -52,18 +52,21 @@ def lazykv_rows(dt):
             runs.setdefault(r["backend"], []).append((mean, ev, (mean * steps - ev) / (steps - 1),
                                                       r["background_evicting_call_ms"],
                                                       r["background_eviction_ms"],
-                                                      r.get("holes_evicting_step_ms", 0.0)))
-    return {b: None if None in v else tuple(med(x[i] for x in v) for i in range(6))
+                                                      r.get("holes_evicting_step_ms", 0.0),
+                                                      r.get("holes_background_evicting_call_ms",
+                                                            0.0)))
+    return {b: None if None in v else tuple(med(x[i] for x in v) for i in range(7))
             for b, v in runs.items()}
 
 print("decode step, one layer, hq28/hkv28/d128 (expanded), lazy B 1492 W 175, ms per step,")
 print("median of %d runs each" % reps)
 print("background: the evicting call with cfg.eviction = background (the eviction runs on a")
 print("helper thread, off the call: its own time is the next column), against torch's evicting step")
-print("holes: the evicting step inline with cfg.placement = holes (no K/V moves), against torch's")
-print("%-6s %-8s %12s %12s %12s   %-36s %12s %12s %12s" % (
+print("holes: the evicting step with cfg.placement = holes (no K/V moves), inline and its call in")
+print("the background, each against torch's evicting step")
+print("%-6s %-8s %12s %12s %12s   %-36s %12s %12s %12s %12s" % (
     "dtype", "impl", "mean/period", "evicting", "others", "torch / impl (mean, evicting, others)",
-    "background", "helper", "holes"))
+    "background", "helper", "holes", "holes bg"))
 for dt in ("f32", "f16"):
     tr = [json.load(open("%s/torch-%s-%d.json" % (work, dt, rep))) for rep in range(1, reps + 1)]
     torch = tuple(med(t[k] for t in tr) for k in ("ms_per_step", "evicting_step_ms",
@@ -73,7 +76,8 @@ for dt in ("f32", "f16"):
             print("%-6s %-8s failed (see lazykv bench)" % (dt, backend))
             continue
         ratios = "%.1fx %.1fx %.1fx" % tuple(torch[i] / row[i] for i in range(3))
-        holes = "%7.3f %4.1fx" % (row[5], torch[1] / row[5]) if row[5] > 0 else "%12s" % "-"
+        holes = " ".join("%7.3f %4.1fx" % (x, torch[1] / x) if x > 0 else "%12s" % "-"
+                         for x in row[5:7])
         print("%-6s %-8s %12.3f %12.3f %12.3f   %-36s %7.3f %4.1fx %12.3f %s" % (
             (dt, backend) + row[:3] + (ratios, row[3], torch[1] / row[3], row[4], holes)))
     print("%-6s %-8s %12.3f %12.3f %12.3f   (torch %s, %d threads)" % (

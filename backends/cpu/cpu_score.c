@@ -10,9 +10,12 @@
  * expression (same bits); h1 is skipped where it is below half an ulp of h2
  * (old slots with a small mri: the sum is h2 exactly), and its exp
  * overflows to inf (h1 = 0 exactly) once its argument passes ln(DBL_MAX).
- * The other kinds run the oracle's code. */
+ * Equal (mri, delta) pairs, frequent within an eviction, are computed once
+ * per share of rows (score_memo). The other kinds run the oracle's code. */
 #include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cpu_internal.h"
 #include "ref/ref_ops.h"
@@ -68,7 +71,31 @@ static float lazy_score(int32_t mri, int32_t delta)
     return (float)(h1 + h2);
 }
 
-static void lazy_row(const lkv_score_args *a, int32_t r)
+/* The score is a function of (mri, delta) alone, both small integers that
+ * repeat across the slots and rows of one eviction (delta is a step count,
+ * mri one too), so a share of rows keeps the scores it computed in a
+ * direct-mapped table and reuses their bits. */
+#define MEMO_BITS 12
+
+typedef struct score_memo {
+    uint64_t key[1 << MEMO_BITS];
+    float score[1 << MEMO_BITS];
+} score_memo;
+
+static float memo_score(score_memo *m, int32_t mri, int32_t delta)
+{
+    if (!m || mri < 0 || delta < 0)
+        return lazy_score(mri, delta);
+    uint64_t key = (uint64_t)(uint32_t)delta << 32 | (uint32_t)mri;
+    uint32_t h = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - MEMO_BITS));
+    if (m->key[h] != key) {
+        m->key[h] = key;
+        m->score[h] = lazy_score(mri, delta);
+    }
+    return m->score[h];
+}
+
+static void lazy_row(const lkv_score_args *a, int32_t r, score_memo *m)
 {
     const lkv_cache_buffers *c = a->cache;
     int32_t row = a->rows[r], n = a->row_n[r], cap = c->capacity;
@@ -78,7 +105,7 @@ static void lazy_row(const lkv_score_args *a, int32_t r)
     int32_t lo = a->protect_head, hi = n - a->protect_tail;
     int32_t t = a->row_t ? a->row_t[r] : a->t;
     for (int32_t i = 0; i < n; i++)
-        s[i] = i < lo || i >= hi ? INFINITY : lazy_score(mri[i], t - last[i]);
+        s[i] = i < lo || i >= hi ? INFINITY : memo_score(m, mri[i], t - last[i]);
     lkv_ref_score_prior(a, r, s);
 }
 
@@ -93,8 +120,12 @@ static void score_units(void *ctx, int64_t begin, int64_t end)
 {
     score_job *j = ctx;
     if (j->a->kind == LKV_SCORE_RECURRENCE) {
+        score_memo *m = malloc(sizeof *m); /* 48 KiB: not on a pool thread's stack */
+        if (m)
+            memset(m->key, 0xff, sizeof m->key); /* empty: no key has a negative delta */
         for (int64_t r = begin; r < end; r++)
-            lazy_row(j->a, (int32_t)r);
+            lazy_row(j->a, (int32_t)r, m); /* without the table: every score computed */
+        free(m);
         return;
     }
     lkv_score_args part = *j->a;
