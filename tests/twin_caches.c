@@ -55,6 +55,23 @@ void twin_same_state(lkv_cache *a, lkv_cache *b, const char *what, int32_t step)
               (long long)sa.evictions, (long long)sb.evictions);
 }
 
+void twin_step(lkv_cache *a, lkv_cache *b, int32_t n, const float *q, const float *k,
+               const float *v, const char *what, int32_t t)
+{
+    static const int32_t seqs[SEQS] = {0, 1, 2};
+    float oa[SEQS * QH * D], ob[SEQS * QH * D];
+    for (int32_t l = 0; l < LAYERS; l++) {
+        lkv_decode_batch_io da = {.n_sequences = n, .sequences = seqs, .q = q, .k = k, .v = v,
+                                  .out = oa};
+        lkv_decode_batch_io db = da;
+        db.out = ob;
+        TU_OK(lkv_cache_decode_batch(a, l, &da));
+        TU_OK(lkv_cache_decode_batch(b, l, &db));
+        cr_assert(!memcmp(oa, ob, sizeof(float) * (size_t)n * QH * D),
+                  "%s step %d layer %d: outputs differ", what, t, l);
+    }
+}
+
 void twin_run(lkv_cache *a, lkv_cache *b, uint64_t seed, int32_t steps, const char *what)
 {
     uint64_t rng = seed;
@@ -69,22 +86,12 @@ void twin_run(lkv_cache *a, lkv_cache *b, uint64_t seed, int32_t steps, const ch
         TU_OK(lkv_cache_prefill_batch(a, l, &p));
         TU_OK(lkv_cache_prefill_batch(b, l, &p));
     }
-    float oa[SEQS * QH * D], ob[SEQS * QH * D];
     for (int32_t t = 1; t <= steps; t++) {
         int32_t n = t % 4 == 3 ? 2 : 3;
         tu_fill_normal(q, (size_t)n * QH * D, &rng, 2.0);
         tu_fill_normal(k, (size_t)n * KVH * D, &rng, 1.0);
         tu_fill_normal(v, (size_t)n * KVH * D, &rng, 1.0);
-        for (int32_t l = 0; l < LAYERS; l++) {
-            lkv_decode_batch_io da = {.n_sequences = n, .sequences = seqs, .q = q, .k = k,
-                                      .v = v, .out = oa};
-            lkv_decode_batch_io db = da;
-            db.out = ob;
-            TU_OK(lkv_cache_decode_batch(a, l, &da));
-            TU_OK(lkv_cache_decode_batch(b, l, &db));
-            cr_assert(!memcmp(oa, ob, sizeof(float) * (size_t)n * QH * D),
-                      "%s step %d layer %d: outputs differ", what, t, l);
-        }
+        twin_step(a, b, n, q, k, v, what, t);
         if (t % 10 == 0)
             twin_same_state(a, b, what, t);
     }

@@ -18,6 +18,11 @@ lkv_cache_config twin_config(lkv_policy_kind kind);
  * differ. */
 void twin_same_state(lkv_cache *a, lkv_cache *b, const char *what, int32_t step);
 
+/* One decode step of sequences 0 .. n-1 at every layer of both, q, k and v
+ * [n][heads][dim]; fails the test where the outputs differ. */
+void twin_step(lkv_cache *a, lkv_cache *b, int32_t n, const float *q, const float *k,
+               const float *v, const char *what, int32_t t);
+
 /* The prompts and `steps` decode steps of both, compared as above. */
 void twin_run(lkv_cache *a, lkv_cache *b, uint64_t seed, int32_t steps, const char *what);
 
