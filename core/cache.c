@@ -89,11 +89,10 @@ static lkv_status check_shape(const lkv_cache_config *c)
 
 static void free_buffers(lkv_cache *c)
 {
-    lkv_buffer *all[] = {c->buf.k,         c->buf.v,         c->buf.pos,       c->buf.state_a,
-                         c->buf.state_b,   c->buf.state_f,   c->buf.phys,      c->probs,
-                         c->scores,
-                         c->kept,          c->stage_q.buf,   c->stage_k.buf,   c->stage_v.buf,
-                         c->stage_out.buf, c->stage_p.buf, c->stage_plan.buf};
+    lkv_buffer *all[] = {c->buf.k,       c->buf.v,         c->buf.pos,       c->buf.state_a,
+                         c->buf.state_b, c->buf.state_f,   c->buf.phys,      c->probs,
+                         c->scores,      c->kept,          c->stage_q.buf,   c->stage_k.buf,
+                         c->stage_v.buf, c->stage_out.buf, c->stage_p.buf,   c->stage_plan.buf};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
             c->ops->free(c->dev, all[i]);
@@ -119,6 +118,7 @@ static lkv_status alloc_buffers(lkv_cache *c)
         {&c->buf.state_b, slots * 4},   {&c->buf.state_f, slots * 4},
         {&c->probs, slots * 4},         {&c->scores, slots * 4},
         {&c->kept, slots * 4},
+        /* the hole map: only where holes are filled */
         {c->cfg.placement == LKV_PLACEMENT_HOLES ? &c->buf.phys : NULL, slots * 4},
     };
     for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {

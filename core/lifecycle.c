@@ -54,9 +54,10 @@ static lkv_status copy_rows(lkv_cache *c, int32_t src, int32_t dst)
         {c->buf.phys, slots * 4}, /* holes: dst's K/V lie where src's do */
     };
     lkv_status st = LKV_OK;
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && st == LKV_OK && parts[i].buf; i++)
-        st = c->ops->copy(c->dev, parts[i].buf, (size_t)dst * parts[i].bytes, parts[i].buf,
-                          (size_t)src * parts[i].bytes, parts[i].bytes);
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && st == LKV_OK; i++)
+        if (parts[i].buf) /* phys: NULL in a compacting cache */
+            st = c->ops->copy(c->dev, parts[i].buf, (size_t)dst * parts[i].bytes, parts[i].buf,
+                              (size_t)src * parts[i].bytes, parts[i].bytes);
     return st;
 }
 

@@ -1,7 +1,8 @@
 /* store, reference: each entry's tokens into consecutive slots of every
  * cache head of its (sequence, layer), in the storage type, with positions
- * and fresh policy state (K/V through the hole map, if any). Device inputs reach it unchecked, so a value the
- * storage cannot hold is made finite here (the rule of lkv_store_args). */
+ * and fresh policy state (K/V to the places the hole map gives, if any).
+ * Device inputs reach it unchecked, so a value the storage cannot hold is
+ * made finite here (the rule of lkv_store_args). */
 #include <math.h>
 
 #include "ref_ops.h"
