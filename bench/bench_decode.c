@@ -113,6 +113,12 @@ static lkv_status run_cache(lkv_runtime *rt, const lkv_cache_config *cfg,
     return st;
 }
 
+/* The mean of the steps that evicted, 0 when none did. */
+static double evicting_ms(const step_times *t)
+{
+    return t->evicting ? 1e3 * t->evict_s / t->evicting : 0.0;
+}
+
 static void record_failure(lkv_bench_decode *out, lkv_status st, const char *which)
 {
     out->status = st;
@@ -136,11 +142,11 @@ static lkv_status run_holes(lkv_runtime *rt, const lkv_bench_settings *s,
     if (st != LKV_OK)
         return st;
     out->holes_ms = 1e3 * h.sum_s / s->window;
-    out->holes_evict_ms = h.evicting ? 1e3 * h.evict_s / h.evicting : 0.0;
+    out->holes_evict_ms = evicting_ms(&h);
     cfg.eviction = LKV_EVICTION_BACKGROUND;
     step_times b = {0};
     st = run_cache(rt, &cfg, in, out->length, out->budget, LAZY_WARMUP, s->window, &b, &stats);
-    out->holes_bg_call_ms = b.evicting ? 1e3 * b.evict_s / b.evicting : 0.0;
+    out->holes_bg_call_ms = evicting_ms(&b);
     return st;
 }
 
@@ -163,7 +169,7 @@ static lkv_status run_lazy(lkv_runtime *rt, const lkv_bench_settings *s,
         return st;
     out->lazy_ms = 1e3 * t.sum_s / s->window;
     out->lazy_max_ms = 1e3 * t.max_s;
-    out->lazy_evict_ms = t.evicting ? 1e3 * t.evict_s / t.evicting : 0.0;
+    out->lazy_evict_ms = evicting_ms(&t);
     out->lazy_kv_peak = stats.kv_bytes_peak;
     out->lazy_kv_reserved = stats.kv_bytes_reserved;
     cfg.eviction = LKV_EVICTION_BACKGROUND;
@@ -171,7 +177,7 @@ static lkv_status run_lazy(lkv_runtime *rt, const lkv_bench_settings *s,
     if ((st = run_cache(rt, &cfg, in, out->length, out->budget, LAZY_WARMUP, s->window, &b,
                         &stats)) != LKV_OK)
         return st;
-    out->bg_evict_call_ms = b.evicting ? 1e3 * b.evict_s / b.evicting : 0.0;
+    out->bg_evict_call_ms = evicting_ms(&b);
     out->bg_eviction_ms = stats.evictions ? 1e3 * stats.eviction_seconds / (double)stats.evictions
                                           : 0.0;
     return run_holes(rt, s, in, cfg, out);

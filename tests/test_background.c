@@ -37,21 +37,18 @@ static void run_owned(lkv_runtime *rt, lkv_policy_kind kind, int32_t steps)
     lkv_cache_destroy(bg);
 }
 
-static const lkv_policy_kind *const every = twin_every_policy;
-enum { N_EVERY = sizeof twin_every_policy / sizeof twin_every_policy[0] };
-
 Test(background, every_policy_on_ref_decides_as_inline)
 {
-    for (size_t i = 0; i < N_EVERY; i++)
-        run_owned(tu_runtime(), every[i], 60);
+    for (size_t i = 0; i < TWIN_POLICIES; i++)
+        run_owned(tu_runtime(), twin_every_policy[i], 60);
 }
 
 Test(background, every_policy_on_cpu_decides_as_inline)
 {
     lkv_runtime *rt = NULL;
     TU_OK(lkv_runtime_open("cpu", &rt));
-    for (size_t i = 0; i < N_EVERY; i++)
-        run_owned(rt, every[i], 60);
+    for (size_t i = 0; i < TWIN_POLICIES; i++)
+        run_owned(rt, twin_every_policy[i], 60);
     lkv_runtime_close(rt);
 }
 

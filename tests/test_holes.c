@@ -23,7 +23,7 @@ static lkv_cache *make(lkv_runtime *rt, lkv_cache_config cfg, lkv_placement plac
 static void run_twins(lkv_runtime *rt, lkv_dtype dtype, lkv_gqa_mode gqa,
                       lkv_eviction_timing when)
 {
-    for (size_t i = 0; i < 7; i++) {
+    for (size_t i = 0; i < TWIN_POLICIES; i++) {
         lkv_policy_kind kind = twin_every_policy[i];
         lkv_cache_config cfg = twin_config(kind);
         cfg.dtype = dtype;

@@ -6,7 +6,7 @@
 enum { SEQS = TWIN_SEQS, LAYERS = TWIN_LAYERS, QH = TWIN_QH, KVH = TWIN_KVH, D = TWIN_D,
        CAP = TWIN_CAP, PROMPT = TWIN_PROMPT };
 
-const lkv_policy_kind twin_every_policy[7] = {
+const lkv_policy_kind twin_every_policy[TWIN_POLICIES] = {
     LKV_POLICY_FULL, LKV_POLICY_LAZY,   LKV_POLICY_STREAMING, LKV_POLICY_H2O,
     LKV_POLICY_TOVA, LKV_POLICY_SNAPKV, LKV_POLICY_NACL};
 
