@@ -1,9 +1,17 @@
-/* A persistent pool: workers sleep on a condition variable and wake when the
- * job generation advances, so a matmul or an attend costs a wake-up, not a
- * thread start. One job at a time: a run that finds the pool busy (another
- * thread's job, or a call from inside a share) runs on its caller alone, so
- * one pool can serve the forward pass and the cpu backend without a lock
- * order to get wrong. */
+/* A persistent pool: workers wait for the job generation to advance, so a
+ * matmul or an attend costs a hand-over, not a thread start. One job at a
+ * time: a run that finds the pool busy (another thread's job, or a call from
+ * inside a share) runs on its caller alone, so one pool can serve the
+ * forward pass and the cpu backend without a lock order to get wrong.
+ *
+ * Jobs come in bursts (a decode step is store, attend, observe and, when it
+ * evicts, score, select and compact; a token of the model some 200
+ * matmuls), a few microseconds apart, while waking a thread asleep on a
+ * condition variable costs tens of microseconds on a virtual machine (the
+ * select of an eviction step measured 3x its own work). So a worker that
+ * finishes a job, and a caller waiting for its workers, first spin on the
+ * counters for a bounded time (LKV_POOL_SPIN_NS), then sleep: a burst pays
+ * no wake-up, an idle pool costs one spin per burst and then nothing. */
 #include "pool.h"
 
 #include <errno.h>
@@ -11,11 +19,16 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "error.h"
 
 #define LKV_POOL_MAX_THREADS 256
+/* how long a worker spins for the next job, and a caller for its workers,
+ * before sleeping: longer than the gaps within a burst of jobs, short
+ * enough that an idle pool gives its cores back at once to the eye */
+#define LKV_POOL_SPIN_NS 200000
 
 typedef struct lkv_pool_worker {
     lkv_pool *pool;
@@ -30,8 +43,8 @@ struct lkv_pool {
     pthread_mutex_t mu;
     pthread_cond_t wake;
     pthread_cond_t done;
-    uint64_t generation; /* advanced once per job */
-    int pending;         /* workers still in the current job */
+    _Atomic uint64_t generation; /* advanced once per job, under mu */
+    _Atomic int pending;         /* workers still in the current job */
     int stop;
     int64_t n;
     void (*fn)(void *ctx, int64_t begin, int64_t end);
@@ -49,28 +62,79 @@ static void run_share(lkv_pool *p, int index, int64_t n,
         fn(ctx, begin, end);
 }
 
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Spins until *value != unchanged or LKV_POOL_SPIN_NS pass; whether it changed.
+ * The clock is read once every 64 relaxes: a read costs more than a relax. */
+static int spin_until_changed(_Atomic uint64_t *value, uint64_t unchanged)
+{
+    int64_t deadline = now_ns() + LKV_POOL_SPIN_NS;
+    for (uint32_t i = 1;; i++) {
+        if (atomic_load_explicit(value, memory_order_acquire) != unchanged)
+            return 1;
+        cpu_relax();
+        if (i % 64 == 0 && now_ns() > deadline)
+            return 0;
+    }
+}
+
+static int spin_until_zero(_Atomic int *value)
+{
+    int64_t deadline = now_ns() + LKV_POOL_SPIN_NS;
+    for (uint32_t i = 1;; i++) {
+        if (atomic_load_explicit(value, memory_order_acquire) == 0)
+            return 1;
+        cpu_relax();
+        if (i % 64 == 0 && now_ns() > deadline)
+            return 0;
+    }
+}
+
+/* The next job after generation `seen`: spun for, then slept for. 0 when
+ * the pool stops. The job's fields are written before its generation is
+ * published (release), so they are read after it is seen (acquire). */
+static int next_job(lkv_pool *p, uint64_t seen)
+{
+    if (spin_until_changed(&p->generation, seen))
+        return 1;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && atomic_load(&p->generation) == seen)
+        pthread_cond_wait(&p->wake, &p->mu);
+    int stop = p->stop;
+    pthread_mutex_unlock(&p->mu);
+    return !stop;
+}
+
 static void *worker_main(void *arg)
 {
     lkv_pool_worker *w = arg;
     lkv_pool *p = w->pool;
     uint64_t seen = 0;
-    pthread_mutex_lock(&p->mu);
-    for (;;) {
-        while (!p->stop && p->generation == seen)
-            pthread_cond_wait(&p->wake, &p->mu);
-        if (p->stop)
-            break;
-        seen = p->generation;
-        int64_t n = p->n;
-        void (*fn)(void *, int64_t, int64_t) = p->fn;
-        void *ctx = p->ctx;
-        pthread_mutex_unlock(&p->mu);
-        run_share(p, w->index, n, fn, ctx);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0)
+    while (next_job(p, seen)) {
+        seen = atomic_load_explicit(&p->generation, memory_order_acquire);
+        run_share(p, w->index, p->n, p->fn, p->ctx);
+        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+            /* the caller may be asleep: signal under mu, so the wake cannot
+             * fall between its check of pending and its wait */
+            pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -207,19 +271,23 @@ void lkv_pool_run(lkv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t begin, i
         fn(ctx, 0, n);
         return;
     }
-    pthread_mutex_lock(&p->mu);
+    /* every worker has left the last job (pending reached 0) and reads the
+     * fields only after it sees the new generation */
     p->n = n;
     p->fn = fn;
     p->ctx = ctx;
-    p->pending = p->started;
-    p->generation++;
+    atomic_store_explicit(&p->pending, p->started, memory_order_relaxed);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     run_share(p, 0, n, fn, ctx);
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0)
-        pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    if (!spin_until_zero(&p->pending)) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->pending) > 0)
+            pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
     atomic_flag_clear(&p->busy);
 }
 

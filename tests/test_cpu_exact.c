@@ -285,6 +285,32 @@ Test(cpu_exact, select_many_rows_over_the_pool)
     select_grid(24, 1500, 9); /* 36000 slots: the pool's share of rows */
 }
 
+/* Scores that share all but their last bits (a few ulps around one value,
+ * of either sign, with ties), as a lazy row's scores share their sign and
+ * exponent: the radix passes start at the first bit the row's scores
+ * differ in, down to the last byte and below it. */
+Test(cpu_exact, select_within_a_few_ulps)
+{
+    static const float bases[] = {1.5378828f, -0.75f, 3.0e-39f, 2.0f};
+    static const int32_t spans[] = {1, 2, 7, 130, 300, 70000};
+    enum { B = sizeof bases / sizeof bases[0], S = sizeof spans / sizeof spans[0] };
+    enum { R = B * S, C = 211 };
+    inputs in = inputs_make(R, C);
+    int32_t row_k[R];
+    uint64_t st = 23;
+    for (int32_t r = 0; r < R; r++) {
+        uint32_t bits;
+        memcpy(&bits, &bases[r / S], sizeof bits);
+        for (int32_t i = 0; i < C; i++) {
+            uint32_t b = bits + (uint32_t)(tu_uniform(&st) * spans[r % S]);
+            memcpy(&in.scores[r * C + i], &b, sizeof b);
+        }
+        row_k[r] = 1 + (int32_t)((int64_t)(r * 37 % R) * (C - 1) / (R - 1));
+    }
+    check_select(&in, row_k);
+    inputs_free(&in);
+}
+
 /* ---- observe ----------------------------------------------------------- */
 
 typedef struct observe_case {

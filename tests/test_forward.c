@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "forward.h"
 #include "matmul.h"
@@ -778,6 +779,47 @@ Test(pool, every_index_runs_once_per_job)
             cr_assert_eq(hits[i], 50, "n %lld: index %lld ran %d times", (long long)n,
                          (long long)i, hits[i]);
     }
+    lkv_pool_free(pool);
+}
+
+/* A job's hand-over both ways: to workers still spinning after the last job
+ * and to workers asleep (a pause well past the pool's spin), and a caller
+ * that waits for a slow share past its own spin, then sleeps for it. */
+typedef struct paced_job {
+    int hits[64];
+    int slow; /* the shares after the first sleep this long, in us */
+} paced_job;
+
+static void pause_us(int us)
+{
+    struct timespec t = {0, (long)us * 1000};
+    nanosleep(&t, NULL);
+}
+
+static void paced_mark(void *ctx, int64_t begin, int64_t end)
+{
+    paced_job *j = ctx;
+    if (begin > 0 && j->slow)
+        pause_us(j->slow);
+    for (int64_t i = begin; i < end; i++)
+        j->hits[i]++;
+}
+
+Test(pool, jobs_reach_spinning_and_sleeping_workers)
+{
+    lkv_pool *pool = NULL;
+    TU_OK(lkv_pool_create(3, &pool));
+    paced_job job;
+    memset(&job, 0, sizeof job);
+    enum { REPS = 40 };
+    for (int rep = 0; rep < REPS; rep++) {
+        if (rep % 4 == 1)
+            pause_us(3000); /* the workers fall asleep */
+        job.slow = rep % 4 == 2 ? 3000 : 0;
+        lkv_pool_run(pool, 64, paced_mark, &job);
+    }
+    for (int i = 0; i < 64; i++)
+        cr_assert_eq(job.hits[i], REPS, "index %d ran %d times", i, job.hits[i]);
     lkv_pool_free(pool);
 }
 

@@ -4,7 +4,7 @@
  * floats do (NaN lowest, -0 equal to +0); a radix select over the key's four
  * bytes finds the k-th key T, and one ascending scan keeps every slot above
  * T and the lowest-numbered slots at T until k are kept, which is the
- * oracle's tie order. Two passes over the row (the other bytes look only
+ * oracle's tie order. Two passes over the row (the radix passes look only
  * at the candidates left, in the kept row as scratch), rows in parallel:
  * the same slots as the oracle, bit for bit. */
 #include <math.h>
@@ -21,47 +21,64 @@ static inline uint32_t key_of(float f)
     return isnan(f) ? 0u : key;
 }
 
+/* One radix pass over the m candidates in scratch (all sharing the key bits
+ * above the digit): histograms the 8-bit digit at `shift`, finds the bin b
+ * of the k-th largest, packs the candidates in b to the front and returns
+ * how many there are, with their least and greatest key. Counts go to four
+ * histograms in turn (one counter incremented back to back waits on its own
+ * store) and the packing is branch-free. */
+static int32_t radix_pass(uint32_t *scratch, int32_t m, int shift, int32_t k, int32_t *above,
+                          uint32_t *out_lo, uint32_t *out_hi)
+{
+    int32_t hist[4][256] = {{0}};
+    for (int32_t i = 0; i < m; i++)
+        hist[i & 3][(scratch[i] >> shift) & 0xffu]++;
+    uint32_t b = 255;
+    int32_t count;
+    while (*above + (count = hist[0][b] + hist[1][b] + hist[2][b] + hist[3][b]) < k) {
+        *above += count;
+        b--;
+    }
+    uint32_t lo = UINT32_MAX, hi = 0;
+    int32_t left = 0;
+    for (int32_t i = 0; i < m; i++) {
+        uint32_t key = scratch[i];
+        int32_t match = ((key >> shift) & 0xffu) == b;
+        scratch[left] = key;
+        left += match;
+        lo = match && key < lo ? key : lo;
+        hi = match && key > hi ? key : hi;
+    }
+    *out_lo = lo;
+    *out_hi = hi;
+    return left;
+}
+
 /* The k-th largest key of s[0..n) (1 <= k <= n) and how many keys exceed it.
- * One pass computes the keys into `scratch` (n entries) and histograms the
- * top byte; each later byte histograms only the candidates left, which are
- * packed to the front of scratch as they are found, so the row is read once
- * and the rest touches a shrinking set. Scores of one row share their top
- * bytes, so counts go to four histograms in turn (one counter incremented
- * back to back waits on its own store) and the packing is branch-free. */
+ * The first pass only computes the keys into `scratch` (n entries) and their
+ * range, which vectorizes. Each radix pass then takes the 8 bits below the
+ * bits every candidate shares (the highest bit where the least and greatest
+ * candidate differ), so scores of one row, which share their sign and most
+ * of their exponent, are not histogrammed on bytes that cannot split them;
+ * and the search ends as soon as the candidates left are one key, which is
+ * where a policy's ties (many slots with the same score) end it at once. */
 static uint32_t kth_key(const float *s, int32_t n, int32_t k, uint32_t *scratch,
                         int32_t *out_above)
 {
-    int32_t hist[4][256] = {{0}};
+    uint32_t lo = UINT32_MAX, hi = 0;
     for (int32_t i = 0; i < n; i++) {
         uint32_t key = key_of(s[i]);
         scratch[i] = key;
-        hist[i & 3][key >> 24]++;
+        lo = key < lo ? key : lo;
+        hi = key > hi ? key : hi;
     }
-    uint32_t prefix = 0;
-    int32_t above = 0, m = n; /* above: keys above every candidate so far */
-    for (int shift = 24;; shift -= 8) {
-        uint32_t b = 255;
-        int32_t count;
-        while (above + (count = hist[0][b] + hist[1][b] + hist[2][b] + hist[3][b]) < k) {
-            above += count;
-            b--;
-        }
-        prefix |= b << shift;
-        if (shift == 0)
-            break;
-        memset(hist, 0, sizeof hist);
-        int32_t left = 0;
-        for (int32_t i = 0; i < m; i++) {
-            uint32_t key = scratch[i];
-            int32_t match = ((key >> shift) & 0xffu) == b;
-            scratch[left] = key;
-            hist[i & 3][(key >> (shift - 8)) & 0xffu] += match;
-            left += match;
-        }
-        m = left;
+    int32_t above = 0, m = n; /* above: keys above every candidate */
+    while (lo != hi) {
+        int top = 31 - __builtin_clz(lo ^ hi);
+        m = radix_pass(scratch, m, top < 7 ? 0 : top - 7, k, &above, &lo, &hi);
     }
     *out_above = above;
-    return prefix;
+    return lo;
 }
 
 static void select_row(const lkv_select_args *a, int32_t r)
