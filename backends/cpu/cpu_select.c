@@ -5,7 +5,9 @@
  * bytes finds the k-th key T, and one ascending scan keeps every slot above
  * T and the lowest-numbered slots at T until k are kept, which is the
  * oracle's tie order. Two passes over the row (the radix passes look only
- * at the candidates left, in the kept row as scratch), rows in parallel:
+ * at the candidates left, in the kept row as scratch; a row of one score
+ * and the window's infinities, as at a first eviction, takes one), rows in
+ * parallel:
  * the same slots as the oracle, bit for bit. */
 #include <math.h>
 #include <string.h>
@@ -21,64 +23,90 @@ static inline uint32_t key_of(float f)
     return isnan(f) ? 0u : key;
 }
 
-/* One radix pass over the m candidates in scratch (all sharing the key bits
- * above the digit): histograms the 8-bit digit at `shift`, finds the bin b
- * of the k-th largest, packs the candidates in b to the front and returns
- * how many there are, with their least and greatest key. Counts go to four
- * histograms in turn (one counter incremented back to back waits on its own
- * store) and the packing is branch-free. */
-static int32_t radix_pass(uint32_t *scratch, int32_t m, int shift, int32_t k, int32_t *above,
-                          uint32_t *out_lo, uint32_t *out_hi)
+/* Counts of one 8-bit digit of the candidates, in four histograms taken in
+ * turn (one counter incremented back to back waits on its own store). */
+typedef struct digit_hist {
+    int32_t h[4][256];
+} digit_hist;
+
+static void count_digit(digit_hist *d, const uint32_t *keys, int32_t m, int shift)
 {
-    int32_t hist[4][256] = {{0}};
+    memset(d, 0, sizeof *d);
     for (int32_t i = 0; i < m; i++)
-        hist[i & 3][(scratch[i] >> shift) & 0xffu]++;
+        d->h[i & 3][(keys[i] >> shift) & 0xffu]++;
+}
+
+/* The bin holding the k-th largest key; *above grows by the keys in the
+ * bins over it. */
+static uint32_t kth_bin(const digit_hist *d, int32_t k, int32_t *above)
+{
     uint32_t b = 255;
     int32_t count;
-    while (*above + (count = hist[0][b] + hist[1][b] + hist[2][b] + hist[3][b]) < k) {
+    while (*above + (count = d->h[0][b] + d->h[1][b] + d->h[2][b] + d->h[3][b]) < k) {
         *above += count;
         b--;
     }
-    uint32_t lo = UINT32_MAX, hi = 0;
-    int32_t left = 0;
-    for (int32_t i = 0; i < m; i++) {
-        uint32_t key = scratch[i];
-        int32_t match = ((key >> shift) & 0xffu) == b;
-        scratch[left] = key;
-        left += match;
-        lo = match && key < lo ? key : lo;
-        hi = match && key > hi ? key : hi;
-    }
-    *out_lo = lo;
-    *out_hi = hi;
-    return left;
+    return b;
 }
 
+/* The digit counted with the keys: a float's exponent, where scores of one
+ * sign that differ in magnitude differ first. */
+#define FIRST_SHIFT 23
+
 /* The k-th largest key of s[0..n) (1 <= k <= n) and how many keys exceed it.
- * The first pass only computes the keys into `scratch` (n entries) and their
- * range, which vectorizes. Each radix pass then takes the 8 bits below the
- * bits every candidate shares (the highest bit where the least and greatest
- * candidate differ), so scores of one row, which share their sign and most
- * of their exponent, are not histogrammed on bytes that cannot split them;
- * and the search ends as soon as the candidates left are one key, which is
- * where a policy's ties (many slots with the same score) end it at once. */
+ * The first pass computes the keys into `scratch` (n entries), the bits all
+ * of them have and any of them has, and counts their exponents. Each radix
+ * pass keeps the candidates whose digit is the k-th's, packed to the front
+ * of scratch (branch-free), and counts the next 8 bits of those it keeps. The
+ * candidates share every bit above the highest one where `all` and `any`
+ * differ, so a digit is only ever taken at or below that bit (a row's
+ * scores share their sign and most of their exponent: those bytes are not
+ * counted), and the search ends as soon as one key is left (all == any),
+ * which is where a policy's ties (many slots with the same score) end it at
+ * once. */
 static uint32_t kth_key(const float *s, int32_t n, int32_t k, uint32_t *scratch,
                         int32_t *out_above)
 {
-    uint32_t lo = UINT32_MAX, hi = 0;
+    uint32_t all = UINT32_MAX, any = 0; /* the bits every key has, and any key */
+    digit_hist d;
+    memset(&d, 0, sizeof d);
     for (int32_t i = 0; i < n; i++) {
         uint32_t key = key_of(s[i]);
         scratch[i] = key;
-        lo = key < lo ? key : lo;
-        hi = key > hi ? key : hi;
+        all &= key;
+        any |= key;
+        d.h[i & 3][(key >> FIRST_SHIFT) & 0xffu]++;
     }
     int32_t above = 0, m = n; /* above: keys above every candidate */
-    while (lo != hi) {
-        int top = 31 - __builtin_clz(lo ^ hi);
-        m = radix_pass(scratch, m, top < 7 ? 0 : top - 7, k, &above, &lo, &hi);
+    int counted = FIRST_SHIFT; /* the shift of the digit d counts; -1: none */
+    while (all != any) {
+        int top = 31 - __builtin_clz(all ^ any);
+        int shift = counted;
+        if (shift < 0 || top < shift || top > shift + 7) { /* none, or no split in it */
+            shift = top < 7 ? 0 : top - 7;
+            count_digit(&d, scratch, m, shift);
+        }
+        uint32_t b = kth_bin(&d, k, &above);
+        int next = shift >= 8 ? shift - 8 : 0;
+        memset(&d, 0, sizeof d);
+        int32_t left = 0;
+        all = UINT32_MAX;
+        any = 0;
+        for (int32_t i = 0; i < m; i++) {
+            uint32_t key = scratch[i];
+            int32_t match = ((key >> shift) & 0xffu) == b;
+            uint32_t mask = 0u - (uint32_t)match;
+            scratch[left] = key;
+            d.h[i & 3][(key >> next) & 0xffu] += match;
+            left += match;
+            all &= key | ~mask;
+            any |= key & mask;
+        }
+        m = left;
+        counted = shift >= 8 ? next : -1;
     }
     *out_above = above;
-    return lo;
+    return all;
 }
 
 static void select_row(const lkv_select_args *a, int32_t r)
