@@ -1,14 +1,13 @@
 /* select, fast: the oracle's decision (ref_select.c: order by score
  * descending, NaN last, ties by slot ascending; keep the first k; list them
  * ascending) without sorting. Scores map to unsigned keys that order as the
- * floats do (NaN lowest, -0 equal to +0); a radix select over the key's four
- * bytes finds the k-th key T, and one ascending scan keeps every slot above
- * T and the lowest-numbered slots at T until k are kept, which is the
+ * floats do (NaN lowest, -0 equal to +0); a radix select over 8-bit digits
+ * of the key finds the k-th key T, and one ascending scan keeps every slot
+ * above T and the lowest-numbered slots at T until k are kept, which is the
  * oracle's tie order. Two passes over the row (the radix passes look only
  * at the candidates left, in the kept row as scratch; a row of one score
- * and the window's infinities, as at a first eviction, takes one), rows in
- * parallel:
- * the same slots as the oracle, bit for bit. */
+ * and the window's infinities, as at a first eviction, needs one), rows in
+ * parallel: the same slots as the oracle, bit for bit. */
 #include <math.h>
 #include <string.h>
 
