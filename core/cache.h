@@ -320,7 +320,11 @@ lkv_status lkv_placement_check(const lkv_cache_config *cfg, const lkv_backend_op
 lkv_status lkv_placement_init(lkv_cache *c);
 
 /* Gives every row of each decision group (lkv_granularity) the group's
- * highest score per slot, so that select keeps the same slots in all. */
+ * highest score per slot, so that select keeps the same slots in all: on
+ * the device through reduce_rows where the backend has it and each group's
+ * rows are consecutive, else through the host (lkv_scores_unite_host,
+ * which tests hold the device path to). */
 lkv_status lkv_scores_unite(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs);
+lkv_status lkv_scores_unite_host(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs);
 
 #endif

@@ -1,8 +1,19 @@
 /* Decisions shared by several rows (lkv_granularity): before select, every
  * row of a group gets the group's highest score per slot, so select, which
- * is deterministic, keeps the same slots in all of them. The rows are read
- * and written through the backend's copies, one round trip per eviction;
- * the policies' own ops stay per row. */
+ * is deterministic, keeps the same slots in all of them. The policies' own
+ * ops stay per row.
+ *
+ * On the device: a group's rows are consecutive cache rows (the heads of a
+ * layer; for token, the heads of consecutive layers of a sequence), so the
+ * backend's reduce_rows takes each group's max into the first of its rows
+ * in `kept` (free until select writes it) and a second reduce_rows, of one
+ * row each, copies it back over every row of the group: two dispatches per
+ * eviction, no read-back and no wait. Its max keeps v > m ? v : m, which is
+ * fmaxf wherever no score is NaN, as none is: scores are the policies' own
+ * formulas over checked probabilities, and protected slots are infinite.
+ * A backend without reduce_rows, or a group of rows that are not
+ * consecutive (token granularity with only some layers due), goes through
+ * the host: each row read, the max taken with fmaxf, written back. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +74,87 @@ static lkv_status unite_group(lkv_cache *c, const lkv_due_pair *pairs, int32_t n
     return st;
 }
 
-lkv_status lkv_scores_unite(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs)
+/* Each group as one run of consecutive cache rows: the first batch row of
+ * each (first[g]) and how many rows it has (size[g]); 0 when a group's rows
+ * are not one ascending run, or the groups are not all one size. */
+static int32_t device_groups(const lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs,
+                             int32_t *first, int32_t *size, unsigned char *done)
+{
+    int32_t groups = 0;
+    for (int32_t i = 0; i < n_pairs; i++) {
+        if (done[i])
+            continue;
+        int32_t r0 = i * c->heads, count = 0;
+        for (int32_t r = r0; r < n_pairs * c->heads; r++) {
+            if (!in_group(c, pairs, i, r))
+                continue;
+            if (c->rows[r] != c->rows[r0] + count || c->row_n[r] != c->row_n[r0])
+                return 0;
+            done[r / c->heads] = 1;
+            count++;
+        }
+        if (groups > 0 && count != size[0])
+            return 0;
+        first[groups] = r0;
+        size[groups++] = count;
+    }
+    return groups;
+}
+
+/* The device's two reduce_rows: each group's max into kept, then back over
+ * every row of the group. `lists` has room for three columns of `rows`. */
+static lkv_status unite_on_device(lkv_cache *c, int32_t rows, int32_t groups,
+                                  const int32_t *first, const int32_t *size, int32_t *lists)
+{
+    int32_t *src = lists, *dst = lists + rows, *len = lists + 2 * rows;
+    for (int32_t g = 0; g < groups; g++) {
+        src[g] = dst[g] = c->rows[first[g]];
+        len[g] = c->row_n[first[g]];
+    }
+    lkv_reduce_rows_args a = {
+        .n = groups, .group = size[0], .reduce = LKV_REDUCE_MAX, .src_stride = c->cfg.capacity,
+        .dst_stride = c->cfg.capacity, .src_row = src, .dst_row = dst, .len = len,
+        .src = c->scores, .dst = c->kept,
+    };
+    lkv_status st = c->ops->reduce_rows(c->dev, &a);
+    int32_t n = 0;
+    for (int32_t g = 0; g < groups; g++)
+        for (int32_t j = 0; j < size[g]; j++, n++) {
+            src[n] = c->rows[first[g]];
+            dst[n] = c->rows[first[g] + j];
+            len[n] = c->row_n[first[g]];
+        }
+    lkv_reduce_rows_args back = a;
+    back.n = n;
+    back.group = 1;
+    back.src = c->kept;
+    back.dst = c->scores;
+    return st == LKV_OK ? c->ops->reduce_rows(c->dev, &back) : st;
+}
+
+static lkv_status unite_device(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs,
+                               int *out_done)
+{
+    int32_t rows = n_pairs * c->heads;
+    int32_t *lists = malloc(sizeof(int32_t) * 5 * (size_t)rows);
+    unsigned char *seen = calloc((size_t)n_pairs, 1);
+    lkv_status st = LKV_OK;
+    *out_done = 0;
+    if (lists && seen) {
+        int32_t *first = lists + 3 * rows, *size = lists + 4 * rows;
+        int32_t groups = device_groups(c, pairs, n_pairs, first, size, seen);
+        *out_done = groups > 0;
+        if (groups > 0)
+            st = unite_on_device(c, rows, groups, first, size, lists);
+    } else {
+        st = lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory uniting %d rows' scores", rows);
+    }
+    free(lists);
+    free(seen);
+    return st;
+}
+
+lkv_status lkv_scores_unite_host(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs)
 {
     if (c->cfg.granularity == LKV_GRANULARITY_HEAD || n_pairs == 0)
         return LKV_OK;
@@ -78,4 +169,13 @@ lkv_status lkv_scores_unite(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_p
     free(best);
     free(done);
     return st;
+}
+
+lkv_status lkv_scores_unite(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs)
+{
+    if (c->cfg.granularity == LKV_GRANULARITY_HEAD || n_pairs == 0)
+        return LKV_OK;
+    int done = 0;
+    lkv_status st = c->ops->reduce_rows ? unite_device(c, pairs, n_pairs, &done) : LKV_OK;
+    return st != LKV_OK || done ? st : lkv_scores_unite_host(c, pairs, n_pairs);
 }

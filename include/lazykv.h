@@ -781,9 +781,11 @@ typedef enum lkv_probs_rows {
  * or queue (open the runtime with lkv_runtime_open_external for that). Nothing is read back or
  * checked: a value outside [0, 1] or NaN gives unspecified decisions, never
  * an access outside the cache (the observe kernels only compare and add).
- * The step is free of host transfers and waits, evicting or not (at
- * granularity head: the layer and token granularities combine the rows'
- * scores on the host at an evicting step): the plan stays on the device
+ * The step is free of host transfers and waits, evicting or not, at every
+ * granularity (layer and token combine their rows' scores on the device,
+ * two reduce_rows dispatches; only a token decision over layers that are not
+ * consecutive, some layers of a sequence due and not others, combines them
+ * on the host): the plan stays on the device
  * until lkv_cache_get_plan reads it (one wait), and
  * lkv_cache_apply_plan_device applies it without reading it. */
 typedef struct lkv_observe_batch_io {
