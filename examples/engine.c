@@ -250,6 +250,12 @@ static int run(engine *e, int32_t steps)
     return same_decisions(e);
 }
 
+/* Whether the backend's device memory is host memory. */
+static int host_memory(const char *backend)
+{
+    return !strcmp(backend, "cpu") || !strcmp(backend, "ref") || !strcmp(backend, "gpu-emu");
+}
+
 int main(int argc, char **argv)
 {
     const char *spec = NULL;
@@ -273,6 +279,14 @@ int main(int argc, char **argv)
     if (st != LKV_OK) {
         fprintf(stderr, "engine: %s\n", lkv_last_error());
         return st == LKV_UNAVAILABLE ? 77 : 1;
+    }
+    lkv_runtime_info info = {0};
+    if (e.device && (lkv_runtime_get_info(rt, &info) != LKV_OK || !host_memory(info.backend))) {
+        /* a host address is no cl_mem, VkBuffer or CUdeviceptr */
+        fprintf(stderr, "engine: --device hands host addresses as device arrays, which only the "
+                        "cpu, ref and gpu-emu backends take; not %s\n", info.backend);
+        lkv_runtime_close(rt);
+        return 2;
     }
     lkv_cache_config cfg;
     lkv_cache_config_init(&cfg);

@@ -12,7 +12,7 @@
 #                  or 2 threads, and lazy with a budget it never reaches gives
 #                  the full cache's ids; lazy and h2o evicting give the same
 #                  ids with --eviction background and --placement holes as
-#                  inline compacting
+#                  inline compacting, and the statistics name the placement
 #   backends       stories260K, greedy, lazy at 50%, f16 and bf16 K/V: every
 #                  other backend of the registry that opens (as `lazykv
 #                  devices` lists them: cuda, hip, vulkan, opencl)
@@ -201,6 +201,10 @@ deterministic)
     [ "$inl" = "$holes" ] || fail "$p: hole filling gave other ids: '$holes' vs '$inl'"
     [ "$inl" != "$a" ] || fail "$p at 30% gave the full cache's ids: nothing was evicted"
   done
+  "$bin" generate --model "$stories" --ids $base --policy lazy --budget 30% --window 8 \
+    --placement holes >/dev/null 2>"$work/err"
+  grep -q "^policy .*, placement holes$" "$work/err" ||
+    fail "the statistics do not name the placement: $(grep '^policy' "$work/err")"
   ;;
 backends)
   need_stories

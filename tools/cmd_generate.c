@@ -463,9 +463,10 @@ static void report_run(const gen_opts *o, const gen_run *r, const lkv_cache_conf
             lkv_pool_threads(r->pool));
     fprintf(f, "backend    %s:%d %s\n           %s\n", info.backend, info.device,
             info.device_name, info.selection);
-    fprintf(f, "policy     %s; %s K/V, %s GQA\n", policy,
+    fprintf(f, "policy     %s; %s K/V, %s GQA, placement %s\n", policy,
             lkv_dtype_name(cfg->dtype),
-            cfg->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded");
+            cfg->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded",
+            lkv_placement_name(cfg->placement));
     fprintf(f, "prompt     %d tokens, prefill %.3f s (%.1f tokens/s)\n", (int)r->n_prompt,
             r->prefill_s, rate(r->n_prompt, r->prefill_s));
     fprintf(f, "generated  %d tokens", (int)r->generated);
