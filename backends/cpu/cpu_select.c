@@ -89,19 +89,21 @@ static uint32_t kth_key(const float *s, int32_t n, int32_t k, uint32_t *scratch,
         int next = shift >= 8 ? shift - 8 : 0;
         memset(&d, 0, sizeof d);
         int32_t left = 0;
-        all = UINT32_MAX;
-        any = 0;
         for (int32_t i = 0; i < m; i++) {
             uint32_t key = scratch[i];
             int32_t match = ((key >> shift) & 0xffu) == b;
-            uint32_t mask = 0u - (uint32_t)match;
             scratch[left] = key;
             d.h[i & 3][(key >> next) & 0xffu] += match;
             left += match;
-            all &= key | ~mask;
-            any |= key & mask;
         }
         m = left;
+        /* apart from the packing, which does not vectorize: this does */
+        all = UINT32_MAX;
+        any = 0;
+        for (int32_t i = 0; i < m; i++) {
+            all &= scratch[i];
+            any |= scratch[i];
+        }
         counted = shift >= 8 ? next : -1;
     }
     *out_above = above;
