@@ -10,13 +10,15 @@
  * condition variable costs tens of microseconds on a virtual machine (the
  * select of an eviction step measured 3x its own work). So a worker that
  * finishes a job, and a caller waiting for its workers, first spin on the
- * counters for a bounded time (LKV_POOL_SPIN_NS), then sleep: a burst pays
- * no wake-up, an idle pool costs one spin per burst and then nothing. */
+ * counters for a bounded time (LKV_POOL_SPIN_NS), soon yielding the core to
+ * any other thread that wants it, then sleep: a burst pays no wake-up, an
+ * idle pool costs one spin per burst and then nothing. */
 #include "pool.h"
 
 #include <errno.h>
 #include <stdatomic.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -78,16 +80,28 @@ static int64_t now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Spins until *value != unchanged or LKV_POOL_SPIN_NS pass; whether it changed.
- * The clock is read once every 64 relaxes: a read costs more than a relax. */
+/* One wait of a spin: a relax at first; after that the core is offered to
+ * any other thread that can run (a machine busier than the pool, a test
+ * run beside another), which costs a system call where nothing else runs.
+ * Whether the spin is over: the clock is read once every 64 waits, since a
+ * read costs more than a relax. */
+static int spin_wait(uint32_t i, int64_t deadline)
+{
+    if (i < 256)
+        cpu_relax();
+    else
+        sched_yield();
+    return i % 64 == 0 && now_ns() > deadline;
+}
+
+/* Spins until *value != unchanged or LKV_POOL_SPIN_NS pass; whether it changed. */
 static int spin_until_changed(_Atomic uint64_t *value, uint64_t unchanged)
 {
     int64_t deadline = now_ns() + LKV_POOL_SPIN_NS;
     for (uint32_t i = 1;; i++) {
         if (atomic_load_explicit(value, memory_order_acquire) != unchanged)
             return 1;
-        cpu_relax();
-        if (i % 64 == 0 && now_ns() > deadline)
+        if (spin_wait(i, deadline))
             return 0;
     }
 }
@@ -98,8 +112,7 @@ static int spin_until_zero(_Atomic int *value)
     for (uint32_t i = 1;; i++) {
         if (atomic_load_explicit(value, memory_order_acquire) == 0)
             return 1;
-        cpu_relax();
-        if (i % 64 == 0 && now_ns() > deadline)
+        if (spin_wait(i, deadline))
             return 0;
     }
 }
