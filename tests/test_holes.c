@@ -2,7 +2,8 @@
  * policy a cache that fills holes and one that compacts, fed the same
  * tokens, give the same attention outputs bit for bit at every step and hold
  * the same slots, positions, policy state and counters (ref and cpu, f32 and
- * f16, grouped and expanded, evictions inline and in the background); the
+ * f16, grouped and expanded, evictions inline and in the background; Vulkan
+ * on lavapipe and OpenCL on PoCL, f16 and bf16); the
  * map stays a permutation whose places hold the compacting cache's K/V, and
  * an eviction writes no K/V (read from the buffers); fork, truncate and
  * reset keep the twins equal; bad placements are refused naming them. */
@@ -54,6 +55,79 @@ Test(holes, every_policy_on_cpu_computes_as_compaction)
     run_twins(rt, LKV_DTYPE_F32, LKV_GQA_GROUPED, LKV_EVICTION_INLINE);
     run_twins(rt, LKV_DTYPE_F16, LKV_GQA_EXPANDED, LKV_EVICTION_BACKGROUND);
     lkv_runtime_close(rt);
+}
+
+/* The GPU backends' attention, store and compaction through the map, on
+ * lavapipe and PoCL where they are (required where LAZYKV_REQUIRE_BACKENDS
+ * names them). head_dim 8 takes the 16-byte kernels. */
+static lkv_runtime *open_gpu(const char *backend)
+{
+    lkv_runtime *rt = NULL;
+    if (lkv_runtime_open(backend, &rt) == LKV_OK)
+        return rt;
+    const char *req = getenv("LAZYKV_REQUIRE_BACKENDS");
+    cr_assert(!req || !strstr(req, backend), "%s is required: %s", backend, lkv_last_error());
+    return NULL;
+}
+
+Test(holes, every_policy_on_vulkan_and_opencl_computes_as_compaction, .timeout = 600)
+{
+    const char *gpus[] = {"vulkan", "opencl"};
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+        lkv_runtime *rt = open_gpu(gpus[i]);
+        if (!rt)
+            continue;
+        run_twins(rt, LKV_DTYPE_F16, LKV_GQA_GROUPED, LKV_EVICTION_INLINE);
+        run_twins(rt, LKV_DTYPE_BF16, LKV_GQA_EXPANDED, LKV_EVICTION_INLINE);
+        lkv_runtime_close(rt);
+    }
+}
+
+/* Rows of 24 KiB (f32, head_dim 64, 97 slots): under ctest's
+ * test_holes_opencl_windows (OpenCL bindings of 64 KiB) K, V, the metadata
+ * and the map are bound as windows of a few rows with a skew. One token a
+ * step from an empty cache, lazy evicting every 16 steps. */
+static void long_rows(lkv_runtime *rt, const char *what)
+{
+    lkv_cache_config cfg = tu_config(2, 8, 2, 64, 97); /* 97: rows off the alignment */
+    cfg.dtype = LKV_DTYPE_F32;
+    lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY);
+    cfg.policy.budget = 64;
+    cfg.policy.window = 16;
+    lkv_cache *compact = make(rt, cfg, LKV_PLACEMENT_COMPACT);
+    lkv_cache *holes = make(rt, cfg, LKV_PLACEMENT_HOLES);
+    enum { QW = 8 * 64, KW = 2 * 64 };
+    float q[QW], k[KW], v[KW], oa[QW], ob[QW];
+    uint64_t rng = 21;
+    for (int32_t t = 0; t < 200; t++) {
+        tu_fill_normal(q, QW, &rng, 3.0);
+        tu_fill_normal(k, KW, &rng, 1.0);
+        tu_fill_normal(v, KW, &rng, 1.0);
+        for (int32_t l = 0; l < 2; l++) {
+            lkv_decode_io da = {q, k, v, oa, LKV_MEMORY_HOST}, db = {q, k, v, ob, LKV_MEMORY_HOST};
+            TU_OK(lkv_cache_decode(compact, 0, l, &da));
+            TU_OK(lkv_cache_decode(holes, 0, l, &db));
+            cr_assert(!memcmp(oa, ob, sizeof oa), "%s step %d layer %d: outputs differ", what, t,
+                      l);
+        }
+    }
+    lkv_cache_stats st;
+    TU_OK(lkv_cache_get_stats(holes, &st));
+    cr_expect_gt(st.evictions, 10, "%s: %lld evictions", what, (long long)st.evictions);
+    lkv_cache_destroy(compact);
+    lkv_cache_destroy(holes);
+}
+
+Test(holes, long_rows_on_vulkan_and_opencl_compute_as_compaction)
+{
+    const char *gpus[] = {"vulkan", "opencl"};
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+        lkv_runtime *rt = open_gpu(gpus[i]);
+        if (!rt)
+            continue;
+        long_rows(rt, gpus[i]);
+        lkv_runtime_close(rt);
+    }
 }
 
 /* ---- what the buffers hold ---- */
@@ -135,36 +209,37 @@ static int32_t places_written(const bufs *before, const bufs *after, int32_t cap
 /* One sequence, one layer, lazy: each decode step writes one token, so an
  * evicting step changes exactly one place per row in the cache that fills
  * holes (more in the one that compacts), and the K through the map is the
- * compacting cache's throughout. */
-Test(holes, an_eviction_moves_no_kv)
+ * compacting cache's throughout. head_dim up to 16. */
+static void eviction_moves_no_kv(lkv_runtime *rt, int32_t dim, lkv_dtype dtype)
 {
-    lkv_cache_config cfg = tu_config(1, 4, 2, 16, 64);
+    lkv_cache_config cfg = tu_config(1, 4, 2, dim, 64);
+    cfg.dtype = dtype;
     lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY);
     cfg.policy.budget = 16;
     cfg.policy.window = 4;
-    lkv_cache *compact = make(tu_runtime(), cfg, LKV_PLACEMENT_COMPACT);
-    lkv_cache *holes = make(tu_runtime(), cfg, LKV_PLACEMENT_HOLES);
+    lkv_cache *compact = make(rt, cfg, LKV_PLACEMENT_COMPACT);
+    lkv_cache *holes = make(rt, cfg, LKV_PLACEMENT_HOLES);
     uint64_t rng = 8;
     float q[4 * 16 * 20], k[2 * 16 * 20], v[2 * 16 * 20], oa[4 * 16 * 20], ob[4 * 16 * 20];
-    tu_fill_normal(q, sizeof q / sizeof q[0], &rng, 2.0);
-    tu_fill_normal(k, sizeof k / sizeof k[0], &rng, 1.0);
-    tu_fill_normal(v, sizeof v / sizeof v[0], &rng, 1.0);
+    tu_fill_normal(q, (size_t)4 * dim * 20, &rng, 2.0);
+    tu_fill_normal(k, (size_t)2 * dim * 20, &rng, 1.0);
+    tu_fill_normal(v, (size_t)2 * dim * 20, &rng, 1.0);
     lkv_prefill_io p = {.n_tokens = 20, .q = q, .k = k, .v = v, .out = oa};
     TU_OK(lkv_cache_prefill(compact, 0, 0, &p));
     p.out = ob;
     TU_OK(lkv_cache_prefill(holes, 0, 0, &p));
     int evicting = 0, moved_by_compaction = 0;
     for (int32_t t = 1; t <= 40; t++) {
-        tu_fill_normal(q, 4 * 16, &rng, 2.0);
-        tu_fill_normal(k, 2 * 16, &rng, 1.0);
-        tu_fill_normal(v, 2 * 16, &rng, 1.0);
+        tu_fill_normal(q, (size_t)4 * dim, &rng, 2.0);
+        tu_fill_normal(k, (size_t)2 * dim, &rng, 1.0);
+        tu_fill_normal(v, (size_t)2 * dim, &rng, 1.0);
         bufs ha = read_bufs(holes), ca = read_bufs(compact);
         lkv_cache_stats before, after;
         TU_OK(lkv_cache_get_stats(holes, &before));
         lkv_decode_io da = {q, k, v, oa, LKV_MEMORY_HOST}, db = {q, k, v, ob, LKV_MEMORY_HOST};
         TU_OK(lkv_cache_decode(compact, 0, 0, &da));
         TU_OK(lkv_cache_decode(holes, 0, 0, &db));
-        cr_assert(!memcmp(oa, ob, sizeof(float) * 4 * 16), "step %d: outputs differ", t);
+        cr_assert(!memcmp(oa, ob, sizeof(float) * 4 * (size_t)dim), "step %d: outputs differ", t);
         TU_OK(lkv_cache_get_stats(holes, &after));
         bufs hb = read_bufs(holes), cb = read_bufs(compact);
         for (size_t r = 0; r < hb.rows; r++) {
@@ -183,6 +258,26 @@ Test(holes, an_eviction_moves_no_kv)
     cr_expect_gt(moved_by_compaction, 0, "compaction never moved a slot: the test shows nothing");
     lkv_cache_destroy(compact);
     lkv_cache_destroy(holes);
+}
+
+Test(holes, an_eviction_moves_no_kv)
+{
+    eviction_moves_no_kv(tu_runtime(), 16, LKV_DTYPE_F32);
+}
+
+/* The same on lavapipe and PoCL; head_dim 6 takes the kernels that load an
+ * element at a time, 16 the 16-byte ones. */
+Test(holes, an_eviction_moves_no_kv_on_vulkan_and_opencl)
+{
+    const char *gpus[] = {"vulkan", "opencl"};
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+        lkv_runtime *rt = open_gpu(gpus[i]);
+        if (!rt)
+            continue;
+        eviction_moves_no_kv(rt, 6, LKV_DTYPE_F32);
+        eviction_moves_no_kv(rt, 16, LKV_DTYPE_F16);
+        lkv_runtime_close(rt);
+    }
 }
 
 /* Fork, truncate and reset on both twins at the same points. */
@@ -239,17 +334,22 @@ Test(holes, bad_placements_are_refused_naming_them)
     cr_expect_null(lkv_placement_name((lkv_placement)5));
 }
 
-/* A backend whose attention reads K/V in slot order refuses holes at
- * create; lavapipe and PoCL stand in for the GPU backends where present. */
+/* A backend whose attention reads K/V in slot order (ops->holes 0: the
+ * CUDA/HIP kernels today) refuses holes at create, naming itself. */
 Test(holes, a_backend_without_holes_refuses_them)
 {
-    const char *gpus[] = {"vulkan", "opencl", "cuda", "hip"};
+    lkv_backend_ops slot_order = {.name = "slot-order", .holes = 0};
+    lkv_cache_config cfg = tu_config(1, 2, 1, 4, 8);
+    cfg.placement = LKV_PLACEMENT_HOLES;
+    cr_expect_eq(lkv_placement_check(&cfg, &slot_order), LKV_UNSUPPORTED);
+    cr_expect(strstr(lkv_last_error(), "slot-order"), "%s", lkv_last_error());
+    slot_order.holes = 1;
+    TU_OK(lkv_placement_check(&cfg, &slot_order));
+    const char *gpus[] = {"cuda", "hip"};
     for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
         lkv_runtime *rt = NULL;
         if (lkv_runtime_open(gpus[i], &rt) != LKV_OK)
             continue;
-        lkv_cache_config cfg = tu_config(1, 2, 1, 4, 8);
-        cfg.placement = LKV_PLACEMENT_HOLES;
         lkv_cache *c = NULL;
         cr_expect_eq(lkv_cache_create(rt, &cfg, &c), LKV_UNSUPPORTED, "%s", gpus[i]);
         cr_expect(strstr(lkv_last_error(), gpus[i]), "%s", lkv_last_error());

@@ -47,10 +47,28 @@ enum {
 };
 
 /* attend's pipelines per K/V storage type, indexed by lkv_dtype: the vector
- * variants load 16 bytes at a time where rows and the window allow. */
+ * variants load 16 bytes at a time where rows and the window allow; the
+ * holes ones read K/V through the cache's hole map (LKV_HOLES). */
 typedef struct attend_pipes {
     lkv_bind_pipe logits, logits_vec, split, split_vec;
 } attend_pipes;
+
+static const attend_pipes holes_pipes_of_dtype[] = {
+    [LKV_DTYPE_F32] = {LKV_BIND_PIPE_attend_logits_f32_holes,
+                       LKV_BIND_PIPE_attend_logits_f32_vec_holes,
+                       LKV_BIND_PIPE_attend_split_f32_holes,
+                       LKV_BIND_PIPE_attend_split_f32_vec_holes},
+    [LKV_DTYPE_F16] = {LKV_BIND_PIPE_attend_logits_f16_holes,
+                       LKV_BIND_PIPE_attend_logits_f16_vec_holes,
+                       LKV_BIND_PIPE_attend_split_f16_holes,
+                       LKV_BIND_PIPE_attend_split_f16_vec_holes},
+    [LKV_DTYPE_BF16] = {LKV_BIND_PIPE_attend_logits_bf16_holes,
+                        LKV_BIND_PIPE_attend_logits_bf16_vec_holes,
+                        LKV_BIND_PIPE_attend_split_bf16_holes,
+                        LKV_BIND_PIPE_attend_split_bf16_vec_holes},
+};
+_Static_assert(sizeof holes_pipes_of_dtype / sizeof holes_pipes_of_dtype[0] == LKV_DTYPE_COUNT,
+               "one row per lkv_dtype");
 
 static const attend_pipes pipes_of_dtype[] = {
     [LKV_DTYPE_F32] = {LKV_BIND_PIPE_attend_logits_f32, LKV_BIND_PIPE_attend_logits_f32_vec,
@@ -104,7 +122,8 @@ static attend_shape shape_of(lkv_device *d, const lkv_attend_args *a)
     s.dblocks = (s.dim + lkv_bind_lim(d)->wg - 1) / lkv_bind_lim(d)->wg;
     s.kv_row = (uint64_t)s.cap * s.dim * s.elem;
     s.rows_fit = min64(lkv_bind_rows_fit(d, s.kv_row), lkv_bind_rows_fit(d, (uint64_t)s.cap * 4));
-    s.pipes = &pipes_of_dtype[c->dtype]; /* check_args checked the dtype */
+    s.pipes = c->phys ? &holes_pipes_of_dtype[c->dtype] /* check_args checked the dtype */
+                      : &pipes_of_dtype[c->dtype];
     return s;
 }
 
@@ -265,18 +284,22 @@ static lkv_status run_batch(lkv_device *d, const lkv_attend_args *a, const atten
     uint32_t rows = (uint32_t)b->count * b->nch; /* grid y */
     lkv_bind_window k = lkv_bind_window_of(d, c->k, b->lo, b->hi, s->kv_row, s->elem);
     lkv_bind_window v = lkv_bind_window_of(d, c->v, b->lo, b->hi, s->kv_row, s->elem);
+    /* holes: the map's window, bound last (unread without holes) */
+    lkv_bind_window phys = c->phys ? lkv_bind_window_of(d, c->phys, b->lo, b->hi,
+                                                        (uint64_t)s->cap * 4, 4)
+                                   : (lkv_bind_window){list, 0};
     lkv_bind_buf logits = {lkv_bind_of(d)->logits, 0, b->logits * 4};
     lkv_bind_buf parts = {lkv_bind_of(d)->partials, 0, b->parts * 4};
     lkv_bind_buf lse = {lkv_bind_of(d)->lse, 0, b->lse * 4};
 
-    struct { uint32_t cap, dim, per, nch, ch_first, kv_skew; float scale; } lp =
-        {s->cap, s->dim, s->per, b->nch, b->ch_first, k.skew, a->scale};
-    lkv_bind_buf b1[4] = {list, k.bind, lkv_bind_whole(d, a->q), logits};
+    struct { uint32_t cap, dim, per, nch, ch_first, kv_skew; float scale; uint32_t phys_skew; } lp =
+        {s->cap, s->dim, s->per, b->nch, b->ch_first, k.skew, a->scale, phys.skew};
+    lkv_bind_buf b1[5] = {list, k.bind, lkv_bind_whole(d, a->q), logits, phys.bind};
     st = lkv_bind_dispatch(d, logits_pipe(s, k.skew), b1, &lp,
                            lkv_bind_slot_groups(d, b->max_n, (int64_t)rows * s->qblocks), rows, s->qblocks);
-    struct { uint32_t cap, dim, per, nch, kv_skew, dblocks; } sp =
-        {s->cap, s->dim, s->per, b->nch, v.skew, s->dblocks};
-    lkv_bind_buf b2[4] = {list, v.bind, logits, parts};
+    struct { uint32_t cap, dim, per, nch, kv_skew, dblocks, phys_skew; } sp =
+        {s->cap, s->dim, s->per, b->nch, v.skew, s->dblocks, phys.skew};
+    lkv_bind_buf b2[5] = {list, v.bind, logits, parts, phys.bind};
     int vec = split_vec(d, s, v.skew);
     lkv_bind_pipe split = vec ? s->pipes->split_vec : s->pipes->split;
     if (st == LKV_OK && b->max_splits > 0)

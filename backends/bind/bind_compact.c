@@ -3,6 +3,9 @@
  * shaders for why in place is safe). Every round covers every row of a run,
  * so all workgroups of the device share the work; the scratch, and so the
  * extra memory an eviction needs, is bounded by LKV_BIND_COMPACT_SCRATCH.
+ * A cache that fills holes moves no K/V: compact_phys.comp rebuilds its
+ * hole map instead, a whole row of the map at a time (scatter to scratch,
+ * copy back), runs cut so that their rows' map fits the scratch.
  *
  * The op plans every run first and acquires what they need (pipelines,
  * scratch, room for the row lists) before issuing anything, so running out
@@ -83,6 +86,17 @@ static uint32_t slot_groups(lkv_device *d, int32_t rows, uint32_t slots)
     return g < slots ? g : slots;
 }
 
+/* Rows of one run: as many as one binding of K holds, and with a hole map
+ * as many as the scratch holds of the map (at least one row). */
+static int64_t run_fit(const lkv_cache_buffers *c, int64_t fit)
+{
+    if (!c->phys)
+        return fit;
+    int64_t phys = (int64_t)(LKV_BIND_COMPACT_SCRATCH / ((uint64_t)c->capacity * 4));
+    phys = phys < 1 ? 1 : phys;
+    return phys < fit ? phys : fit;
+}
+
 static compact_run plan_run(lkv_device *d, const lkv_compact_args *a, int32_t first, int64_t fit)
 {
     const lkv_cache_buffers *c = a->cache;
@@ -105,22 +119,34 @@ static uint64_t meta_scratch(const compact_run *r)
     return (uint64_t)r->len * r->meta_round * 16;
 }
 
+static uint64_t phys_scratch(const lkv_cache_buffers *c, const compact_run *r)
+{
+    return c->phys ? (uint64_t)r->len * (uint64_t)c->capacity * 4 : 0;
+}
+
 /* Pipelines, scratch and list room for every run, before any recording. */
 static lkv_status acquire(lkv_device *d, const lkv_compact_args *a, int64_t fit)
 {
+    const lkv_cache_buffers *c = a->cache;
     uint64_t scratch = 0;
     lkv_status st = lkv_bind_pipe_ready(d, LKV_BIND_PIPE_compact_meta);
+    if (st == LKV_OK && c->phys)
+        st = lkv_bind_pipe_ready(d, LKV_BIND_PIPE_compact_phys);
     for (int32_t first = 0; st == LKV_OK && first < a->n_rows;) {
         compact_run r = plan_run(d, a, first, fit);
-        st = lkv_bind_pipe_ready(d, r.kv.pipe);
-        scratch = kv_scratch(&r) > scratch ? kv_scratch(&r) : scratch;
+        if (!c->phys) {
+            st = lkv_bind_pipe_ready(d, r.kv.pipe);
+            scratch = kv_scratch(&r) > scratch ? kv_scratch(&r) : scratch;
+        }
         scratch = meta_scratch(&r) > scratch ? meta_scratch(&r) : scratch;
+        scratch = phys_scratch(c, &r) > scratch ? phys_scratch(c, &r) : scratch;
         first += r.len;
     }
     if (st == LKV_OK)
         st = lkv_bind_reserve(d, &lkv_bind_of(d)->compact_scratch, (size_t)scratch);
+    /* with holes each run places a second list, of three columns */
     if (st == LKV_OK)
-        st = lkv_bind_list_room(d, a->n_rows, 2);
+        st = c->phys ? lkv_bind_list_room(d, 2 * a->n_rows, 3) : lkv_bind_list_room(d, a->n_rows, 2);
     return st;
 }
 
@@ -171,13 +197,36 @@ static lkv_status move_meta(lkv_device *d, const lkv_compact_args *a, const comp
     return st;
 }
 
+/* The run's hole map rebuilt (compact_phys.comp): every entry of each row's
+ * n slots scattered to its destination in scratch, then the rows copied
+ * back. */
+static lkv_status move_phys(lkv_device *d, const lkv_compact_args *a, const compact_run *r,
+                            lkv_bind_window kept)
+{
+    const lkv_cache_buffers *c = a->cache;
+    const int32_t *cols[3] = {a->rows, a->row_k, a->row_n};
+    lkv_bind_buf list;
+    lkv_status st = lkv_bind_put_list(d, cols, 3, r->first, r->len, &list);
+    uint64_t row = (uint64_t)c->capacity * 4;
+    lkv_bind_buf b[4] = {list, kept.bind, lkv_bind_window_of(d, c->phys, r->lo, r->hi, row, 4).bind,
+                         {lkv_bind_of(d)->compact_scratch, 0, phys_scratch(c, r)}};
+    int64_t most = lkv_bind_longest(a->row_n, r->first, r->len);
+    for (uint32_t phase = 0; st == LKV_OK && phase < 2; phase++) {
+        struct { uint32_t cap, skew, row_base, phase; } push =
+            {(uint32_t)c->capacity, kept.skew, (uint32_t)r->lo, phase};
+        st = lkv_bind_dispatch(d, LKV_BIND_PIPE_compact_phys, b, &push,
+                               lkv_bind_groups(d, most, r->len), (uint32_t)r->len, 1);
+    }
+    return st;
+}
+
 lkv_status lkv_bind_compact(lkv_device *d, const lkv_compact_args *a)
 {
     const lkv_cache_buffers *c = a->cache;
     lkv_status st = lkv_dtype_check(c->dtype, lkv_bind_name(d), "compact");
     if (st != LKV_OK)
         return st;
-    int64_t fit = lkv_bind_rows_fit(d, kv_row_bytes(c));
+    int64_t fit = run_fit(c, lkv_bind_rows_fit(d, kv_row_bytes(c)));
     if (fit < 1)
         return lkv_fail(LKV_UNSUPPORTED, "%s compact: one cache row (%llu bytes) exceeds this "
                         "device's %llu-byte binding range",
@@ -191,7 +240,7 @@ lkv_status lkv_bind_compact(lkv_device *d, const lkv_compact_args *a)
         st = lkv_bind_put_list(d, cols, 2, r.first, r.len, &list);
         lkv_bind_window kept = lkv_bind_window_of(d, a->kept, r.lo, r.hi, (uint64_t)c->capacity * 4, 4);
         if (st == LKV_OK)
-            st = move_kv(d, a, &r, list, kept);
+            st = c->phys ? move_phys(d, a, &r, kept) : move_kv(d, a, &r, list, kept);
         if (st == LKV_OK)
             st = move_meta(d, a, &r, list, kept);
         first += r.len;

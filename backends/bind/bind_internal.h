@@ -35,8 +35,9 @@ typedef struct lkv_bind_pipe_info {
 } lkv_bind_pipe_info;
 extern const lkv_bind_pipe_info lkv_bind_pipes[LKV_BIND_PIPE_COUNT];
 
-/* store binds 9: its row list, the K and V inputs, K, V, pos and three states. */
-#define LKV_BIND_MAX_BINDINGS 9
+/* store binds 10 with holes: its row list, the K and V inputs, K, V, pos,
+ * three states and the hole map. */
+#define LKV_BIND_MAX_BINDINGS 10
 
 /* One storage-buffer binding of a dispatch: `range` bytes from `offset`. */
 typedef struct lkv_bind_buf {

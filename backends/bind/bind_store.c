@@ -27,10 +27,16 @@ typedef struct store_plan {
     int32_t *col[STORE_COLS]; /* row0, slot0, count, src_token, position0, last_init, head0 */
 } store_plan;
 
-static lkv_bind_pipe pipe_of(lkv_dtype dtype)
+/* The store of the cache's dtype; with a hole map, the one writing K/V at
+ * each slot's place in it (LKV_HOLES). */
+static lkv_bind_pipe pipe_of(const lkv_cache_buffers *c)
 {
-    return dtype == LKV_DTYPE_F16 ? LKV_BIND_PIPE_store_f16
-           : dtype == LKV_DTYPE_BF16 ? LKV_BIND_PIPE_store_bf16 : LKV_BIND_PIPE_store_f32;
+    if (c->phys)
+        return c->dtype == LKV_DTYPE_F16 ? LKV_BIND_PIPE_store_f16_holes
+               : c->dtype == LKV_DTYPE_BF16 ? LKV_BIND_PIPE_store_bf16_holes
+                                            : LKV_BIND_PIPE_store_f32_holes;
+    return c->dtype == LKV_DTYPE_F16 ? LKV_BIND_PIPE_store_f16
+           : c->dtype == LKV_DTYPE_BF16 ? LKV_BIND_PIPE_store_bf16 : LKV_BIND_PIPE_store_f32;
 }
 
 static uint64_t kv_row_bytes(const lkv_cache_buffers *c)
@@ -156,16 +162,19 @@ static lkv_status store_run(lkv_device *d, const lkv_store_args *a, const store_
     uint64_t meta_row = (uint64_t)c->capacity * 4;
     lkv_bind_window k = lkv_bind_window_of(d, c->k, lo, hi, kv_row_bytes(c), elem);
     lkv_bind_window pos = lkv_bind_window_of(d, c->pos, lo, hi, meta_row, 4);
-    lkv_bind_buf b[9] = {list, lkv_bind_whole(d, a->k), lkv_bind_whole(d, a->v), k.bind,
-                         lkv_bind_window_of(d, c->v, lo, hi, kv_row_bytes(c), elem).bind, pos.bind,
-                         lkv_bind_window_of(d, c->state_a, lo, hi, meta_row, 4).bind,
-                         lkv_bind_window_of(d, c->state_b, lo, hi, meta_row, 4).bind,
-                         lkv_bind_window_of(d, c->state_f, lo, hi, meta_row, 4).bind};
+    /* the hole map shares the metadata's windows and skew; bound last */
+    lkv_bind_buf b[10] = {list, lkv_bind_whole(d, a->k), lkv_bind_whole(d, a->v), k.bind,
+                          lkv_bind_window_of(d, c->v, lo, hi, kv_row_bytes(c), elem).bind, pos.bind,
+                          lkv_bind_window_of(d, c->state_a, lo, hi, meta_row, 4).bind,
+                          lkv_bind_window_of(d, c->state_b, lo, hi, meta_row, 4).bind,
+                          lkv_bind_window_of(d, c->state_f, lo, hi, meta_row, 4).bind,
+                          c->phys ? lkv_bind_window_of(d, c->phys, lo, hi, meta_row, 4).bind
+                                  : list};
     struct { uint32_t cap, dim, heads, all_heads, kv_heads, skew, meta_skew, row_base; } push =
         {(uint32_t)c->capacity, (uint32_t)c->head_dim, (uint32_t)p->heads,
          (uint32_t)a->cache_heads, (uint32_t)a->kv_heads, k.skew, pos.skew, (uint32_t)lo};
     int64_t items = (int64_t)lkv_bind_longest(p->col[2], first, len) * p->heads * c->head_dim;
-    return lkv_bind_dispatch(d, pipe_of(c->dtype), b, &push, lkv_bind_groups(d, items, len),
+    return lkv_bind_dispatch(d, pipe_of(c), b, &push, lkv_bind_groups(d, items, len),
                              (uint32_t)len, 1);
 }
 
@@ -188,7 +197,7 @@ lkv_status lkv_bind_store(lkv_device *d, const lkv_store_args *a)
     st = plan_entries(d, a, heads, &p);
     if (st != LKV_OK)
         return st;
-    st = lkv_bind_pipe_ready(d, pipe_of(a->cache->dtype));
+    st = lkv_bind_pipe_ready(d, pipe_of(a->cache));
     if (st == LKV_OK)
         st = lkv_bind_list_room(d, p.n, STORE_COLS);
     for (int32_t first = 0, len = 0; st == LKV_OK && first < p.n; first += len) {

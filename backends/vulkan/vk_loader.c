@@ -284,7 +284,7 @@ int lkv_vk_device_usable(lkv_vk_instance *vi, VkPhysicalDevice phys, char *why, 
         snprintf(why, why_len, "device supports Vulkan 1.0 only; lazykv needs 1.1");
         return 0;
     }
-    /* store binds 9 storage buffers; the spec only promises 4. */
+    /* store binds 10 storage buffers (with holes); the spec only promises 4. */
     if (props.limits.maxPerStageDescriptorStorageBuffers < LKV_BIND_MAX_BINDINGS) {
         snprintf(why, why_len, "device binds %u storage buffers per stage; lazykv needs %d",
                  props.limits.maxPerStageDescriptorStorageBuffers, LKV_BIND_MAX_BINDINGS);

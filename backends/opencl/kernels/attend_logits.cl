@@ -8,6 +8,7 @@
 // The LKV_VEC variant loads K and q 16 bytes at a time (the host picks it when
 // head_dim and the row start allow). vload4 / vload_half8 / vload8 (bf16
 // as ushort) need only element alignment, so nothing here depends on how the host aligns a window.
+// LKV_HOLES reads slot i's K at its place in the hole map (lkv_cl.h).
 // Differs from the CPU oracle: products summed in f32 in dimension order
 // (the oracle sums in double). Differs from the shader: f16 is read through
 // vload_half, which keeps subnormals where Vulkan may flush them.
@@ -15,10 +16,10 @@
 // Logits are stored per group (logits points at its first): [cache head of
 // the chunk][per][n]; row is the slot's cache row in the window.
 static void logits_of_slot(__global const KV_T *k, __global const float *q, __global float *logits,
-                           uint i, uint row, uint chr, uint j0, uint jn, uint qbase,
+                           uint i, uint place, uint row, uint chr, uint j0, uint jn, uint qbase,
                            uint n, uint cap, uint dim, uint per, uint kv_skew, float scale)
 {
-    uint kbase = kv_skew + (row * cap + i) * dim;
+    uint kbase = kv_skew + (row * cap + place) * dim;
     float acc[QBLOCK];
     for (uint j = 0u; j < QBLOCK; j++)
         acc[j] = 0.0f;
@@ -50,9 +51,11 @@ static void logits_of_slot(__global const KV_T *k, __global const float *q, __gl
 }
 
 LKV_KERNEL lkv_attend_logits(LKV_BIND(const uint, list), LKV_BIND(const KV_T, k),
-                             LKV_BIND(const float, query), LKV_BIND(float, logits), uint cap,
-                             uint dim, uint per, uint nch, uint ch_first, uint kv_skew, float scale)
+                             LKV_BIND(const float, query), LKV_BIND(float, logits) HOLES_BIND,
+                             uint cap, uint dim, uint per, uint nch, uint ch_first, uint kv_skew,
+                             float scale HOLES_PUSH)
 {
+    HOLES_OPEN;
     LKV_OPEN(const uint, list);
     LKV_OPEN(const KV_T, k);
     LKV_OPEN(const float, query);
@@ -67,6 +70,6 @@ LKV_KERNEL lkv_attend_logits(LKV_BIND(const uint, list), LKV_BIND(const KV_T, k)
     // second dispatch.
     uint stride = (uint)get_num_groups(0) * LKV_WG;
     for (uint i = (uint)get_group_id(0) * LKV_WG + (uint)get_local_id(0); i < n; i += stride)
-        logits_of_slot(k, query, glogits, i, row, chr, j0, jn, qbase, n, cap, dim, per, kv_skew,
-                       scale);
+        logits_of_slot(k, query, glogits, i, KV_PLACE(row, i), row, chr, j0, jn, qbase, n, cap,
+                       dim, per, kv_skew, scale);
 }

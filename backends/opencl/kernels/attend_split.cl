@@ -8,6 +8,7 @@
 // heads of the chunk, z = query-head blocks *
 // dimension blocks. Logits and partials are per listed group; partials are
 // [query heads of the chunk][n_splits][dim + 2] (m, l, o...).
+// LKV_HOLES reads slot i's V at its place in the hole map (lkv_cl.h).
 // Differs from the CPU oracle: f32, exponentials against the split's own
 // maximum (rescaled in pass 3) instead of the global one, sums in tree order.
 // Differs from the shader: f16 is read through vload_half, which keeps
@@ -15,9 +16,11 @@
 // usual drivers, where it is left undefined).
 
 LKV_KERNEL lkv_attend_split(LKV_BIND(const uint, list), LKV_BIND(const KV_T, v),
-                            LKV_BIND(const float, logits_all), LKV_BIND(float, part),
-                            uint cap, uint dim, uint per, uint nch, uint kv_skew, uint dblocks)
+                            LKV_BIND(const float, logits_all), LKV_BIND(float, part) HOLES_BIND,
+                            uint cap, uint dim, uint per, uint nch, uint kv_skew,
+                            uint dblocks HOLES_PUSH)
 {
+    HOLES_OPEN;
     LKV_OPEN(const uint, list);
     LKV_OPEN(const KV_T, v);
     LKV_OPEN(const float, logits_all);
@@ -54,7 +57,7 @@ LKV_KERNEL lkv_attend_split(LKV_BIND(const uint, list), LKV_BIND(const KV_T, v),
         uint cn = min((uint)LKV_WG, s1 - c);
         if (e < dim)
             for (uint t = 0u; t < cn; t++) {
-                float val = LOAD_KV(v, kv_skew + (row * cap + c + t) * dim + e);
+                float val = LOAD_KV(v, kv_skew + (row * cap + KV_PLACE(row, c + t)) * dim + e);
                 for (uint j = 0u; j < jn; j++)
                     acc[j] += weight[j * LKV_WG + t] * val;
             }

@@ -20,10 +20,12 @@ static float4 load4(__global const KV_T *v, uint idx4)
 }
 
 LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const uint, list), LKV_BIND(const KV_T, v),
-                                LKV_BIND(const float, logits_all), LKV_BIND(float, part),
+                                LKV_BIND(const float, logits_all), LKV_BIND(float, part) HOLES_BIND,
                                 uint cap, uint dim, uint per, uint nch, uint kv_skew,
-                                uint dblocks) // unused: one block covers every dimension
+                                uint dblocks /* unused: one block covers every dimension */
+                                HOLES_PUSH)
 {
+    HOLES_OPEN;
     LKV_OPEN(const uint, list);
     LKV_OPEN(const KV_T, v);
     LKV_OPEN(const float, logits_all);
@@ -65,7 +67,7 @@ LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const uint, list), LKV_BIND(const KV_T,
         uint cn = min((uint)LKV_WG, s1 - c);
         if (working)
             for (uint t = lane; t < cn; t += lanes) {
-                float4 val = load4(v, row4 + (c + t) * d4 + u);
+                float4 val = load4(v, row4 + KV_PLACE(row, c + t) * d4 + u);
                 for (uint j = 0u; j < jn; j++)
                     acc[j] += weight[j * LKV_WG + t] * val;
             }

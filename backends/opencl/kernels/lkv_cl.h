@@ -81,6 +81,26 @@ static uint lkv_engine_slot(__global const uint *table, uint w, uint tab, uint j
 // push fields named cap, meta_skew and row_base.
 #define META_INDEX(row, slot) (meta_skew + ((row) - row_base) * cap + (slot))
 
+// Hole filling (LKV_HOLES, as backends/vulkan/shaders/holes.glsl): slot i of
+// a cache row keeps its K/V at place phys[row][i] of the row, the cache's
+// hole map (core/backend.h), which a kernel that reads or writes K/V takes
+// as its last binding (HOLES_BIND, opened by HOLES_OPEN). attend's kernels
+// also take the map window's skew as their last push field (HOLES_PUSH) and
+// find a place with KV_PLACE (row counted from the window's first, as
+// theirs are); store's map shares the metadata windows' META_INDEX.
+// Without LKV_HOLES every slot is at its own place.
+#ifdef LKV_HOLES
+#define HOLES_BIND , LKV_BIND(const uint, phys)
+#define HOLES_OPEN LKV_OPEN(const uint, phys)
+#define HOLES_PUSH , uint phys_skew
+#define KV_PLACE(row, i) phys[phys_skew + (row) * cap + (i)]
+#else
+#define HOLES_BIND
+#define HOLES_OPEN
+#define HOLES_PUSH
+#define KV_PLACE(row, i) (i)
+#endif
+
 // Tree reduction of red[j][*] (QBLOCK rows of LKV_WG, a power of two) into
 // red[j][0], by max or by sum: attend's split passes. Every work-item of the
 // group must call it.

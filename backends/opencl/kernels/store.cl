@@ -6,7 +6,9 @@
 // with atomic_and / atomic_or on their own half (OpenCL 1.1 global
 // atomics). Launch: x = blocks striding over an entry's elements, y =
 // listed entries. list: (row0, slot0, count, src_token, position0,
-// last_init, head0) per entry (row0 is head head0's row).
+// last_init, head0) per entry (row0 is head head0's row). LKV_HOLES writes a
+// slot's K/V at its place in the hole map (lkv_cl.h), its metadata at the
+// slot.
 
 #if defined(LKV_F16)
 #define LARGEST 0x477fe000u
@@ -70,10 +72,11 @@ static void put(__global uint *kv, uint idx, uint x)
 
 LKV_KERNEL lkv_store(LKV_BIND(uint, list), LKV_BIND(uint, kin), LKV_BIND(uint, vin),
                      LKV_BIND(uint, k), LKV_BIND(uint, v), LKV_BIND(uint, pos),
-                     LKV_BIND(uint, sa), LKV_BIND(uint, sb), LKV_BIND(uint, sf),
+                     LKV_BIND(uint, sa), LKV_BIND(uint, sb), LKV_BIND(uint, sf) HOLES_BIND,
                      uint cap, uint dim, uint heads, uint all_heads, uint kv_heads, uint skew, uint meta_skew,
                      uint row_base)
 {
+    HOLES_OPEN;
     LKV_OPEN(uint, list);
     LKV_OPEN(uint, kin);
     LKV_OPEN(uint, vin);
@@ -98,7 +101,12 @@ LKV_KERNEL lkv_store(LKV_BIND(uint, list), LKV_BIND(uint, kin), LKV_BIND(uint, v
         uint kvh = (head0 + h) * kv_heads / all_heads;
         uint from = ((src + j) * kv_heads + kvh) * dim + c;
         uint row = row0 + h, slot = slot0 + j;
-        uint to = skew + ((row - row_base) * cap + slot) * dim + c;
+#ifdef LKV_HOLES
+        uint place = phys[META_INDEX(row, slot)];
+#else
+        uint place = slot;
+#endif
+        uint to = skew + ((row - row_base) * cap + place) * dim + c;
         put(k, to, kept_finite(kin[from]));
         put(v, to, kept_finite(vin[from]));
         if (c == 0u) {

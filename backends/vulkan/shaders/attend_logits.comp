@@ -24,7 +24,13 @@ layout(push_constant) uniform Params {
     uint ch_first; // the chunk's first cache head of each group
     uint kv_skew;  // elements before the window's first row in the binding
     float scale;
+#ifdef LKV_HOLES
+    uint phys_skew; // the same in the hole map's window
+#endif
 } pc;
+
+#define HOLES_BINDING 4
+#include "holes.glsl"
 
 #ifdef LKV_VEC
 #ifdef LKV_KV16
@@ -44,7 +50,7 @@ layout(std430, binding = 3) writeonly buffer Logits { float logits[]; };
 // Logits are stored per group from lbase: [cache head of the chunk][per][n].
 void logits_of_slot(uint i, uint row, uint chr, uint j0, uint jn, uint qbase, uint n, uint lbase)
 {
-    uint kbase = pc.kv_skew + (row * pc.cap + i) * pc.dim;
+    uint kbase = pc.kv_skew + (row * pc.cap + KV_PLACE(row, i)) * pc.dim;
     float acc[QBLOCK];
     for (uint j = 0u; j < QBLOCK; j++)
         acc[j] = 0.0;

@@ -24,7 +24,13 @@ layout(push_constant) uniform Params {
     uint nch; // cache heads of the chunk
     uint kv_skew;
     uint dblocks;
+#ifdef LKV_HOLES
+    uint phys_skew; // elements before the window's first row in the hole map's binding
+#endif
 } pc;
+
+#define HOLES_BINDING 4
+#include "holes.glsl"
 
 layout(std430, binding = 1) readonly buffer Values { KV_T v[]; };
 layout(std430, binding = 2) readonly buffer Logits { float logits[]; };
@@ -96,7 +102,7 @@ void main()
         uint cn = min(WG, s1 - c);
         if (e < pc.dim)
             for (uint t = 0u; t < cn; t++) {
-                float val = LOAD_KV(v, pc.kv_skew + (row * pc.cap + c + t) * pc.dim + e);
+                float val = LOAD_KV(v, pc.kv_skew + (row * pc.cap + KV_PLACE(row, c + t)) * pc.dim + e);
                 for (uint j = 0u; j < jn; j++)
                     acc[j] += weight[j][t] * val;
             }

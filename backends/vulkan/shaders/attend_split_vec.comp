@@ -25,7 +25,13 @@ layout(push_constant) uniform Params {
     uint nch; // cache heads of the chunk
     uint kv_skew;
     uint dblocks; // unused here: one block covers every dimension
+#ifdef LKV_HOLES
+    uint phys_skew; // elements before the window's first row in the hole map's binding
+#endif
 } pc;
+
+#define HOLES_BINDING 4
+#include "holes.glsl"
 
 #ifdef LKV_KV16
 layout(std430, binding = 1) readonly buffer Values { uvec2 v[]; };
@@ -115,7 +121,7 @@ void main()
         uint cn = min(WG, s1 - c);
         if (working)
             for (uint t = lane; t < cn; t += lanes) {
-                vec4 val = load4(row4 + (c + t) * d4 + u);
+                vec4 val = load4(row4 + KV_PLACE(row, c + t) * d4 + u);
                 for (uint j = 0u; j < jn; j++)
                     acc[j] += weight[j][t] * val;
             }

@@ -11,6 +11,8 @@
 // equal the CPU's whatever the device's float conversions do.
 // Inputs reach here unchecked, so a NaN or infinity is stored as +0 and a
 // finite value beyond the type's largest as that largest with its sign.
+// LKV_HOLES writes a slot's K/V at its place in the hole map (holes.glsl),
+// bound last; its metadata stays at the slot.
 // 2-byte types: two elements share a word, possibly of different slots,
 // rows or entries, so each is merged into its word with atomicAnd/atomicOr
 // on its own half (the halves' masks are disjoint, so any interleaving of
@@ -40,6 +42,9 @@ layout(std430, binding = 5) writeonly buffer Pos { uint pos[]; };
 layout(std430, binding = 6) writeonly buffer StateA { uint sa[]; };
 layout(std430, binding = 7) writeonly buffer StateB { uint sb[]; };
 layout(std430, binding = 8) writeonly buffer StateF { uint sf[]; };
+#ifdef LKV_HOLES
+layout(std430, binding = 9) readonly buffer HoleMap { uint phys[]; }; // holes.glsl, at META_INDEX
+#endif
 
 #if defined(LKV_F16)
 #define LARGEST 0x477fe000u // 65504
@@ -131,7 +136,12 @@ void main()
         uint kvh = (head0 + h) * pc.kv_heads / pc.all_heads;
         uint from = ((src + j) * pc.kv_heads + kvh) * pc.dim + c;
         uint row = row0 + h, slot = slot0 + j;
-        uint to = pc.skew + ((row - pc.row_base) * pc.cap + slot) * pc.dim + c;
+#ifdef LKV_HOLES
+        uint place = phys[META_INDEX(row, slot)];
+#else
+        uint place = slot;
+#endif
+        uint to = pc.skew + ((row - pc.row_base) * pc.cap + place) * pc.dim + c;
         put_key(to, kept_finite(kin[from]));
         put_value(to, kept_finite(vin[from]));
         if (c == 0u) {
