@@ -21,6 +21,18 @@ static lkv_cache *make(lkv_runtime *rt, lkv_cache_config cfg, lkv_placement plac
     return c;
 }
 
+/* A compacting cache and one that fills holes, lazy at budget B, window W. */
+static void lazy_twins(lkv_runtime *rt, lkv_cache_config cfg, lkv_dtype dtype, int32_t budget,
+                       int32_t window, lkv_cache **out_compact, lkv_cache **out_holes)
+{
+    cfg.dtype = dtype;
+    lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY);
+    cfg.policy.budget = budget;
+    cfg.policy.window = window;
+    *out_compact = make(rt, cfg, LKV_PLACEMENT_COMPACT);
+    *out_holes = make(rt, cfg, LKV_PLACEMENT_HOLES);
+}
+
 static void run_twins(lkv_runtime *rt, lkv_dtype dtype, lkv_gqa_mode gqa,
                       lkv_eviction_timing when)
 {
@@ -60,27 +72,32 @@ Test(holes, every_policy_on_cpu_computes_as_compaction)
 /* The GPU backends' attention, store and compaction through the map, on
  * lavapipe and PoCL where they are (required where LAZYKV_REQUIRE_BACKENDS
  * names them). head_dim 8 takes the 16-byte kernels. */
-static lkv_runtime *open_gpu(const char *backend)
+static void on_each_gpu(void (*check)(lkv_runtime *rt, const char *backend))
 {
-    lkv_runtime *rt = NULL;
-    if (lkv_runtime_open(backend, &rt) == LKV_OK)
-        return rt;
-    const char *req = getenv("LAZYKV_REQUIRE_BACKENDS");
-    cr_assert(!req || !strstr(req, backend), "%s is required: %s", backend, lkv_last_error());
-    return NULL;
+    const char *gpus[] = {"vulkan", "opencl"};
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+        lkv_runtime *rt = NULL;
+        if (lkv_runtime_open(gpus[i], &rt) != LKV_OK) {
+            const char *req = getenv("LAZYKV_REQUIRE_BACKENDS");
+            cr_assert(!req || !strstr(req, gpus[i]), "%s is required: %s", gpus[i],
+                      lkv_last_error());
+            continue;
+        }
+        check(rt, gpus[i]);
+        lkv_runtime_close(rt);
+    }
+}
+
+static void gpu_twins(lkv_runtime *rt, const char *backend)
+{
+    (void)backend;
+    run_twins(rt, LKV_DTYPE_F16, LKV_GQA_GROUPED, LKV_EVICTION_INLINE);
+    run_twins(rt, LKV_DTYPE_BF16, LKV_GQA_EXPANDED, LKV_EVICTION_INLINE);
 }
 
 Test(holes, every_policy_on_vulkan_and_opencl_computes_as_compaction, .timeout = 600)
 {
-    const char *gpus[] = {"vulkan", "opencl"};
-    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
-        lkv_runtime *rt = open_gpu(gpus[i]);
-        if (!rt)
-            continue;
-        run_twins(rt, LKV_DTYPE_F16, LKV_GQA_GROUPED, LKV_EVICTION_INLINE);
-        run_twins(rt, LKV_DTYPE_BF16, LKV_GQA_EXPANDED, LKV_EVICTION_INLINE);
-        lkv_runtime_close(rt);
-    }
+    on_each_gpu(gpu_twins);
 }
 
 /* Rows of 24 KiB (f32, head_dim 64, 97 slots): under ctest's
@@ -90,12 +107,8 @@ Test(holes, every_policy_on_vulkan_and_opencl_computes_as_compaction, .timeout =
 static void long_rows(lkv_runtime *rt, const char *what)
 {
     lkv_cache_config cfg = tu_config(2, 8, 2, 64, 97); /* 97: rows off the alignment */
-    cfg.dtype = LKV_DTYPE_F32;
-    lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY);
-    cfg.policy.budget = 64;
-    cfg.policy.window = 16;
-    lkv_cache *compact = make(rt, cfg, LKV_PLACEMENT_COMPACT);
-    lkv_cache *holes = make(rt, cfg, LKV_PLACEMENT_HOLES);
+    lkv_cache *compact, *holes;
+    lazy_twins(rt, cfg, LKV_DTYPE_F32, 64, 16, &compact, &holes);
     enum { QW = 8 * 64, KW = 2 * 64 };
     float q[QW], k[KW], v[KW], oa[QW], ob[QW];
     uint64_t rng = 21;
@@ -120,14 +133,7 @@ static void long_rows(lkv_runtime *rt, const char *what)
 
 Test(holes, long_rows_on_vulkan_and_opencl_compute_as_compaction)
 {
-    const char *gpus[] = {"vulkan", "opencl"};
-    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
-        lkv_runtime *rt = open_gpu(gpus[i]);
-        if (!rt)
-            continue;
-        long_rows(rt, gpus[i]);
-        lkv_runtime_close(rt);
-    }
+    on_each_gpu(long_rows);
 }
 
 /* ---- what the buffers hold ---- */
@@ -212,13 +218,8 @@ static int32_t places_written(const bufs *before, const bufs *after, int32_t cap
  * compacting cache's throughout. head_dim up to 16. */
 static void eviction_moves_no_kv(lkv_runtime *rt, int32_t dim, lkv_dtype dtype)
 {
-    lkv_cache_config cfg = tu_config(1, 4, 2, dim, 64);
-    cfg.dtype = dtype;
-    lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY);
-    cfg.policy.budget = 16;
-    cfg.policy.window = 4;
-    lkv_cache *compact = make(rt, cfg, LKV_PLACEMENT_COMPACT);
-    lkv_cache *holes = make(rt, cfg, LKV_PLACEMENT_HOLES);
+    lkv_cache *compact, *holes;
+    lazy_twins(rt, tu_config(1, 4, 2, dim, 64), dtype, 16, 4, &compact, &holes);
     uint64_t rng = 8;
     float q[4 * 16 * 20], k[2 * 16 * 20], v[2 * 16 * 20], oa[4 * 16 * 20], ob[4 * 16 * 20];
     tu_fill_normal(q, (size_t)4 * dim * 20, &rng, 2.0);
@@ -267,17 +268,16 @@ Test(holes, an_eviction_moves_no_kv)
 
 /* The same on lavapipe and PoCL; head_dim 6 takes the kernels that load an
  * element at a time, 16 the 16-byte ones. */
+static void gpu_moves(lkv_runtime *rt, const char *backend)
+{
+    (void)backend;
+    eviction_moves_no_kv(rt, 6, LKV_DTYPE_F32);
+    eviction_moves_no_kv(rt, 16, LKV_DTYPE_F16);
+}
+
 Test(holes, an_eviction_moves_no_kv_on_vulkan_and_opencl)
 {
-    const char *gpus[] = {"vulkan", "opencl"};
-    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
-        lkv_runtime *rt = open_gpu(gpus[i]);
-        if (!rt)
-            continue;
-        eviction_moves_no_kv(rt, 6, LKV_DTYPE_F32);
-        eviction_moves_no_kv(rt, 16, LKV_DTYPE_F16);
-        lkv_runtime_close(rt);
-    }
+    on_each_gpu(gpu_moves);
 }
 
 /* Fork, truncate and reset on both twins at the same points. */
