@@ -94,23 +94,26 @@ static int spin_wait(uint32_t i, int64_t deadline)
     return i % 64 == 0 && now_ns() > deadline;
 }
 
-/* Spins until *value != unchanged or LKV_POOL_SPIN_NS pass; whether it changed. */
-static int spin_until_changed(_Atomic uint64_t *value, uint64_t unchanged)
+/* Whether a new job was posted after generation `seen`; whether every
+ * worker has left the current job. Read with acquire: what was written
+ * before the counter moved is visible after. */
+static int job_posted(lkv_pool *p, uint64_t seen)
 {
-    int64_t deadline = now_ns() + LKV_POOL_SPIN_NS;
-    for (uint32_t i = 1;; i++) {
-        if (atomic_load_explicit(value, memory_order_acquire) != unchanged)
-            return 1;
-        if (spin_wait(i, deadline))
-            return 0;
-    }
+    return atomic_load_explicit(&p->generation, memory_order_acquire) != seen;
 }
 
-static int spin_until_zero(_Atomic int *value)
+static int workers_done(lkv_pool *p, uint64_t unused)
+{
+    (void)unused;
+    return atomic_load_explicit(&p->pending, memory_order_acquire) == 0;
+}
+
+/* Spins until ready(p, arg) or LKV_POOL_SPIN_NS pass; whether it became ready. */
+static int spin_until(lkv_pool *p, int (*ready)(lkv_pool *p, uint64_t arg), uint64_t arg)
 {
     int64_t deadline = now_ns() + LKV_POOL_SPIN_NS;
     for (uint32_t i = 1;; i++) {
-        if (atomic_load_explicit(value, memory_order_acquire) == 0)
+        if (ready(p, arg))
             return 1;
         if (spin_wait(i, deadline))
             return 0;
@@ -122,10 +125,10 @@ static int spin_until_zero(_Atomic int *value)
  * published (release), so they are read after it is seen (acquire). */
 static int next_job(lkv_pool *p, uint64_t seen)
 {
-    if (spin_until_changed(&p->generation, seen))
+    if (spin_until(p, job_posted, seen))
         return 1;
     pthread_mutex_lock(&p->mu);
-    while (!p->stop && atomic_load(&p->generation) == seen)
+    while (!p->stop && !job_posted(p, seen))
         pthread_cond_wait(&p->wake, &p->mu);
     int stop = p->stop;
     pthread_mutex_unlock(&p->mu);
@@ -295,9 +298,9 @@ void lkv_pool_run(lkv_pool *p, int64_t n, void (*fn)(void *ctx, int64_t begin, i
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     run_share(p, 0, n, fn, ctx);
-    if (!spin_until_zero(&p->pending)) {
+    if (!spin_until(p, workers_done, 0)) {
         pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->pending) > 0)
+        while (!workers_done(p, 0))
             pthread_cond_wait(&p->done, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }

@@ -48,6 +48,14 @@ static int in_group(const lkv_cache *c, const lkv_due_pair *pairs, int32_t first
                                                        : pairs[pair].seq == pairs[first].seq;
 }
 
+/* The batch rows past group `first`'s last: its pair's heads (layer), or
+ * the rest of the batch, where its sequence's other pairs may stand (token). */
+static int32_t group_end(const lkv_cache *c, int32_t n_pairs, int32_t first)
+{
+    return c->cfg.granularity == LKV_GRANULARITY_LAYER ? (first + 1) * c->heads
+                                                       : n_pairs * c->heads;
+}
+
 static lkv_status unite_group(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs,
                               int32_t first, float *best, float *row, unsigned char *done)
 {
@@ -56,7 +64,8 @@ static lkv_status unite_group(lkv_cache *c, const lkv_due_pair *pairs, int32_t n
     lkv_status st = LKV_OK;
     for (int32_t i = 0; i < n; i++)
         best[i] = NAN; /* NaN ranks below everything: fmaxf skips it */
-    for (int32_t r = first * c->heads; r < n_pairs * c->heads && st == LKV_OK; r++) {
+    int32_t end = group_end(c, n_pairs, first);
+    for (int32_t r = first * c->heads; r < end && st == LKV_OK; r++) {
         if (!in_group(c, pairs, first, r))
             continue;
         if (c->row_n[r] != n)
@@ -67,7 +76,7 @@ static lkv_status unite_group(lkv_cache *c, const lkv_due_pair *pairs, int32_t n
         for (int32_t i = 0; i < n && st == LKV_OK; i++)
             best[i] = fmaxf(best[i], row[i]);
     }
-    for (int32_t r = first * c->heads; r < n_pairs * c->heads && st == LKV_OK; r++)
+    for (int32_t r = first * c->heads; r < end && st == LKV_OK; r++)
         if (in_group(c, pairs, first, r))
             st = c->ops->write(c->dev, c->scores, (size_t)c->rows[r] * cap * 4, best,
                                (size_t)n * 4);
@@ -75,17 +84,17 @@ static lkv_status unite_group(lkv_cache *c, const lkv_due_pair *pairs, int32_t n
 }
 
 /* Each group as one run of consecutive cache rows: the first batch row of
- * each (first[g]) and how many rows it has (size[g]); 0 when a group's rows
- * are not one ascending run, or the groups are not all one size. */
+ * each (first[g]), all of *out_size rows; 0 when a group's rows are not one
+ * ascending run, or the groups are not all one size. */
 static int32_t device_groups(const lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs,
-                             int32_t *first, int32_t *size, unsigned char *done)
+                             int32_t *first, int32_t *out_size, unsigned char *done)
 {
     int32_t groups = 0;
     for (int32_t i = 0; i < n_pairs; i++) {
         if (done[i])
             continue;
-        int32_t r0 = i * c->heads, count = 0;
-        for (int32_t r = r0; r < n_pairs * c->heads; r++) {
+        int32_t r0 = i * c->heads, count = 0, end = group_end(c, n_pairs, i);
+        for (int32_t r = r0; r < end; r++) {
             if (!in_group(c, pairs, i, r))
                 continue;
             if (c->rows[r] != c->rows[r0] + count || c->row_n[r] != c->row_n[r0])
@@ -93,10 +102,10 @@ static int32_t device_groups(const lkv_cache *c, const lkv_due_pair *pairs, int3
             done[r / c->heads] = 1;
             count++;
         }
-        if (groups > 0 && count != size[0])
+        if (groups > 0 && count != *out_size)
             return 0;
-        first[groups] = r0;
-        size[groups++] = count;
+        *out_size = count;
+        first[groups++] = r0;
     }
     return groups;
 }
@@ -104,7 +113,7 @@ static int32_t device_groups(const lkv_cache *c, const lkv_due_pair *pairs, int3
 /* The device's two reduce_rows: each group's max into kept, then back over
  * every row of the group. `lists` has room for three columns of `rows`. */
 static lkv_status unite_on_device(lkv_cache *c, int32_t rows, int32_t groups,
-                                  const int32_t *first, const int32_t *size, int32_t *lists)
+                                  const int32_t *first, int32_t size, int32_t *lists)
 {
     int32_t *src = lists, *dst = lists + rows, *len = lists + 2 * rows;
     for (int32_t g = 0; g < groups; g++) {
@@ -112,14 +121,14 @@ static lkv_status unite_on_device(lkv_cache *c, int32_t rows, int32_t groups,
         len[g] = c->row_n[first[g]];
     }
     lkv_reduce_rows_args a = {
-        .n = groups, .group = size[0], .reduce = LKV_REDUCE_MAX, .src_stride = c->cfg.capacity,
+        .n = groups, .group = size, .reduce = LKV_REDUCE_MAX, .src_stride = c->cfg.capacity,
         .dst_stride = c->cfg.capacity, .src_row = src, .dst_row = dst, .len = len,
         .src = c->scores, .dst = c->kept,
     };
     lkv_status st = c->ops->reduce_rows(c->dev, &a);
     int32_t n = 0;
     for (int32_t g = 0; g < groups; g++)
-        for (int32_t j = 0; j < size[g]; j++, n++) {
+        for (int32_t j = 0; j < size; j++, n++) {
             src[n] = c->rows[first[g]];
             dst[n] = c->rows[first[g] + j];
             len[n] = c->row_n[first[g]];
@@ -136,13 +145,13 @@ static lkv_status unite_device(lkv_cache *c, const lkv_due_pair *pairs, int32_t 
                                int *out_done)
 {
     int32_t rows = n_pairs * c->heads;
-    int32_t *lists = malloc(sizeof(int32_t) * 5 * (size_t)rows);
+    int32_t *lists = malloc(sizeof(int32_t) * 4 * (size_t)rows);
     unsigned char *seen = calloc((size_t)n_pairs, 1);
     lkv_status st = LKV_OK;
     *out_done = 0;
     if (lists && seen) {
-        int32_t *first = lists + 3 * rows, *size = lists + 4 * rows;
-        int32_t groups = device_groups(c, pairs, n_pairs, first, size, seen);
+        int32_t *first = lists + 3 * rows, size = 0;
+        int32_t groups = device_groups(c, pairs, n_pairs, first, &size, seen);
         *out_done = groups > 0;
         if (groups > 0)
             st = unite_on_device(c, rows, groups, first, size, lists);

@@ -17,22 +17,6 @@
 #define HEADS 3
 #define CAP 29
 
-static int required(const char *backend)
-{
-    const char *req = getenv("LAZYKV_REQUIRE_BACKENDS");
-    return req && strstr(req, backend);
-}
-
-static lkv_runtime *open_backend(const char *backend)
-{
-    lkv_runtime *rt = NULL;
-    if (lkv_runtime_open(backend, &rt) != LKV_OK) {
-        cr_assert(!required(backend), "%s is required: %s", backend, lkv_last_error());
-        return NULL;
-    }
-    return rt;
-}
-
 static lkv_cache *make(lkv_runtime *rt, lkv_granularity g)
 {
     lkv_cache_config cfg = tu_config(LAYERS, 2 * HEADS, HEADS, 4, CAP);
@@ -136,7 +120,7 @@ static void check_union(lkv_runtime *rt, lkv_cache *c, const lkv_due_pair *pairs
 
 static void run_backend(const char *backend)
 {
-    lkv_runtime *rt = open_backend(backend);
+    lkv_runtime *rt = tu_open_backend(backend);
     if (!rt)
         return;
     lkv_cache *layer = make(rt, LKV_GRANULARITY_LAYER);

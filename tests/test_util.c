@@ -18,6 +18,16 @@ lkv_runtime *tu_runtime(void)
     return shared_rt;
 }
 
+lkv_runtime *tu_open_backend(const char *backend)
+{
+    lkv_runtime *rt = NULL;
+    if (lkv_runtime_open(backend, &rt) == LKV_OK)
+        return rt;
+    const char *req = getenv("LAZYKV_REQUIRE_BACKENDS");
+    cr_assert(!req || !strstr(req, backend), "%s is required: %s", backend, lkv_last_error());
+    return NULL;
+}
+
 double tu_uniform(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);

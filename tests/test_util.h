@@ -42,6 +42,11 @@ double tu_bf16_value(uint16_t b); /* bfloat16: 8 exponent, 7 fraction bits */
 /* The cpu runtime (the oracle), opened once per test process and left open. */
 lkv_runtime *tu_runtime(void);
 
+/* A runtime of `backend` to close after use, or NULL where it cannot open
+ * (no driver or device here); fails the test instead where
+ * LAZYKV_REQUIRE_BACKENDS names it, as CI does for vulkan and opencl. */
+lkv_runtime *tu_open_backend(const char *backend);
+
 /* Deterministic standard normal / uniform draws. */
 double tu_normal(uint64_t *state);
 double tu_uniform(uint64_t *state);
