@@ -374,9 +374,10 @@ typedef enum lkv_eviction_timing {
  *                          the decisions and everything lkv_cache_read_slots
  *                          shows are the compacting cache's bit for bit.
  * Holes make an eviction cost what its metadata costs (about 1/50 of the
- * bytes at head_dim 128 in f32), at a gather per slot in attention. ref,
- * cpu, Vulkan and OpenCL read through the map; a backend that cannot (CUDA
- * and HIP today) refuses it at create (UNSUPPORTED, naming the backend). */
+ * bytes at head_dim 128 in f32), at a gather per slot in attention. Every
+ * backend of this build reads through the map (ref, cpu, CUDA, HIP, Vulkan,
+ * OpenCL); one that could not would refuse it at create (UNSUPPORTED,
+ * naming the backend). */
 typedef enum lkv_placement {
     LKV_PLACEMENT_COMPACT = 0,
     LKV_PLACEMENT_HOLES

@@ -357,6 +357,7 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
     attend_shape s = shape_of(a);
     const lkv_cache_buffers *c = a->cache;
     lkv_gpu_ptr k = c->k->ptr, v = c->v->ptr, logits = d->logits->ptr;
+    lkv_gpu_ptr phys = c->phys ? c->phys->ptr : 0; /* K/V through the hole map, if any */
     lkv_gpu_ptr part = d->partials->ptr, lse = d->lse->ptr;
     uint64_t io_off = (uint64_t)b->first * (uint64_t)a->q_heads * (uint64_t)s.dim * 4;
     lkv_gpu_ptr q = a->q->ptr + io_off, out = a->out ? a->out->ptr + io_off : 0;
@@ -368,8 +369,8 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
     int32_t reduce_max = a->reduce == LKV_REDUCE_MAX;
     float scale = a->scale;
 
-    void *split_args[] = {&k, &v, &q, &logits, &part, &row0, &gn, &so, &sp, &groups, &cap, &dim,
-                          &heads, &per, &split_len, &scale};
+    void *split_args[] = {&k,  &v,      &phys, &q,   &logits, &part,      &row0,  &gn, &so,
+                          &sp, &groups, &cap,  &dim, &heads,  &per, &split_len, &scale};
     lkv_status st = launch(d, split_kernel(a), b->grid[LAUNCH_SPLIT], LKV_ATT_BLOCK, split_args);
     /* Threads over head_dim; whole warps of either width. */
     uint32_t combine_block = (uint32_t)(dim + 63) / 64 * 64;

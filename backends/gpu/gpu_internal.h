@@ -254,6 +254,7 @@ void lkv_gpu_locked_counters(const lkv_device *d, lkv_counters *out);
     .close = lkv_gpu_close, LKV_HOST_LOCKED_OPS, .store = lkv_gpu_locked_store,               \
     .gather = lkv_gpu_locked_gather, .reduce_rows = lkv_gpu_locked_reduce_rows,                \
     .move_kept = lkv_gpu_locked_move_kept, .qk_probs = lkv_gpu_locked_qk_probs,                \
-    .wrap = lkv_gpu_locked_wrap, .counters = lkv_gpu_locked_counters
+    .wrap = lkv_gpu_locked_wrap, .counters = lkv_gpu_locked_counters,                         \
+    .holes = 1 /* attend, store and compact take the hole map */
 
 #endif /* LKV_GPU_INTERNAL_H */

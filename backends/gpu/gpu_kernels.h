@@ -24,6 +24,7 @@ LKV_GPU_KERNEL(lkv_select_rows)
 LKV_GPU_KERNEL(lkv_compact_b16)
 LKV_GPU_KERNEL(lkv_compact_b4)
 LKV_GPU_KERNEL(lkv_compact_b2)
+LKV_GPU_KERNEL(lkv_compact_phys)
 /* LKV_GPU_KERNELS_EVICT_END */
 
 /* store (backends/gpu/kernels/store.cu): one per storage type */

@@ -31,6 +31,10 @@
 //   lkv_attend_probs  grid x = slot blocks (grid-stride), y = cache heads,
 //       z = groups; block LKV_ATT_BLOCK. exp(logit - lse) combined over the
 //       group.
+// In a cache that fills holes (core/backend.h's phys) the split kernels
+// read slot i's K and V rows at place phys[row][i] of the row instead of at
+// i; everything else (logits, probabilities, partials) stays in slot order.
+// phys is null otherwise.
 // Nothing assumes a warp width: sub-groups, shuffle masks and the warp count
 // come from lkv_warp() (32 or 64), and every lane of a warp reaches every
 // shuffle.
@@ -272,19 +276,32 @@ LKV_DEV void lkv_att_load_q(const float *qh, int dim, int jn, int sl, int nch,
     }
 }
 
+// Where slot i's K/V row lies in its cache row: place prow[i] in a cache
+// that fills holes (core/backend.h's phys), slot i itself otherwise.
+LKV_DEV lkv_att_u64 lkv_att_place(const int *prow, int i)
+{
+    return (lkv_att_u64)(prow ? prow[i] : i);
+}
+
 // One round of the pass over K: this lane's part of the dot products of KU
 // slots (i0 + u * step, u < KU) with each head's q, in acc[u][j]. Slots
-// past s1 read nothing and add zeros.
+// past s1 read nothing and add zeros. prow: the row's hole map, or null.
 template <typename KV, int VEC, int KU>
-LKV_DEV void lkv_att_dots(const KV *krow, const float *qh, const float (&qreg)[LKV_ATT_QBLOCK][VEC],
-                          int i0, int step, int s1, int s, int sl, int nch, int dim, int jn,
+LKV_DEV void lkv_att_dots(const KV *krow, const int *prow, const float *qh,
+                          const float (&qreg)[LKV_ATT_QBLOCK][VEC], int i0, int step, int s1,
+                          int s, int sl, int nch, int dim, int jn,
                           float (&acc)[KU][LKV_ATT_QBLOCK])
 {
     float kx[KU][VEC];
+    lkv_att_u64 at[KU]; // each slot's place, read once for all its chunks
+    for (int u = 0; u < KU; u++) {
+        int i = i0 + u * step;
+        at[u] = i < s1 ? lkv_att_place(prow, i) * dim : 0;
+    }
     for (int u = 0; u < KU; u++) {
         int i = i0 + u * step;
         if (i < s1 && sl < nch)
-            lkv_att_load(krow + (lkv_att_u64)i * dim + sl * VEC, kx[u]);
+            lkv_att_load(krow + at[u] + sl * VEC, kx[u]);
         else
             for (int e = 0; e < VEC; e++)
                 kx[u][e] = 0.0f;
@@ -302,7 +319,7 @@ LKV_DEV void lkv_att_dots(const KV *krow, const float *qh, const float (&qreg)[L
         for (int u = 0; u < KU; u++) {
             int i = i0 + u * step;
             if (i < s1)
-                lkv_att_load(krow + (lkv_att_u64)i * dim + c * VEC, kc[u]);
+                lkv_att_load(krow + at[u] + c * VEC, kc[u]);
             else
                 for (int e = 0; e < VEC; e++)
                     kc[u][e] = 0.0f;
@@ -324,7 +341,8 @@ LKV_DEV void lkv_att_dots(const KV *krow, const float *qh, const float (&qreg)[L
 // of the row, so a warp reads consecutive rows end to end. The q chunk of the
 // lane's first K chunk stays in registers.
 template <typename KV, int VEC>
-LKV_DEV void lkv_att_logits(const KV *krow, const float *qh, float *lg, int n, int s0, int s1,
+LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, float *lg, int n,
+                            int s0, int s1,
                             int dim, int jn, float scale, float (&m)[LKV_ATT_QBLOCK],
                             float (*red)[LKV_ATT_WARPS])
 {
@@ -345,8 +363,8 @@ LKV_DEV void lkv_att_logits(const KV *krow, const float *qh, float *lg, int n, i
     // per round and issues their loads together, so several are in flight.
     for (int base = s0; base < s1; base += KUNROLL * step) {
         float acc[KUNROLL][LKV_ATT_QBLOCK];
-        lkv_att_dots<KV, VEC, KUNROLL>(krow, qh, qreg, base + tid / s, step, s1, s, sl, nch, dim,
-                                       jn, acc);
+        lkv_att_dots<KV, VEC, KUNROLL>(krow, prow, qh, qreg, base + tid / s, step, s1, s, sl, nch,
+                                       dim, jn, acc);
         for (int u = 0; u < KUNROLL; u++) {
             int i = base + tid / s + u * step, dup;
             lkv_att_reduce_scatter(acc[u], count, s, sl, &first, &held, &dup);
@@ -369,26 +387,29 @@ LKV_DEV void lkv_att_logits(const KV *krow, const float *qh, float *lg, int n, i
     lkv_att_block_reduce(m, true, red);
 }
 
-// Pass over V, U slots of a tile at once (t, t + lanes, ...; their loads are
-// issued together so they are in flight together): acc[j] += weight of the
-// slot for head j times the thread's columns of its V row. Columns past the
-// row read nothing and add zeros.
+// Pass over V, U slots of a tile at once (c + t, c + t + lanes, ...; their
+// loads are issued together so they are in flight together): acc[j] +=
+// weight of the slot for head j times the thread's columns of its V row.
+// Columns past the row read nothing and add zeros. prow: the row's hole
+// map, or null.
 template <int U, typename KV, int VEC, int R>
-LKV_DEV void lkv_att_accumulate(const KV *vtile, int dim, int t, int lanes, int col, int p,
-                                int cols, int nch, int jn,
+LKV_DEV void lkv_att_accumulate(const KV *vrow, const int *prow, int c, int dim, int t,
+                                int lanes, int col, int p, int cols, int nch, int jn,
                                 const float (*weight)[LKV_BLOCK_MAX],
                                 float (&acc)[LKV_ATT_QBLOCK][VEC * R])
 {
     float vx[U][R][VEC];
-    for (int u = 0; u < U; u++)
+    for (int u = 0; u < U; u++) {
+        lkv_att_u64 at = lkv_att_place(prow, c + t + u * lanes) * dim;
         for (int r = 0; r < R; r++) {
             int cc = col + r * p;
             if (r < cols && cc < nch)
-                lkv_att_load(vtile + (lkv_att_u64)(t + u * lanes) * dim + cc * VEC, vx[u][r]);
+                lkv_att_load(vrow + at + cc * VEC, vx[u][r]);
             else
                 for (int e = 0; e < VEC; e++)
                     vx[u][r][e] = 0.0f;
         }
+    }
     for (int u = 0; u < U; u++)
         for (int j = 0; j < LKV_ATT_QBLOCK; j++)
             if (j < jn) {
@@ -407,7 +428,7 @@ LKV_DEV void lkv_att_accumulate(const KV *vtile, int dim, int t, int lanes, int 
 // exp(logit - m[j]). The logits this block stored are visible to it after
 // the barrier in lkv_att_logits' block reduction.
 template <typename KV, int VEC, int R>
-LKV_DEV void lkv_att_values(const KV *vrow, const float *lg, int n, int s0, int s1, int dim,
+LKV_DEV void lkv_att_values(const KV *vrow, const int *prow, const float *lg, int n, int s0, int s1, int dim,
                             int jn, const float (&m)[LKV_ATT_QBLOCK],
                             float (*weight)[LKV_BLOCK_MAX], float (*red)[LKV_ATT_WARPS],
                             float (&acc)[LKV_ATT_QBLOCK][VEC * R], float (&l)[LKV_ATT_QBLOCK])
@@ -437,15 +458,14 @@ LKV_DEV void lkv_att_values(const KV *vrow, const float *lg, int n, int s0, int 
         }
         __syncthreads();
         int cn = s1 - c < bs ? s1 - c : bs;
-        const KV *vtile = vrow + (lkv_att_u64)c * dim;
         const int U = LKV_ATT_INFLIGHT(VEC);
         int t = lane;
         for (; t + (U - 1) * lanes < cn; t += U * lanes)
-            lkv_att_accumulate<U, KV, VEC, R>(vtile, dim, t, lanes, col, p, cols, nch, jn, weight,
-                                              acc);
+            lkv_att_accumulate<U, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch, jn,
+                                              weight, acc);
         for (; t < cn; t += lanes)
-            lkv_att_accumulate<1, KV, VEC, R>(vtile, dim, t, lanes, col, p, cols, nch, jn, weight,
-                                              acc);
+            lkv_att_accumulate<1, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch, jn,
+                                              weight, acc);
         __syncthreads();
     }
     lkv_att_block_reduce(l, false, red);
@@ -509,7 +529,8 @@ LKV_DEV void lkv_att_write_partials(float *part, lkv_att_u64 pbase, int nsp, int
 // over V (1 on the vector path, LKV_ATT_COLS on the scalar one: head_dim <=
 // LKV_ATT_COLS * block).
 template <typename KV, int VEC, int R>
-LKV_DEV void lkv_att_split(const KV *k, const KV *v, const float *q, float *logits, float *part,
+LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const float *q,
+                           float *logits, float *part,
                            const int *row0, const int *group_n, const int *slot_off,
                            const int *split_off, int n_groups, int cap, int dim, int heads,
                            int per, int split_len, float scale)
@@ -530,82 +551,37 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const float *q, float *logi
     lkv_att_u64 row = (lkv_att_u64)(row0[g] + ch);
     const KV *krow = k + row * (lkv_att_u64)cap * (lkv_att_u64)dim;
     const KV *vrow = v + row * (lkv_att_u64)cap * (lkv_att_u64)dim;
+    const int *prow = phys ? phys + row * (lkv_att_u64)cap : nullptr;
     const float *qh = q + ((lkv_att_u64)g * q_heads + qh0) * (lkv_att_u64)dim;
     float *lg = logits + (lkv_att_u64)slot_off[g] * q_heads + (lkv_att_u64)qh0 * n;
 
     float m[LKV_ATT_QBLOCK];
-    lkv_att_logits<KV, VEC>(krow, qh, lg, n, s0, s1, dim, jn, scale, m, red);
+    lkv_att_logits<KV, VEC>(krow, prow, qh, lg, n, s0, s1, dim, jn, scale, m, red);
     float acc[LKV_ATT_QBLOCK][VEC * R];
     float l[LKV_ATT_QBLOCK];
-    lkv_att_values<KV, VEC, R>(vrow, lg, n, s0, s1, dim, jn, m, weight, red, acc, l);
+    lkv_att_values<KV, VEC, R>(vrow, prow, lg, n, s0, s1, dim, jn, m, weight, red, acc, l);
     lkv_att_u64 pbase = (lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh0 * nsp + sp;
     lkv_att_write_partials<VEC, R>(part, pbase, nsp, dim, jn, acc, m, l, gather);
 }
 
-LKV_KERNEL(lkv_attend_split_f32)(const float *k, const float *v, const float *q, float *logits,
-                                 float *part, const int *row0, const int *group_n,
-                                 const int *slot_off, const int *split_off, int n_groups, int cap,
-                                 int dim, int heads, int per, int split_len, float scale)
-{
-    lkv_att_split<float, 1, LKV_ATT_COLS>(k, v, q, logits, part, row0, group_n, slot_off,
-                                          split_off, n_groups, cap, dim, heads, per, split_len,
-                                          scale);
-}
+// The six split kernels: one per stored type (float; unsigned short for
+// f16; lkv_att_bf16) and chunk width (one element, or 16 bytes: _vec).
+#define LKV_ATT_SPLIT_KERNEL(name, KV, VEC, R)                                                 \
+    LKV_KERNEL(name)(const KV *k, const KV *v, const int *phys, const float *q, float *logits, \
+                     float *part, const int *row0, const int *group_n, const int *slot_off,    \
+                     const int *split_off, int n_groups, int cap, int dim, int heads, int per, \
+                     int split_len, float scale)                                               \
+    {                                                                                          \
+        lkv_att_split<KV, VEC, R>(k, v, phys, q, logits, part, row0, group_n, slot_off,        \
+                                  split_off, n_groups, cap, dim, heads, per, split_len, scale); \
+    }
 
-LKV_KERNEL(lkv_attend_split_f32_vec)(const float *k, const float *v, const float *q,
-                                     float *logits, float *part, const int *row0,
-                                     const int *group_n, const int *slot_off,
-                                     const int *split_off, int n_groups, int cap, int dim,
-                                     int heads, int per, int split_len, float scale)
-{
-    lkv_att_split<float, LKV_ATT_F32_VEC, 1>(k, v, q, logits, part, row0, group_n, slot_off,
-                                             split_off, n_groups, cap, dim, heads, per,
-                                             split_len, scale);
-}
-
-LKV_KERNEL(lkv_attend_split_f16)(const unsigned short *k, const unsigned short *v,
-                                 const float *q, float *logits, float *part, const int *row0,
-                                 const int *group_n, const int *slot_off, const int *split_off,
-                                 int n_groups, int cap, int dim, int heads, int per,
-                                 int split_len, float scale)
-{
-    lkv_att_split<unsigned short, 1, LKV_ATT_COLS>(k, v, q, logits, part, row0, group_n,
-                                                   slot_off, split_off, n_groups, cap, dim, heads,
-                                                   per, split_len, scale);
-}
-
-LKV_KERNEL(lkv_attend_split_f16_vec)(const unsigned short *k, const unsigned short *v,
-                                     const float *q, float *logits, float *part,
-                                     const int *row0, const int *group_n, const int *slot_off,
-                                     const int *split_off, int n_groups, int cap, int dim,
-                                     int heads, int per, int split_len, float scale)
-{
-    lkv_att_split<unsigned short, LKV_ATT_KV16_VEC, 1>(k, v, q, logits, part, row0, group_n,
-                                                       slot_off, split_off, n_groups, cap, dim,
-                                                       heads, per, split_len, scale);
-}
-
-LKV_KERNEL(lkv_attend_split_bf16)(const lkv_att_bf16 *k, const lkv_att_bf16 *v, const float *q,
-                                  float *logits, float *part, const int *row0,
-                                  const int *group_n, const int *slot_off, const int *split_off,
-                                  int n_groups, int cap, int dim, int heads, int per,
-                                  int split_len, float scale)
-{
-    lkv_att_split<lkv_att_bf16, 1, LKV_ATT_COLS>(k, v, q, logits, part, row0, group_n, slot_off,
-                                                 split_off, n_groups, cap, dim, heads, per,
-                                                 split_len, scale);
-}
-
-LKV_KERNEL(lkv_attend_split_bf16_vec)(const lkv_att_bf16 *k, const lkv_att_bf16 *v,
-                                      const float *q, float *logits, float *part,
-                                      const int *row0, const int *group_n, const int *slot_off,
-                                      const int *split_off, int n_groups, int cap, int dim,
-                                      int heads, int per, int split_len, float scale)
-{
-    lkv_att_split<lkv_att_bf16, LKV_ATT_KV16_VEC, 1>(k, v, q, logits, part, row0, group_n,
-                                                     slot_off, split_off, n_groups, cap, dim,
-                                                     heads, per, split_len, scale);
-}
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32, float, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_vec, float, LKV_ATT_F32_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f16, unsigned short, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f16_vec, unsigned short, LKV_ATT_KV16_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16, lkv_att_bf16, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_vec, lkv_att_bf16, LKV_ATT_KV16_VEC, 1)
 
 // The quiet NaN the CPU's exp(-inf - -inf) gives.
 LKV_DEV float lkv_att_nan(void)

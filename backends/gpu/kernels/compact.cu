@@ -31,7 +31,21 @@
 // slices, then the V slices (slices = units / slice_w rounded up), then 4
 // (pos, state_a, state_b, state_f); y = listed rows (grid-stride over
 // n_rows). Unit offsets are 64-bit: rows * capacity *
-// head_dim passes 2^32.
+// head_dim passes 2^32. With units = 0 (a cache that fills holes) there are
+// no K/V slices: x = 4 moves the metadata only.
+//
+// lkv_compact_phys: the hole map of a cache that fills holes, which moves
+// no K/V. Each listed row's map entries of the n slots it held move as the
+// oracle's do (backends/ref/ref_compact.c): the kept slots' entries to the
+// front in kept order, then the evicted slots' in ascending slot order, so
+// the places they held are the next tokens'. Each slot s finds its own
+// destination: kept (at the index where a binary search of the ascending
+// kept list finds it) or the (s - kept slots below s)-th evicted one, after
+// the k kept. Kept entries move down and evicted ones up, so an entry can
+// land where another thread has yet to read: phase 0 scatters the row into
+// scratch ([listed row][cap]), phase 1 (the next launch) copies it back.
+// Launch: block LKV_COMPACT_BLOCK, x = blocks striding over the slots, y =
+// listed rows (grid-stride over n_rows).
 #include "lkv_gpu.h"
 
 // Units each thread carries per chunk (a chunk is blockDim * this many
@@ -141,4 +155,40 @@ LKV_KERNEL(lkv_compact_b2)(const int *rows, const int *row_k, const int *kept,
 {
     lkv_compact_rows(rows, row_k, kept, k, v, pos, state_a, state_b, state_f, cap, units, slice_w,
                      n_rows);
+}
+
+// How many of kept[0 .. k) (ascending) are below s.
+LKV_DEV int lkv_compact_kept_below(const int *kept, int k, int s)
+{
+    int lo = 0, hi = k;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (kept[mid] < s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+LKV_KERNEL(lkv_compact_phys)(const int *rows, const int *row_k, const int *row_n,
+                             const int *kept, int *phys, int *scratch, int cap, int n_rows,
+                             int phase) // 0: scatter to scratch, 1: copy back
+{
+    int stride = (int)(gridDim.x * blockDim.x);
+    for (int r = (int)blockIdx.y; r < n_rows; r += (int)gridDim.y) {
+        unsigned long long row = (unsigned long long)rows[r] * (unsigned long long)cap;
+        int *prow = phys + row, *tmp = scratch + (unsigned long long)r * (unsigned long long)cap;
+        const int *kr = kept + row;
+        int k = row_k[r], n = row_n[r];
+        for (int s = (int)(blockIdx.x * blockDim.x + threadIdx.x); s < n; s += stride) {
+            if (phase == 0) {
+                int below = lkv_compact_kept_below(kr, k, s);
+                int dst = below < k && kr[below] == s ? below : k + (s - below);
+                tmp[dst] = prow[s];
+            } else {
+                prow[s] = tmp[s];
+            }
+        }
+    }
 }

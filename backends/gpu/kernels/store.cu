@@ -3,7 +3,9 @@
 // [head_dim]) go into slots slot0[e] .. of rows row0[e] + h, every cache head
 // h reading KV head h * kv_heads / cache_heads, rounded to the storage type;
 // token j gets pos = position0[e] + j, state_a = last_init[e], state_b = 0,
-// state_f = 0 (backends/cpu/cpu_store.c).
+// state_f = 0 (backends/cpu/cpu_store.c). In a cache that fills holes
+// (phys not null: core/backend.h) a slot's K/V go to its place
+// phys[row][slot] in the row; positions and states stay at the slot.
 //
 // Inputs may come from device memory nobody checked, so the cache is kept
 // finite: NaN and infinities are stored as +0, a finite value beyond the
@@ -77,6 +79,7 @@ template <int D> LKV_DEV unsigned int lkv_store_code(float x)
 // The entry lists, one device array each, as the host uploads them.
 struct lkv_store_lists {
     const int *row0, *slot0, *count, *src_token, *position0, *last_init;
+    const int *phys; // the hole map, or null
 };
 
 template <typename T, int D>
@@ -96,7 +99,10 @@ LKV_DEV void lkv_store_entry(const lkv_store_lists &l, int e, const float *k_in,
         unsigned long long row = (unsigned long long)(l.row0[e] + h);
         unsigned long long slot = row * (unsigned long long)cap + (unsigned long long)(l.slot0[e] + j);
         unsigned long long src = ((unsigned long long)(l.src_token[e] + j) * kv_heads + kvh) * dim + col;
-        unsigned long long dst = slot * (unsigned long long)dim + col;
+        unsigned long long at = l.phys ? row * (unsigned long long)cap +
+                                              (unsigned long long)l.phys[slot]
+                                       : slot;
+        unsigned long long dst = at * (unsigned long long)dim + col;
         k[dst] = (T)lkv_store_code<D>(k_in[src]);
         v[dst] = (T)lkv_store_code<D>(v_in[src]);
         if (col == 0) {
@@ -111,11 +117,11 @@ LKV_DEV void lkv_store_entry(const lkv_store_lists &l, int e, const float *k_in,
 template <typename T, int D>
 LKV_DEV void lkv_store_rows(const int *row0, const int *slot0, const int *count,
                             const int *src_token, const int *position0, const int *last_init,
-                            const float *k_in, const float *v_in, T *k, T *v, int *pos, int *state_a, int *state_b,
-                            float *state_f, int cap, int dim, int kv_heads, int cache_heads,
-                            int n_entries)
+                            const float *k_in, const float *v_in, T *k, T *v, int *pos,
+                            int *state_a, int *state_b, float *state_f, const int *phys, int cap,
+                            int dim, int kv_heads, int cache_heads, int n_entries)
 {
-    lkv_store_lists l = {row0, slot0, count, src_token, position0, last_init};
+    lkv_store_lists l = {row0, slot0, count, src_token, position0, last_init, phys};
     for (int e = (int)blockIdx.y; e < n_entries; e += (int)gridDim.y)
         lkv_store_entry<T, D>(l, e, k_in, v_in, k, v, pos, state_a, state_b, state_f, cap, dim,
                             kv_heads, cache_heads);
@@ -123,39 +129,18 @@ LKV_DEV void lkv_store_rows(const int *row0, const int *slot0, const int *count,
 
 // f32 elements are stored as their bits (unsigned int), so the three
 // kernels differ only in the element type and code.
-LKV_KERNEL(lkv_store_f32)(const int *row0, const int *slot0, const int *count,
-                          const int *src_token, const int *position0, const int *last_init,
-                          const float *k_in, const float *v_in, unsigned int *k, unsigned int *v,
-                          int *pos, int *state_a, int *state_b, float *state_f, int cap, int dim,
-                          int kv_heads, int cache_heads, int n_entries)
-{
-    lkv_store_rows<unsigned int, LKV_STORE_F32>(row0, slot0, count, src_token, position0,
-                                                last_init, k_in, v_in, k, v, pos, state_a,
-                                                state_b, state_f, cap, dim, kv_heads,
-                                                cache_heads, n_entries);
-}
+#define LKV_STORE_KERNEL(name, T, D)                                                           \
+    LKV_KERNEL(name)(const int *row0, const int *slot0, const int *count, const int *src_token, \
+                     const int *position0, const int *last_init, const float *k_in,            \
+                     const float *v_in, T *k, T *v, int *pos, int *state_a, int *state_b,      \
+                     float *state_f, const int *phys, int cap, int dim, int kv_heads,          \
+                     int cache_heads, int n_entries)                                           \
+    {                                                                                          \
+        lkv_store_rows<T, D>(row0, slot0, count, src_token, position0, last_init, k_in, v_in,  \
+                             k, v, pos, state_a, state_b, state_f, phys, cap, dim, kv_heads,   \
+                             cache_heads, n_entries);                                          \
+    }
 
-LKV_KERNEL(lkv_store_f16)(const int *row0, const int *slot0, const int *count,
-                          const int *src_token, const int *position0, const int *last_init,
-                          const float *k_in, const float *v_in, unsigned short *k,
-                          unsigned short *v, int *pos, int *state_a, int *state_b, float *state_f,
-                          int cap, int dim, int kv_heads, int cache_heads, int n_entries)
-{
-    lkv_store_rows<unsigned short, LKV_STORE_F16>(row0, slot0, count, src_token, position0,
-                                                  last_init, k_in, v_in, k, v, pos, state_a,
-                                                  state_b, state_f, cap, dim, kv_heads,
-                                                  cache_heads, n_entries);
-}
-
-LKV_KERNEL(lkv_store_bf16)(const int *row0, const int *slot0, const int *count,
-                           const int *src_token, const int *position0, const int *last_init,
-                           const float *k_in, const float *v_in, unsigned short *k,
-                           unsigned short *v, int *pos, int *state_a, int *state_b,
-                           float *state_f, int cap, int dim, int kv_heads, int cache_heads,
-                           int n_entries)
-{
-    lkv_store_rows<unsigned short, LKV_STORE_BF16>(row0, slot0, count, src_token, position0,
-                                                   last_init, k_in, v_in, k, v, pos, state_a,
-                                                   state_b, state_f, cap, dim, kv_heads,
-                                                   cache_heads, n_entries);
-}
+LKV_STORE_KERNEL(lkv_store_f32, unsigned int, LKV_STORE_F32)
+LKV_STORE_KERNEL(lkv_store_f16, unsigned short, LKV_STORE_F16)
+LKV_STORE_KERNEL(lkv_store_bf16, unsigned short, LKV_STORE_BF16)
