@@ -288,15 +288,11 @@ static int32_t decode_width(const lkv_cache *c, int32_t layer, const lkv_observe
 }
 
 /* What both qk calls check of their arrays before they recompute: where
- * they are (host or device memory, and no slot map with device K), then
- * the view (check_view). */
+ * they are (host or device memory), then the view (check_view). */
 static lkv_status check_arrays(const lkv_cache *c, int32_t layer, const qk_view *v,
                                lkv_memory memory)
 {
     lkv_status st = lkv_check_memory(c, memory, v->call);
-    if (st == LKV_OK && memory == LKV_MEMORY_DEVICE && v->map)
-        st = lkv_fail(LKV_UNSUPPORTED, "%s: a slot map with device K (holes read through the "
-                      "map on the device) is not done yet: compact, or pass host K", v->call);
     return st == LKV_OK
                ? check_view(c, layer, v, memory == LKV_MEMORY_DEVICE ? 0 : LKV_LAYOUT_K)
                : st;
@@ -310,6 +306,7 @@ typedef struct qk_device {
     lkv_device_array q, lse;
     const lkv_device_array *k; /* [kv->layers] */
     const lkv_kv_layout *kv;
+    const lkv_slot_map *map; /* NULL: K at the layout's slots */
     float scale;
     size_t tokens;
     const char *call;
@@ -317,20 +314,30 @@ typedef struct qk_device {
 
 /* The query rows of one device call, as qk_probs takes them (lse_at is
  * q_row: a query's lse sits at its own row), and how far into the layer's
- * K they reach. */
+ * K they reach. With a slot map the kernels read K through `flat`, a table
+ * of blocks of one slot: row (listed sequence i, cache head h) at i * heads
+ * + h holds each logical slot's word offset from the head's base, found
+ * once per row from the map's row and block table (flat_n: slots filled,
+ * -1 until then). */
 typedef struct qk_rows {
     int32_t n;
     int32_t *q_row, *out_row, *len, *tab_row;
     uint32_t *base;
     uint64_t extent; /* bytes */
+    int32_t *flat, *flat_n;
+    int32_t flat_rows, width;
 } qk_rows;
 
 static void rows_free(qk_rows *r)
 {
     free(r->q_row), free(r->out_row), free(r->len), free(r->tab_row), free(r->base);
+    free(r->flat), free(r->flat_n);
 }
 
-static lkv_status rows_alloc(qk_rows *r, size_t n, const char *call)
+/* Room for n query rows; with a map, for `seqs` listed sequences' flat rows
+ * of `width` slots. */
+static lkv_status rows_alloc(qk_rows *r, size_t n, const qk_device *d, int32_t heads,
+                             int32_t seqs, int32_t width)
 {
     n = n ? n : 1;
     *r = (qk_rows){0,
@@ -339,22 +346,84 @@ static lkv_status rows_alloc(qk_rows *r, size_t n, const char *call)
                    malloc(sizeof(int32_t) * n),
                    malloc(sizeof(int32_t) * n),
                    malloc(sizeof(uint32_t) * n),
-                   0};
-    if (r->q_row && r->out_row && r->len && r->tab_row && r->base)
+                   0, NULL, NULL, 0, width};
+    if (d->map) {
+        r->flat_rows = seqs * heads;
+        r->flat = malloc(sizeof(int32_t) * ((size_t)r->flat_rows * (size_t)width + 1));
+        r->flat_n = malloc(sizeof(int32_t) * ((size_t)r->flat_rows + 1));
+        for (int32_t i = 0; r->flat_n && i < r->flat_rows; i++)
+            r->flat_n[i] = -1;
+    }
+    if (r->q_row && r->out_row && r->len && r->tab_row && r->base &&
+        (!d->map || (r->flat && r->flat_n)))
         return LKV_OK;
     rows_free(r);
-    return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for %zu rows", call, n);
+    return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for %zu rows", d->call, n);
 }
 
-/* Query head qh of sequence seq over slots 0 .. len-1: q and lse row q_row,
- * probabilities row out_row. */
+/* Flat row f: the word offsets of the `live` slots of (seq, layer, head)
+ * through the map (its row must hold exactly them, as the host path
+ * checks), and how far into the layer's K they reach. */
+static lkv_status flat_row(const qk_device *d, qk_rows *r, int32_t f, int32_t seq, int32_t layer,
+                           int32_t head, int32_t live)
+{
+    const lkv_kv_layout *kv = d->kv;
+    const int32_t *slots = NULL, *table = NULL;
+    int32_t held = 0, n_table = 0;
+    lkv_status st = lkv_slot_map_row(d->map, seq, layer, head, &slots, &held);
+    if (st == LKV_OK)
+        st = lkv_slot_map_table(d->map, seq, &table, &n_table);
+    if (st == LKV_OK && held != live)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: the slot map's row (sequence %d, layer %d, head %d) holds %d slots; "
+                        "the call sees %d (place the new tokens first)",
+                        d->call, seq, layer, head, held, live);
+    uint64_t head_at = (uint64_t)head * kv->head_stride;
+    uint64_t span = (uint64_t)kv->head_dim * lkv_dtype_size(kv->dtype);
+    int32_t *out = r->flat + (size_t)f * (size_t)r->width;
+    for (int32_t j = 0; st == LKV_OK && j < live; j++) {
+        size_t at = lkv_kv_layout_slot(kv, seq, slots[j], table, n_table);
+        if (at == (size_t)-1)
+            return lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequence %d slot %d (physical %d) has no "
+                            "block in the slot map's table", d->call, seq, j, slots[j]);
+        /* word offsets in int32: the layer's K up to 8 GiB from a head */
+        if (at / 4 > (size_t)INT32_MAX)
+            return lkv_fail(LKV_UNSUPPORTED, "%s: sequence %d slot %d lies at byte %zu of layer "
+                            "%d's K, beyond the 8 GiB a slot map's device rows reach",
+                            d->call, seq, j, at, layer);
+        out[j] = (int32_t)(at / 4);
+        uint64_t end = head_at + (uint64_t)at + span;
+        r->extent = end > r->extent ? end : r->extent;
+    }
+    if (st == LKV_OK)
+        r->flat_n[f] = live;
+    return st;
+}
+
+/* Query head qh of listed sequence i (seq, `live` slots held) over slots
+ * 0 .. len-1: q and lse row q_row, probabilities row out_row. With a map
+ * the row reads K through the sequence's flat row of the cache head. */
 static lkv_status add_row(const lkv_cache *c, int32_t layer, const qk_device *d, qk_rows *r,
-                          int32_t seq, int32_t qh, int32_t q_row, int32_t out_row, int32_t len)
+                          int32_t i, int32_t seq, int32_t live, int32_t qh, int32_t q_row,
+                          int32_t out_row, int32_t len)
 {
     const lkv_kv_layout *kv = d->kv;
     if (seq >= kv->sequences)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequence %d is outside the layout's %d",
                         d->call, seq, kv->sequences);
+    if (d->map) {
+        int32_t head = qh / (c->cfg.q_heads / c->heads), f = i * c->heads + head;
+        lkv_status st = r->flat_n[f] < 0 ? flat_row(d, r, f, seq, layer, head, live) : LKV_OK;
+        if (st != LKV_OK)
+            return st;
+        int32_t k = r->n++;
+        r->q_row[k] = q_row;
+        r->out_row[k] = out_row;
+        r->len[k] = len;
+        r->tab_row[k] = f;
+        r->base[k] = (uint32_t)((uint64_t)head * kv->head_stride / 4);
+        return LKV_OK;
+    }
     uint64_t reach = 0, base = 0;
     int32_t missing = lkv_kv_layout_row(kv, seq, qh / (c->cfg.q_heads / c->heads), len, &base,
                                         &reach);
@@ -390,12 +459,13 @@ static lkv_status check_device(const lkv_cache *c, int32_t layer, const qk_devic
     return lkv_kv_layout_check_words(d->kv, d->call);
 }
 
-/* The arrays checked and room for `rows` query rows listed. */
+/* The arrays checked and room for `rows` query rows listed, of `seqs`
+ * sequences at most `width` slots long. */
 static lkv_status begin_device(const lkv_cache *c, int32_t layer, const qk_device *d, size_t rows,
-                               qk_rows *r)
+                               int32_t seqs, int32_t width, qk_rows *r)
 {
     lkv_status st = check_device(c, layer, d);
-    return st == LKV_OK ? rows_alloc(r, rows, d->call) : st;
+    return st == LKV_OK ? rows_alloc(r, rows, d, c->heads, seqs, width) : st;
 }
 
 /* The rows' probabilities recomputed into c->stage_p (rows of `stride`,
@@ -421,6 +491,10 @@ static lkv_status run_device(lkv_cache *c, int32_t layer, const qk_device *d, co
         .dtype = kv->dtype, .dim = kv->head_dim, .stride = stride, .scale = d->scale,
         .slots = lkv_kv_layout_slots(kv, r->base, r->tab_row),
     };
+    if (d->map) /* blocks of one slot, whose "block" is its word offset */
+        a.slots = (lkv_engine_slots){.base = r->base, .tab_row = r->tab_row, .slot_stride = 0,
+                                     .block_stride = 1, .block_size = 1, .table = r->flat,
+                                     .table_rows = r->flat_rows, .max_blocks = r->width};
     if (st == LKV_OK)
         st = c->ops->qk_probs(c->dev, &a);
     for (int i = 0; i < 3; i++)
@@ -434,12 +508,12 @@ static lkv_status run_device(lkv_cache *c, int32_t layer, const qk_device *d, co
 static lkv_status decode_device(lkv_cache *c, int32_t layer, const lkv_observe_qk_io *io,
                                 int32_t stride)
 {
-    qk_device d = {io->q_dev, io->lse_dev, io->k_dev, io->k, io->scale,
+    qk_device d = {io->q_dev, io->lse_dev, io->k_dev, io->k, io->map, io->scale,
                    (size_t)io->n_sequences, decode_call};
     int32_t qh_n = c->cfg.q_heads;
     size_t rows = (size_t)io->n_sequences * (size_t)qh_n;
     qk_rows r;
-    lkv_status st = begin_device(c, layer, &d, rows, &r);
+    lkv_status st = begin_device(c, layer, &d, rows, io->n_sequences, stride, &r);
     if (st != LKV_OK)
         return st;
     for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++) {
@@ -447,7 +521,7 @@ static lkv_status decode_device(lkv_cache *c, int32_t layer, const lkv_observe_q
         if (!lkv_engine_observes(c, seq, layer))
             continue;
         for (int32_t qh = 0; qh < qh_n && st == LKV_OK; qh++)
-            st = add_row(c, layer, &d, &r, seq, qh, i * qh_n + qh, i * qh_n + qh, n);
+            st = add_row(c, layer, &d, &r, i, seq, n, qh, i * qh_n + qh, i * qh_n + qh, n);
     }
     if (st == LKV_OK)
         st = run_device(c, layer, &d, &r, rows, stride);
@@ -553,11 +627,12 @@ static lkv_status prompt_device(lkv_cache *c, int32_t layer, const lkv_observe_p
     size_t tokens = 0;
     for (int32_t i = 0; i < io->n_sequences; i++)
         tokens += (size_t)io->n_tokens[i];
-    qk_device d = {io->q_dev, io->lse_dev, io->k_dev, io->k, io->scale, tokens, prompt_call};
+    qk_device d = {io->q_dev, io->lse_dev, io->k_dev, io->k, io->map, io->scale, tokens,
+                   prompt_call};
     int32_t qh_n = c->cfg.q_heads;
     size_t rows = (size_t)pv->rows * (size_t)qh_n;
     qk_rows r;
-    lkv_status st = begin_device(c, layer, &d, rows, &r);
+    lkv_status st = begin_device(c, layer, &d, rows, io->n_sequences, pv->stride, &r);
     if (st != LKV_OK)
         return st;
     int32_t at = 0, vote = 0;
@@ -566,7 +641,7 @@ static lkv_status prompt_device(lkv_cache *c, int32_t layer, const lkv_observe_p
         st = lkv_cache_prompt_voters(c, n, &first, &causal, NULL);
         for (int32_t a = first; a < n && st == LKV_OK; a++, vote++)
             for (int32_t qh = 0; qh < qh_n && st == LKV_OK; qh++)
-                st = add_row(c, layer, &d, &r, io->sequences[i], qh, (at + a) * qh_n + qh,
+                st = add_row(c, layer, &d, &r, i, io->sequences[i], n, qh, (at + a) * qh_n + qh,
                              vote * qh_n + qh, causal ? a + 1 : n);
     }
     if (st == LKV_OK)

@@ -30,9 +30,10 @@
  * on even steps, lazykv combining them on its device, and one row per cache
  * head combined here on odd ones) and applies the plans on the device, by
  * turns from the plan read back (lkv_plan_apply_device) and from the
- * cache's own kept lists (lkv_cache_apply_plan_device); with --qk too (and
- * no --holes), prompts and decode steps hand q, lse and K as device arrays
- * (lazykv recomputes the probabilities on its device):
+ * cache's own kept lists (lkv_cache_apply_plan_device); with --qk too,
+ * prompts and decode steps hand q, lse and K as device arrays, with
+ * --holes through the slot map (lazykv recomputes the probabilities on
+ * its device):
  * on ref and cpu, whose device memory is host memory, so the engine's host
  * buffers are its device buffers.
  *
@@ -476,7 +477,7 @@ static int prefill(run *r)
             .lse = lse, .scale = e->scale, .k = &kv, .map = e->holes,
         };
         lkv_device_array k_dev[LAYERS];
-        if (e->device && e->qk && !e->holes) { /* recomputed on lazykv's device */
+        if (e->device && e->qk) { /* recomputed on lazykv's device */
             for (int32_t m = 0; m < LAYERS; m++)
                 k_dev[m] = (lkv_device_array){(uint64_t)(uintptr_t)e->k[m], 0};
             qk.memory = LKV_MEMORY_DEVICE;
@@ -543,7 +544,7 @@ static int decode_step(run *r, int32_t step)
         lkv_observe_qk_io qk = {.n_sequences = n, .sequences = seqs, .q = &q[0][0],
                                 .lse = &lse[0][0], .scale = e->scale, .k = &kv, .map = e->holes};
         lkv_device_array k_dev[LAYERS];
-        if (e->device && e->qk && !e->holes) { /* q, lse and K as device arrays */
+        if (e->device && e->qk) { /* q, lse and K as device arrays */
             for (int32_t m = 0; m < LAYERS; m++)
                 k_dev[m] = (lkv_device_array){(uint64_t)(uintptr_t)e->k[m], 0};
             qk.memory = LKV_MEMORY_DEVICE;

@@ -861,9 +861,13 @@ typedef struct lkv_observe_qk_io {
      * head: nothing is read back or checked (an lse that is not the
      * engine's gives unspecified decisions, never an access outside the
      * buffers), and the step transfers nothing to the host and waits for
-     * nothing unless it evicts. The lse is required, map must be NULL, and
-     * every offset the layout yields and a head's bytes must be whole
-     * 32-bit words (lkv_plan_apply_device's rule). */
+     * nothing unless it evicts. The lse is required, and every offset the
+     * layout yields and a head's bytes must be whole 32-bit words
+     * (lkv_plan_apply_device's rule). With a map (holes) each row's slots
+     * are read through it: the map stays host bookkeeping, and the call
+     * uploads every observed row's word offsets with its lists (4 bytes a
+     * slot, no wait); a slot then must lie within 8 GiB of its head's
+     * start in the layer's K. */
     lkv_memory memory;              /* default LKV_MEMORY_HOST */
     lkv_device_array q_dev;         /* [n_sequences][q_heads][head_dim] f32 */
     lkv_device_array lse_dev;       /* [n_sequences][q_heads] f32 */

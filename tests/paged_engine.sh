@@ -52,10 +52,13 @@ case $backend in
             { echo "paged_engine: FAIL $backend $policy $gqa device $apply"; exit 1; }
           runs=$((runs + 1))
         done
-        # q, K and lse as device arrays (compacted: holes need the host map)
-        "$bin" --backend "$backend" --policy "$policy" --gqa "$gqa" --device --qk ||
-          { echo "paged_engine: FAIL $backend $policy $gqa device qk"; exit 1; }
-        runs=$((runs + 1))
+        # q, K and lse as device arrays, K compacted or through the slot map
+        for apply in "" --holes; do
+          # shellcheck disable=SC2086 # apply is an option or nothing
+          "$bin" --backend "$backend" --policy "$policy" --gqa "$gqa" --device --qk $apply ||
+            { echo "paged_engine: FAIL $backend $policy $gqa device qk $apply"; exit 1; }
+          runs=$((runs + 1))
+        done
       done
     done ;;
 esac

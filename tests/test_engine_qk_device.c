@@ -186,7 +186,7 @@ Test(engine_qk_device, device_q_k_and_lse_make_the_host_arrays_decisions)
         }
 }
 
-Test(engine_qk_device, missing_arrays_and_a_slot_map_are_refused_changing_nothing)
+Test(engine_qk_device, missing_arrays_are_refused_changing_nothing)
 {
     lkv_runtime *rt = NULL;
     TU_OK(lkv_runtime_open("cpu", &rt));
@@ -210,10 +210,6 @@ Test(engine_qk_device, missing_arrays_and_a_slot_map_are_refused_changing_nothin
     cr_expect_eq(lkv_cache_observe_batch_qk(c, 0, &d), LKV_INVALID_ARGUMENT);
     cr_expect(strstr(lkv_last_error(), "lse_dev is missing"), "%s", lkv_last_error());
     d.lse_dev = (lkv_device_array){(uint64_t)(uintptr_t)lse, 0};
-    d.map = (const lkv_slot_map *)(uintptr_t)&e; /* refused before it is read */
-    cr_expect_eq(lkv_cache_observe_batch_qk(c, 0, &d), LKV_UNSUPPORTED);
-    cr_expect(strstr(lkv_last_error(), "slot map"), "%s", lkv_last_error());
-    d.map = NULL;
     e.kv.head_dim = 3; /* 6 bytes a head */
     cr_expect_eq(lkv_cache_observe_batch_qk(c, 0, &d), LKV_INVALID_ARGUMENT);
     e.kv.head_dim = DIM;
