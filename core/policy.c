@@ -118,6 +118,22 @@ static lkv_status parse_real(const char *key, const char *text, float *out)
     return LKV_OK;
 }
 
+static lkv_status parse_schedule(const char *text, lkv_lazy_schedule *out)
+{
+    if (strcmp(text, "faithful") == 0)
+        *out = LKV_LAZY_FAITHFUL;
+    else if (strcmp(text, "peak") == 0)
+        *out = LKV_LAZY_PEAK;
+    else
+        return lkv_fail(LKV_INVALID_ARGUMENT, "schedule '%s' is not 'faithful' or 'peak'", text);
+    return LKV_OK;
+}
+
+const char *lkv_lazy_schedule_name(lkv_lazy_schedule s)
+{
+    return s == LKV_LAZY_PEAK ? "peak" : s == LKV_LAZY_FAITHFUL ? "faithful" : NULL;
+}
+
 static lkv_status parse_reduce(const char *text, lkv_group_reduce *out)
 {
     if (strcmp(text, "max") == 0)
@@ -173,6 +189,8 @@ lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char
         st = parse_real(key, value, &p.protect_ratio);
     else if (strcmp(key, "group_reduce") == 0)
         st = parse_reduce(value, &p.group_reduce);
+    else if (strcmp(key, "schedule") == 0)
+        st = parse_schedule(value, &p.schedule);
     if (st == LKV_OK)
         *params = p;
     return st;

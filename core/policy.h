@@ -56,6 +56,9 @@ typedef struct lkv_policy_rules {
 
 const lkv_policy_rules *lkv_policy_rules_of(lkv_policy_kind kind);
 
+/* "faithful" or "peak"; NULL for a value that is not a schedule. */
+const char *lkv_lazy_schedule_name(lkv_lazy_schedule s);
+
 extern const lkv_policy_rules lkv_policy_full;
 extern const lkv_policy_rules lkv_policy_lazy;
 extern const lkv_policy_rules lkv_policy_streaming;

@@ -70,6 +70,8 @@ int64_t lkv_budget_peak_bound(const lkv_policy_params *p, int64_t prompt, int64_
     int64_t b = p->budget, all = prompt + steps, above = max64(prompt, b);
     switch (p->kind) {
     case LKV_POLICY_LAZY:
+        if (p->schedule == LKV_LAZY_PEAK) /* B, or a long prompt and one step's token */
+            return max64(prompt, min64(all, prompt >= b ? prompt + 1 : b));
         return min64(all, above + p->window);
     case LKV_POLICY_STREAMING:
     case LKV_POLICY_H2O:
@@ -90,7 +92,7 @@ int64_t lkv_budget_min_capacity(const lkv_policy_params *p)
 {
     switch (p->kind) {
     case LKV_POLICY_LAZY:
-        return (int64_t)p->budget + p->window;
+        return (int64_t)p->budget + (p->schedule == LKV_LAZY_PEAK ? 1 : p->window);
     case LKV_POLICY_STREAMING:
     case LKV_POLICY_H2O:
     case LKV_POLICY_TOVA:

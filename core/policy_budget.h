@@ -40,7 +40,8 @@ int32_t lkv_budget_default_window(lkv_policy_kind kind, int32_t budget);
  * (budget and window resolved) reads a prompt of `prompt` tokens at prefill
  * and then `steps` tokens one at a time. The whole prompt is held at prefill
  * before any policy acts; then streaming, h2o and tova run one slot above B,
- * lazy up to W above max(P, B), snapkv (down to B at prefill) up to its
+ * lazy up to W above max(P, B) (with the peak schedule: B, or P + 1 after
+ * a prompt of P >= B), snapkv (down to B at prefill) up to its
  * interval above B; full and nacl (whose prefill share is known only once it
  * has run) may hold everything. Never more than prompt + steps. */
 int64_t lkv_budget_peak_bound(const lkv_policy_params *p, int64_t prompt, int64_t steps);

@@ -36,6 +36,11 @@
 typedef struct lkv_eval_settings {
     int n_policies;
     lkv_policy_kind policies[LKV_EVAL_MAX_POLICIES];
+    lkv_lazy_schedule schedules[LKV_EVAL_MAX_POLICIES]; /* lazy: faithful, or peak (lazy-peak) */
+    /* 0: a budget entry is each lane's B (--at budget); 1: each lane's B is
+     * chosen so that its peak bound is the entry (--at peak), so lanes of one
+     * entry hold the same memory at their worst moment. */
+    int at_peak;
     int n_budgets;
     lkv_budget budgets[LKV_EVAL_MAX_BUDGETS]; /* of each prompt's full sequence T */
     int n_gqa;
@@ -50,12 +55,19 @@ typedef struct lkv_eval_settings {
 } lkv_eval_settings;
 
 /* Defaults: lazy,streaming,h2o,tova,snapkv,nacl; 25%,50%; grouped;
- * max_tokens 1024; f16. */
+ * max_tokens 1024; f16; at budget. */
 void lkv_eval_settings_init(lkv_eval_settings *s);
 
+/* The name a lane's policy goes by: the policy's, or "lazy-peak" for lazy
+ * with the peak schedule (lazykv's own variant, never the paper's). */
+const char *lkv_eval_policy_name(lkv_policy_kind kind, lkv_lazy_schedule schedule);
+
 /* List parsers for the command line. Each replaces its part of `s` on success
- * and leaves `s` unchanged on failure, with a message naming the bad entry. */
+ * and leaves `s` unchanged on failure, with a message naming the bad entry.
+ * A policies entry is a policy's name or lazy-peak. */
 lkv_status lkv_eval_parse_policies(const char *list, lkv_eval_settings *s);
+/* "budget" or "peak" (lkv_eval_settings.at_peak). */
+lkv_status lkv_eval_parse_at(const char *text, lkv_eval_settings *s);
 lkv_status lkv_eval_parse_budgets(const char *list, lkv_eval_settings *s);
 /* "grouped", "expanded" or "both". */
 lkv_status lkv_eval_parse_gqa(const char *text, lkv_eval_settings *s);
@@ -132,6 +144,7 @@ int lkv_eval_dataset_answer(const char *answer, char *out, size_t cap);
  * one budget entry and GQA mode. */
 typedef struct lkv_eval_lane_spec {
     lkv_policy_kind policy;
+    lkv_lazy_schedule schedule; /* lazy only */
     lkv_gqa_mode gqa;
     lkv_granularity granularity;
     int budget;        /* index into settings.budgets; -1 for full caches */

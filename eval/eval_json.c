@@ -14,8 +14,9 @@ static void settings(lkv_jw *w, const lkv_eval_results *r)
     lkv_jw_begin_object(w, "settings", 0);
     lkv_jw_begin_array(w, "policies", 0);
     for (int i = 0; i < s->n_policies; i++)
-        lkv_jw_string(w, NULL, lkv_policy_name(s->policies[i]));
+        lkv_jw_string(w, NULL, lkv_eval_policy_name(s->policies[i], s->schedules[i]));
     lkv_jw_end_array(w);
+    lkv_jw_string(w, "at", s->at_peak ? "peak" : "budget");
     lkv_jw_begin_array(w, "budgets", 0);
     for (int i = 0; i < s->n_budgets; i++)
         lkv_jw_string(w, NULL, s->budgets[i].label);
@@ -109,7 +110,7 @@ static void lanes(lkv_jw *w, const lkv_eval_results *r)
         const lkv_eval_lane_spec *l = &r->lanes[k];
         lkv_jw_begin_object(w, NULL, 0);
         lkv_jw_string(w, "name", l->name);
-        lkv_jw_string(w, "policy", lkv_policy_name(l->policy));
+        lkv_jw_string(w, "policy", lkv_eval_policy_name(l->policy, l->schedule));
         lkv_jw_string(w, "gqa", l->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded");
         lkv_jw_string(w, "granularity", lkv_granularity_name(l->granularity));
         lkv_jw_string(w, "budget", l->budget >= 0 ? r->settings.budgets[l->budget].label : NULL);

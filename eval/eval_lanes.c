@@ -17,7 +17,7 @@
 static void set_name(lkv_eval_lane_spec *l, const char *budget)
 {
     int head = l->granularity == LKV_GRANULARITY_HEAD;
-    snprintf(l->name, sizeof l->name, "%s %s%s%s%s%s", lkv_policy_name(l->policy),
+    snprintf(l->name, sizeof l->name, "%s %s%s%s%s%s", lkv_eval_policy_name(l->policy, l->schedule),
              l->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded", head ? "" : " per-",
              head ? "" : lkv_granularity_name(l->granularity), budget ? " " : "",
              budget ? budget : "");
@@ -42,7 +42,8 @@ lkv_status lkv_eval_lane_specs(const lkv_eval_settings *s, lkv_eval_lane_spec **
             for (int u = 0; u < (full ? 1 : s->n_granularity); u++)
                 for (int b = 0; b < (full ? 1 : s->n_budgets); b++, k++) {
                     l[k] = (lkv_eval_lane_spec){
-                        .policy = s->policies[p], .gqa = s->gqa[g], .budget = full ? -1 : b,
+                        .policy = s->policies[p], .schedule = s->schedules[p],
+                        .gqa = s->gqa[g], .budget = full ? -1 : b,
                         .granularity = full ? LKV_GRANULARITY_HEAD : s->granularity[u]};
                     set_name(&l[k], full ? NULL : s->budgets[b].label);
                 }
@@ -71,28 +72,73 @@ static void nacl_shares(lkv_policy_params *p, int32_t prompt, int32_t budget)
     p->protect_ratio = (float)(p->protect_ratio * scale);
 }
 
-/* The budget and window of a lane that evicts: B of the prompt's T (its
- * equal-memory share when expanded), then the window --window gives lazy,
+/* Budget b and the window that goes with it: the one --window gives lazy,
  * else lkv_budget_default_window. */
+static void budget_and_window(lkv_policy_params *p, const lkv_eval_settings *s, int32_t b)
+{
+    p->budget = b;
+    if (p->kind == LKV_POLICY_LAZY && s->window > 0)
+        p->window = s->window;
+    else if (p->kind == LKV_POLICY_LAZY || p->kind == LKV_POLICY_SNAPKV)
+        p->window = lkv_budget_default_window(p->kind, b);
+}
+
+/* --at peak: the largest B whose peak bound over this prompt and its steps
+ * is at most `target` (bounds grow with B, so a bisection finds it).
+ * *beyond when none is, as when the target is below the prompt, which every
+ * cache holds whole at prefill. nacl holds B after its prefill eviction and
+ * grows by one slot a step, so its B is the target less the steps (beyond
+ * reach when that is below 1, or not below the prompt: nothing evicted). */
+static int32_t budget_for_peak(lkv_policy_params p, const lkv_eval_settings *s, int32_t prompt,
+                               int32_t steps, int32_t target, int *beyond)
+{
+    *beyond = 0;
+    if (p.kind == LKV_POLICY_NACL) {
+        *beyond = target - steps < 1 || target - steps >= prompt;
+        return max32(1, target - steps);
+    }
+    int32_t lo = 1, hi = max32(1, target);
+    budget_and_window(&p, s, lo);
+    if (lkv_budget_peak_bound(&p, prompt, steps) > target) {
+        *beyond = 1;
+        return 1;
+    }
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo + 1) / 2;
+        budget_and_window(&p, s, mid);
+        if (lkv_budget_peak_bound(&p, prompt, steps) <= target)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* The budget and window of a lane that evicts: B of the prompt's T (its
+ * equal-memory share when expanded), or with --at peak the B whose peak
+ * bound is that share; then the window --window gives lazy, else
+ * lkv_budget_default_window. */
 static void set_budget(lkv_eval_lane_plan *pl, const lkv_eval_settings *s,
-                       const lkv_eval_lane_spec *spec, int32_t prompt, int32_t total)
+                       const lkv_eval_lane_spec *spec, int32_t prompt, int32_t total,
+                       int32_t steps)
 {
     lkv_policy_params *p = &pl->cfg.policy;
+    p->schedule = spec->schedule;
+    if (spec->policy == LKV_POLICY_LAZY && s->alpha >= 0.0)
+        p->alpha = (float)s->alpha;
     int32_t b = lkv_budget_slots(&s->budgets[spec->budget], total);
     if (spec->gqa == LKV_GQA_EXPANDED)
         b = max32(1, (int32_t)((int64_t)b * pl->cfg.kv_heads / pl->cfg.q_heads));
+    if (s->at_peak) {
+        pl->target = b;
+        b = budget_for_peak(*p, s, prompt, steps, b, &pl->beyond);
+    }
     pl->budget = b;
     if (spec->policy == LKV_POLICY_NACL) {
         nacl_shares(p, prompt, b);
         return;
     }
-    p->budget = b;
-    if (spec->policy == LKV_POLICY_LAZY && s->window > 0)
-        p->window = s->window;
-    else if (spec->policy == LKV_POLICY_LAZY || spec->policy == LKV_POLICY_SNAPKV)
-        p->window = lkv_budget_default_window(spec->policy, b);
-    if (spec->policy == LKV_POLICY_LAZY && s->alpha >= 0.0)
-        p->alpha = (float)s->alpha;
+    budget_and_window(p, s, b);
 }
 
 lkv_status lkv_eval_lane_plan_make(const lkv_model *m, const lkv_eval_settings *s,
@@ -111,10 +157,10 @@ lkv_status lkv_eval_lane_plan_make(const lkv_model *m, const lkv_eval_settings *
     if (st != LKV_OK)
         return st;
     int32_t total = prompt + generated;
-    if (spec->policy != LKV_POLICY_FULL)
-        set_budget(&pl, s, spec, prompt, total);
     /* the last token of the G is never fed back: P + G - 1 are cached */
     int32_t steps = generated > 0 ? generated - 1 : 0;
+    if (spec->policy != LKV_POLICY_FULL)
+        set_budget(&pl, s, spec, prompt, total, steps);
     pl.bound_kind = spec->policy == LKV_POLICY_NACL ? LKV_EVAL_BOUND_PREFILL : LKV_EVAL_BOUND_PEAK;
     pl.bound = spec->policy == LKV_POLICY_NACL
                    ? pl.budget
@@ -142,6 +188,16 @@ lkv_status lkv_eval_lane_open(lkv_runtime *rt, const lkv_eval_lane_plan *plan,
     res->bound = plan->bound;
     res->bound_kind = plan->bound_kind;
     res->capacity = plan->cfg.capacity;
+    if (plan->beyond) {
+        res->status = LKV_INVALID_ARGUMENT;
+        snprintf(res->error, sizeof res->error,
+                 "no budget gives %s a peak within %d slots per cache head on this prompt (%s)",
+                 lkv_eval_policy_name(spec->policy, spec->schedule), plan->target,
+                 spec->policy == LKV_POLICY_NACL
+                     ? "nacl evicts only at prefill, then holds one more slot a step"
+                     : "every cache holds the whole prompt at prefill");
+        return LKV_OK;
+    }
     lkv_status st = lkv_cache_create(rt, &plan->cfg, out_cache);
     if (st == LKV_INVALID_ARGUMENT) {
         res->status = st;

@@ -11,6 +11,11 @@ typedef struct lkv_eval_lane_plan {
     int32_t budget;                 /* B, slots per cache head; 0 for full caches */
     int32_t bound;                  /* promised peak (LKV_EVAL_BOUND_PEAK) or B (PREFILL) */
     lkv_eval_bound_kind bound_kind;
+    /* --at peak: the peak target in slots per cache head; `beyond` when no
+     * budget reaches it (below the prompt, which every cache holds whole at
+     * prefill), and the lane is then skipped, saying so. */
+    int32_t target;
+    int beyond;
 } lkv_eval_lane_plan;
 
 /* The plan of `spec` for a prompt of `prompt` tokens whose reference has

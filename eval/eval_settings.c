@@ -25,9 +25,21 @@ void lkv_eval_settings_init(lkv_eval_settings *s)
     s->dtype = LKV_DTYPE_F16;
 }
 
+const char *lkv_eval_policy_name(lkv_policy_kind kind, lkv_lazy_schedule schedule)
+{
+    return kind == LKV_POLICY_LAZY && schedule == LKV_LAZY_PEAK ? "lazy-peak"
+                                                                : lkv_policy_name(kind);
+}
+
+/* A policies entry: the kind and, for lazy, its schedule. */
+typedef struct eval_policy {
+    lkv_policy_kind kind;
+    lkv_lazy_schedule schedule;
+} eval_policy;
+
 /* One entry of a list option. */
 typedef union list_item {
-    lkv_policy_kind policy;
+    eval_policy policy;
     lkv_budget budget;
     lkv_granularity granularity;
 } list_item;
@@ -91,14 +103,22 @@ static lkv_status parse_list(const list_kind *k, const char *list, void *out, in
 
 static lkv_status parse_policy(const char *entry, list_item *out)
 {
-    if (lkv_policy_from_name(entry, &out->policy) != LKV_OK)
+    out->policy.schedule = LKV_LAZY_FAITHFUL;
+    if (!strcmp(entry, "lazy-peak")) {
+        out->policy = (eval_policy){LKV_POLICY_LAZY, LKV_LAZY_PEAK};
+        return LKV_OK;
+    }
+    if (lkv_policy_from_name(entry, &out->policy.kind) != LKV_OK)
         return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "--policies entry '%s' is not a policy (full, lazy, streaming, h2o, tova, "
-                        "snapkv, nacl)", entry);
+                        "--policies entry '%s' is not a policy (full, lazy, lazy-peak, streaming, "
+                        "h2o, tova, snapkv, nacl)", entry);
     return LKV_OK;
 }
 
-static int same_policy(const list_item *a, const list_item *b) { return a->policy == b->policy; }
+static int same_policy(const list_item *a, const list_item *b)
+{
+    return a->policy.kind == b->policy.kind && a->policy.schedule == b->policy.schedule;
+}
 
 static lkv_status parse_budget(const char *entry, list_item *out)
 {
@@ -112,9 +132,26 @@ static int same_budget(const list_item *a, const list_item *b)
 
 lkv_status lkv_eval_parse_policies(const char *list, lkv_eval_settings *s)
 {
-    static const list_kind kind = {"--policies", sizeof(lkv_policy_kind), LKV_EVAL_MAX_POLICIES,
+    static const list_kind kind = {"--policies", sizeof(eval_policy), LKV_EVAL_MAX_POLICIES,
                                    parse_policy, same_policy};
-    return parse_list(&kind, list, s->policies, &s->n_policies);
+    eval_policy got[LKV_EVAL_MAX_POLICIES];
+    int n = 0;
+    lkv_status st = parse_list(&kind, list, got, &n);
+    for (int i = 0; st == LKV_OK && i < n; i++) {
+        s->policies[i] = got[i].kind;
+        s->schedules[i] = got[i].schedule;
+    }
+    if (st == LKV_OK)
+        s->n_policies = n;
+    return st;
+}
+
+lkv_status lkv_eval_parse_at(const char *text, lkv_eval_settings *s)
+{
+    if (strcmp(text, "budget") && strcmp(text, "peak"))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "--at '%s' is not budget or peak", text);
+    s->at_peak = !strcmp(text, "peak");
+    return LKV_OK;
 }
 
 lkv_status lkv_eval_parse_budgets(const char *list, lkv_eval_settings *s)

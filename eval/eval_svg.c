@@ -20,6 +20,12 @@
 static const char *const colors[LKV_POLICY_COUNT_] = {
     "#444444", "#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
 
+/* A lane's colour: its policy's; lazy-peak its own. */
+static const char *color_of(lkv_policy_kind kind, lkv_lazy_schedule schedule)
+{
+    return kind == LKV_POLICY_LAZY && schedule == LKV_LAZY_PEAK ? "#e377c2" : colors[kind];
+}
+
 typedef struct axis {
     double lo, hi;
     int log;
@@ -127,8 +133,8 @@ static void series(FILE *f, const panel *p, const lkv_eval_results *r, value_fn 
         int n = 0;
         for (int j = k; j < r->n_lanes && n < LKV_EVAL_MAX_BUDGETS; j++) {
             const lkv_eval_lane_spec *o = &r->lanes[j];
-            if (o->policy != spec->policy || o->gqa != spec->gqa ||
-                o->granularity != spec->granularity)
+            if (o->policy != spec->policy || o->schedule != spec->schedule ||
+                o->gqa != spec->gqa || o->granularity != spec->granularity)
                 continue;
             lkv_eval_summary s;
             lkv_eval_summarize(r, j, &s);
@@ -137,7 +143,7 @@ static void series(FILE *f, const panel *p, const lkv_eval_results *r, value_fn 
                 pts[n++] = (point){s.memory_mean, y};
         }
         qsort(pts, (size_t)n, sizeof pts[0], by_x);
-        const char *color = colors[spec->policy];
+        const char *color = color_of(spec->policy, spec->schedule);
         int expanded = spec->gqa == LKV_GQA_EXPANDED;
         if (n > 1) {
             fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"",
@@ -240,10 +246,11 @@ static void legend(FILE *f, const lkv_eval_results *r)
     double x = 80, y = PANEL_Y + PANEL_H + 70;
     for (int i = 0; i < r->settings.n_policies; i++, x += 120) {
         lkv_policy_kind kind = r->settings.policies[i];
+        const char *color = color_of(kind, r->settings.schedules[i]);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-                   "stroke-width=\"2\"/>\n", x, y - 4, x + 24, y - 4, colors[kind]);
-        marker(f, x + 12, y - 4, colors[kind], 0);
-        text(f, x + 30, y, "start", 12, 0, lkv_policy_name(kind));
+                   "stroke-width=\"2\"/>\n", x, y - 4, x + 24, y - 4, color);
+        marker(f, x + 12, y - 4, color, 0);
+        text(f, x + 30, y, "start", 12, 0, lkv_eval_policy_name(kind, r->settings.schedules[i]));
     }
     text(f, 80, y + 26, "start", 12, 0,
          r->settings.n_gqa > 1 || r->settings.gqa[0] == LKV_GQA_EXPANDED

@@ -39,8 +39,14 @@ static void header(FILE *f, const lkv_eval_results *r)
     if (s->alpha >= 0.0)
         snprintf(alpha, sizeof alpha, "%g", s->alpha);
     fprintf(f, "- lazy window %s, alpha %s; snapkv window min(%d, B/2); budgets are slots per "
-               "cache head, a percentage is of each prompt's prompt + reference length T\n\n",
+               "cache head, a percentage is of each prompt's prompt + reference length T\n",
             window, alpha, snapkv.window);
+    fprintf(f, "%s\n\n",
+            s->at_peak ? "- at peak (--at peak): a budget entry is each lane's peak target; its "
+                         "B is the largest whose peak bound is within it, so one entry's lanes "
+                         "hold the same memory at their worst moment"
+                       : "- at budget (--at budget): a budget entry is each lane's B; peaks "
+                         "differ by policy (lazy B + W, h2o B + 1, ...)");
 }
 
 static void cell_number(char *buf, size_t len, double v, const char *fmt)
@@ -76,7 +82,8 @@ static void row(FILE *f, const lkv_eval_results *r, int k)
     const lkv_eval_lane_spec *spec = &r->lanes[k];
     lkv_eval_summary s;
     lkv_eval_summarize(r, k, &s);
-    const char *policy = spec->reference ? "full (reference)" : lkv_policy_name(spec->policy);
+    const char *policy = spec->reference ? "full (reference)"
+                                         : lkv_eval_policy_name(spec->policy, spec->schedule);
     static const char *const gqa_names[2][3] = {
         {"grouped", "grouped, per layer", "grouped, per token"},
         {"expanded", "expanded, per layer", "expanded, per token"}};
@@ -120,7 +127,8 @@ static void notes(FILE *f, const lkv_eval_results *r)
             if (res->status == LKV_OK)
                 continue;
             if (!any++)
-                fprintf(f, "\nSkipped lanes (the runtime refused the configuration):\n\n");
+                fprintf(f, "\nSkipped lanes (the runtime refused the configuration, or --at "
+                           "peak found no budget):\n\n");
             fprintf(f, "- prompt %d, %s: %s\n", i + 1, r->lanes[k].name, res->error);
         }
 }

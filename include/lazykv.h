@@ -49,7 +49,7 @@ extern "C" {
  * liblazykv.so.MAJOR.MINOR (liblazykv.so.0.2); from 1.0 on it is
  * liblazykv.so.MAJOR, and only a major version may break the ABI. */
 #define LKV_VERSION_MAJOR 0
-#define LKV_VERSION_MINOR 7
+#define LKV_VERSION_MINOR 8
 #define LKV_VERSION_PATCH 0
 
 /* LKV_API marks the library's entry points: the shared library is built
@@ -224,6 +224,23 @@ typedef enum lkv_group_reduce {
 /* Every policy's parameters in one struct; each policy reads only its own
  * (listed per field). Fill with lkv_policy_init(), then change fields directly
  * or by name with lkv_policy_set(). Validated by lkv_cache_create(). */
+/* When LazyEviction evicts (lkv_policy_params.schedule; lazy only).
+ *   LKV_LAZY_FAITHFUL  the paper's: every W steps, down to B (the last W
+ *                      slots always kept), so the cache peaks at B + W.
+ *   LKV_LAZY_PEAK      lazykv's own variant, not the paper's method: the
+ *                      same MRI score and the same every-W-steps cadence,
+ *                      down to B - W, so that it holds at most B once in
+ *                      decode; and under pressure (a step that leaves B
+ *                      or more slots) it evicts at once, off the cadence.
+ *                      Needs B >= 2W (the W kept recent slots fit in
+ *                      B - W). A prompt of B or more tokens is held whole
+ *                      at prefill, as by every policy, plus the first
+ *                      step's token. */
+typedef enum lkv_lazy_schedule {
+    LKV_LAZY_FAITHFUL = 0,
+    LKV_LAZY_PEAK
+} lkv_lazy_schedule;
+
 typedef struct lkv_policy_params {
     lkv_policy_kind kind;
     int32_t budget;          /* lazy, streaming, h2o, tova, snapkv: slots kept after eviction */
@@ -241,6 +258,7 @@ typedef struct lkv_policy_params {
     int32_t min_length;      /* nacl: prompts shorter than this are not evicted (2048) */
     uint64_t seed;           /* nacl: seed of the counter-based noise (0) */
     lkv_group_reduce group_reduce; /* grouped GQA only */
+    lkv_lazy_schedule schedule;    /* lazy: faithful (default) or peak */
 } lkv_policy_params;
 
 /* Sets `params` to the defaults of `kind` (the authors' defaults where the
@@ -254,9 +272,9 @@ LKV_API lkv_status lkv_policy_from_name(const char *name, lkv_policy_kind *out_k
 LKV_API const char *lkv_policy_name(lkv_policy_kind kind);
 
 /* Sets one parameter by its name (the names of the CLI flags and trace header
- * keys: budget, window, alpha, sinks, recent, interval, proxy_ratio,
- * proxy_keep_ratio, random_keep_ratio, protect_ratio, min_length, seed,
- * group_reduce) from its text value. A name the policy in `params->kind` does
+ * keys: budget, window, alpha, schedule ("faithful" or "peak"), sinks,
+ * recent, interval, proxy_ratio, proxy_keep_ratio, random_keep_ratio,
+ * protect_ratio, min_length, seed, group_reduce) from its text value. A name the policy in `params->kind` does
  * not use is INVALID_ARGUMENT, as is a value that does not parse. On failure
  * `params` is unchanged. */
 LKV_API lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char *value);

@@ -698,3 +698,96 @@ Test(eval_stories, json_and_svg_say_what_the_results_hold, .timeout = 900)
     free(buf);
     lkv_eval_results_free(&r);
 }
+
+/* ---- --at peak and lazy-peak ---- */
+
+Test(eval_settings, lazy_peak_and_at_parse_and_bad_entries_change_nothing)
+{
+    lkv_eval_settings s;
+    lkv_eval_settings_init(&s);
+    cr_assert_eq(s.at_peak, 0, "at budget by default");
+    TU_OK(lkv_eval_parse_policies("lazy,lazy-peak,h2o", &s));
+    cr_assert_eq(s.n_policies, 3);
+    cr_assert(s.policies[1] == LKV_POLICY_LAZY && s.schedules[1] == LKV_LAZY_PEAK);
+    cr_assert_eq(s.schedules[0], LKV_LAZY_FAITHFUL);
+    cr_assert_str_eq(lkv_eval_policy_name(s.policies[1], s.schedules[1]), "lazy-peak");
+    cr_assert_eq(lkv_eval_parse_policies("lazy-peak,lazy-peak", &s), LKV_INVALID_ARGUMENT);
+    cr_assert_eq(lkv_eval_parse_policies("lazy-eager", &s), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "'lazy-eager'"), "%s", lkv_last_error());
+    cr_assert(s.n_policies == 3 && s.schedules[1] == LKV_LAZY_PEAK, "unchanged on failure");
+    TU_OK(lkv_eval_parse_at("peak", &s));
+    cr_assert_eq(s.at_peak, 1);
+    cr_assert_eq(lkv_eval_parse_at("memory", &s), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "'memory'"), "%s", lkv_last_error());
+    cr_assert_eq(s.at_peak, 1);
+    TU_OK(lkv_eval_parse_at("budget", &s));
+    cr_assert_eq(s.at_peak, 0);
+    lkv_eval_lane_spec *l = NULL;
+    int n = 0;
+    TU_OK(lkv_eval_lane_specs(&s, &l, &n));
+    cr_assert_str_eq(l[1 + s.n_budgets].name, "lazy-peak grouped 25%");
+    cr_assert_eq(l[1 + s.n_budgets].schedule, LKV_LAZY_PEAK);
+    free(l);
+}
+
+/* At peak every policy gets the largest B whose peak bound is within the
+ * target (so within one slot of it): one slot more of budget would pass it. */
+Test(eval_lanes, at_peak_each_policy_gets_the_largest_budget_within_the_target)
+{
+    lkv_model m = toy_model();
+    lkv_eval_settings s;
+    lkv_eval_settings_init(&s);
+    TU_OK(lkv_eval_parse_at("peak", &s));
+    const lkv_policy_kind kinds[] = {LKV_POLICY_LAZY, LKV_POLICY_LAZY, LKV_POLICY_STREAMING,
+                                     LKV_POLICY_H2O, LKV_POLICY_TOVA, LKV_POLICY_SNAPKV,
+                                     LKV_POLICY_NACL};
+    const lkv_lazy_schedule sched[] = {LKV_LAZY_FAITHFUL, LKV_LAZY_PEAK, 0, 0, 0, 0, 0};
+    /* T = 40 + 360, 50% -> a peak of 200 slots per head */
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        lkv_eval_lane_spec spec = {.policy = kinds[i], .schedule = sched[i],
+                                   .gqa = LKV_GQA_GROUPED, .budget = 1};
+        lkv_eval_lane_plan plan;
+        TU_OK(lkv_eval_lane_plan_make(&m, &s, &spec, 40, 360, &plan));
+        const char *name = lkv_eval_policy_name(kinds[i], sched[i]);
+        cr_assert_eq(plan.target, 200, "%s", name);
+        if (kinds[i] == LKV_POLICY_NACL) { /* B after prefill, one more each of 359 steps */
+            cr_assert(plan.beyond, "nacl cannot peak at 200 over 359 steps");
+            continue;
+        }
+        cr_assert(!plan.beyond, "%s", name);
+        lkv_policy_params p = plan.cfg.policy;
+        int64_t peak = lkv_budget_peak_bound(&p, 40, 359);
+        /* within one slot: lazy's default W = B/2 moves its bound 1.5 a slot */
+        cr_assert(peak == 200 || peak == 199, "%s: B %d peaks at %lld", name, plan.budget,
+                  (long long)peak);
+        cr_assert_eq(plan.bound, peak, "%s", name);
+        p.budget++;
+        if (kinds[i] == LKV_POLICY_LAZY || kinds[i] == LKV_POLICY_SNAPKV)
+            p.window = lkv_budget_default_window(kinds[i], p.budget);
+        cr_assert_gt(lkv_budget_peak_bound(&p, 40, 359), 200, "%s: B %d is not the largest", name,
+                     plan.budget);
+    }
+}
+
+/* A target below the prompt is beyond every budget: the lane is skipped
+ * saying so, never run at some budget that breaks the target. */
+Test(eval_lanes, a_peak_target_below_the_prompt_skips_the_lane_saying_why)
+{
+    lkv_model m = toy_model();
+    lkv_eval_settings s;
+    lkv_eval_settings_init(&s);
+    TU_OK(lkv_eval_parse_at("peak", &s));
+    lkv_eval_lane_spec spec = {.policy = LKV_POLICY_H2O, .gqa = LKV_GQA_GROUPED, .budget = 0,
+                               .name = "h2o grouped 25%"};
+    lkv_eval_lane_plan plan;
+    /* T = 150 + 50, 25% -> 50 slots, below the 150-token prompt */
+    TU_OK(lkv_eval_lane_plan_make(&m, &s, &spec, 150, 50, &plan));
+    cr_assert(plan.beyond);
+    lkv_eval_lane_result res;
+    memset(&res, 0, sizeof res);
+    lkv_cache *c = NULL;
+    TU_OK(lkv_eval_lane_open(tu_runtime(), &plan, &spec, &res, &c));
+    cr_assert_null(c);
+    cr_assert_eq(res.status, LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(res.error, "within 50 slots"), "%s", res.error);
+}

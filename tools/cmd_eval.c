@@ -45,10 +45,16 @@ static const char *const help =
     "  --ignore-eos        generate max-tokens even past end tokens\n\n"
     "lanes\n"
     "  --policies LIST     default lazy,streaming,h2o,tova,snapkv,nacl (full adds a\n"
-    "                      second full cache, which must match the reference exactly)\n"
+    "                      second full cache, which must match the reference exactly;\n"
+    "                      lazy-peak is lazykv's own variant of lazy, never the paper's:\n"
+    "                      evicts to B - W on lazy's cadence, so it holds at most B)\n"
     "  --budgets LIST      slots per cache head: 25% (or 12.5%) of each prompt's prompt\n"
     "                      + reference length T, rounded up, or a count like 512\n"
     "                      (default 25%,50%)\n"
+    "  --at budget|peak    what a budget entry is: each lane's B (budget, default), or\n"
+    "                      its peak: B chosen per lane and prompt so that the policy's\n"
+    "                      peak bound (lazy B + W, h2o B + 1, lazy-peak B, ...) is the\n"
+    "                      entry, to compare policies holding the same memory\n"
     "  --window W          lazy eviction period (default: min(101, B/2) per lane; snapkv\n"
     "                      always runs with min(32, B/2)); needs lazy in --policies\n"
     "  --alpha A           lazy importance threshold (default 1e-4); needs lazy\n"
@@ -108,6 +114,12 @@ static int parse_granularity(void *opts, const char *flag, const char *v)
     return lkv_eval_parse_granularity(v, &((eval_opts *)opts)->s) ? lib_input_error() : 0;
 }
 
+static int parse_at(void *opts, const char *flag, const char *v)
+{
+    (void)flag;
+    return lkv_eval_parse_at(v, &((eval_opts *)opts)->s) ? lib_input_error() : 0;
+}
+
 static int parse_gqa(void *opts, const char *flag, const char *v)
 {
     (void)flag;
@@ -137,6 +149,7 @@ static const cli_option options[] = {
     {"--dtype", CLI_CALL, 0, 0, 0, parse_dtype},
     {"--policies", CLI_CALL, 0, 0, 0, parse_policies},
     {"--budgets", CLI_CALL, 0, 0, 0, parse_budgets},
+    {"--at", CLI_CALL, 0, 0, 0, parse_at},
     {"--gqa", CLI_CALL, 0, 0, 0, parse_gqa},
     {"--granularity", CLI_CALL, 0, 0, 0, parse_granularity},
 };

@@ -116,8 +116,10 @@ static void policy_part(const lkv_policy_params *p, const char *fixed, char *par
         snprintf(part, len, ": no eviction");
         break;
     case LKV_POLICY_LAZY:
-        snprintf(part, len, ": budget %d, window %d%s, alpha %g", p->budget, p->window, fixed,
-                 (double)p->alpha);
+        snprintf(part, len, ": budget %d, window %d%s, alpha %g%s", p->budget, p->window, fixed,
+                 (double)p->alpha,
+                 p->schedule == LKV_LAZY_PEAK ? ", schedule peak (lazykv's variant: at most B)"
+                                              : "");
         break;
     case LKV_POLICY_STREAMING:
         snprintf(part, len, ": budget %d, sinks %d", p->budget, p->sinks);
