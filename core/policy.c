@@ -118,31 +118,27 @@ static lkv_status parse_real(const char *key, const char *text, float *out)
     return LKV_OK;
 }
 
-static lkv_status parse_schedule(const char *text, lkv_lazy_schedule *out)
+/* A value named by one of `names`: its index (an enum's value) in *out. */
+static lkv_status parse_choice(const char *key, const char *text, const char *const *names,
+                               int n, int *out)
 {
-    if (strcmp(text, "faithful") == 0)
-        *out = LKV_LAZY_FAITHFUL;
-    else if (strcmp(text, "peak") == 0)
-        *out = LKV_LAZY_PEAK;
-    else
-        return lkv_fail(LKV_INVALID_ARGUMENT, "schedule '%s' is not 'faithful' or 'peak'", text);
-    return LKV_OK;
+    for (int i = 0; i < n; i++)
+        if (names[i] && strcmp(text, names[i]) == 0) {
+            *out = i;
+            return LKV_OK;
+        }
+    return lkv_fail(LKV_INVALID_ARGUMENT, "%s '%s' is not '%s' or '%s'", key, text,
+                    names[n - 2], names[n - 1]);
 }
+
+static const char *const schedule_names[] = {[LKV_LAZY_FAITHFUL] = "faithful",
+                                             [LKV_LAZY_PEAK] = "peak"};
+static const char *const reduce_names[] = {[LKV_REDUCE_MAX] = "max", [LKV_REDUCE_MEAN] = "mean"};
 
 const char *lkv_lazy_schedule_name(lkv_lazy_schedule s)
 {
-    return s == LKV_LAZY_PEAK ? "peak" : s == LKV_LAZY_FAITHFUL ? "faithful" : NULL;
-}
-
-static lkv_status parse_reduce(const char *text, lkv_group_reduce *out)
-{
-    if (strcmp(text, "max") == 0)
-        *out = LKV_REDUCE_MAX;
-    else if (strcmp(text, "mean") == 0)
-        *out = LKV_REDUCE_MEAN;
-    else
-        return lkv_fail(LKV_INVALID_ARGUMENT, "group_reduce '%s' is not 'max' or 'mean'", text);
-    return LKV_OK;
+    return (unsigned)s < sizeof schedule_names / sizeof schedule_names[0] ? schedule_names[s]
+                                                                          : NULL;
 }
 
 lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char *value)
@@ -187,10 +183,13 @@ lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char
         st = parse_real(key, value, &p.random_keep_ratio);
     else if (strcmp(key, "protect_ratio") == 0)
         st = parse_real(key, value, &p.protect_ratio);
-    else if (strcmp(key, "group_reduce") == 0)
-        st = parse_reduce(value, &p.group_reduce);
-    else if (strcmp(key, "schedule") == 0)
-        st = parse_schedule(value, &p.schedule);
+    int choice = 0;
+    if (strcmp(key, "group_reduce") == 0 &&
+        (st = parse_choice(key, value, reduce_names, 3, &choice)) == LKV_OK)
+        p.group_reduce = (lkv_group_reduce)choice;
+    else if (strcmp(key, "schedule") == 0 &&
+             (st = parse_choice(key, value, schedule_names, 2, &choice)) == LKV_OK)
+        p.schedule = (lkv_lazy_schedule)choice;
     if (st == LKV_OK)
         *params = p;
     return st;
