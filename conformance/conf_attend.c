@@ -89,6 +89,8 @@ static const attend_shape quick_grid[] = {
     {100, 300, 6, 3, 1, ATTEND_PLAIN, CONF_BF16_ALL},
     /* 32:1 (MQA): 4 query-head blocks per row */
     {256, 300, 32, 1, 2, ATTEND_PLAIN, CONF_BF16_NONE},
+    /* 3:1 as in SmolLM2: a block of 4 query heads with 3 of them used */
+    {64, 700, 9, 3, 2, ATTEND_PLAIN, CONF_BF16_NONE},
     /* the largest head_dim: more chunks than lanes */
     {1024, 300, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_NONE},
     /* a listed group without a valid slot */
@@ -108,6 +110,7 @@ static const attend_shape full_grid[] = {
     {1024, 300, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL},
     {128, 257, 16, 2, 4, ATTEND_EMPTY, CONF_BF16_ALL},
     {64, 300, 8, 2, 2, ATTEND_MASKED, CONF_BF16_ALL},
+    {64, 700, 9, 3, 2, ATTEND_PLAIN, CONF_BF16_ALL},     /* 3:1 as in SmolLM2 */
     {64, 4097, 32, 32, 1, ATTEND_PLAIN, CONF_BF16_ALL},  /* 1:1 at full width */
     {128, 16385, 8, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL},  /* 4:1 over 16K slots, two groups */
     {64, 131072, 4, 1, 1, ATTEND_PLAIN, CONF_BF16_ALL},  /* 4:1 over 128K slots */

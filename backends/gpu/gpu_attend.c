@@ -89,11 +89,18 @@ static size_t to_size(uint64_t bytes)
     return bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
 }
 
+/* Query heads per split block: the smallest of 1, 2, 4, 8 that holds a
+ * cache head's group (8 for larger groups, in several blocks). */
+static int32_t qblock_of(int32_t per)
+{
+    return per <= 1 ? 1 : per <= 2 ? 2 : per <= 4 ? 4 : LKV_ATT_QBLOCK;
+}
+
 static attend_shape shape_of(const lkv_attend_args *a)
 {
     attend_shape s;
     s.per = a->q_heads / a->cache_heads;
-    s.qblocks = (s.per + LKV_ATT_QBLOCK - 1) / LKV_ATT_QBLOCK;
+    s.qblocks = (s.per + qblock_of(s.per) - 1) / qblock_of(s.per);
     s.dim = a->cache->head_dim;
     s.cap = a->cache->capacity;
     s.elem = lkv_dtype_size(a->cache->dtype);
@@ -191,7 +198,8 @@ static int32_t split_len_of(const lkv_device *d, const lkv_attend_args *a, const
     lkv_attend_split_in in = {
         .slots = (uint64_t)b->slots,
         .longest = b->max_n,
-        .units = lkv_attend_units(a->cache_heads, a->q_heads, LKV_ATT_QBLOCK),
+        .units = lkv_attend_units(a->cache_heads, a->q_heads,
+                                  qblock_of(a->q_heads / a->cache_heads)),
         .budget = lkv_attend_budget_of_sms(d->lim.multiprocessors),
         .align = LKV_ATT_BLOCK,
         .rounding = LKV_ATTEND_SPREAD,
@@ -311,20 +319,22 @@ static lkv_status plan_call(const lkv_device *d, const lkv_attend_args *a, atten
 }
 
 /* The split kernels of each K/V dtype, indexed by lkv_dtype: one element
- * per load, or 16 bytes (`vec` elements). */
+ * per load, or 16 bytes (`vec` elements); each in four, by query heads per
+ * block (1, 2, 4, 8: qblock_of). */
 typedef struct split_kernels {
     int32_t vec;
-    lkv_gpu_kernel_id scalar, vector;
+    lkv_gpu_kernel_id scalar[4], vector[4];
 } split_kernels;
 
+#define SPLIT_KERNELS(t)                                                                        \
+    {LKV_GPU_K_lkv_attend_split_##t##_g1, LKV_GPU_K_lkv_attend_split_##t##_g2,                  \
+     LKV_GPU_K_lkv_attend_split_##t##_g4, LKV_GPU_K_lkv_attend_split_##t##_g8}
 static const split_kernels split_of_dtype[] = {
-    [LKV_DTYPE_F32] = {LKV_ATT_F32_VEC, LKV_GPU_K_lkv_attend_split_f32,
-                       LKV_GPU_K_lkv_attend_split_f32_vec},
-    [LKV_DTYPE_F16] = {LKV_ATT_KV16_VEC, LKV_GPU_K_lkv_attend_split_f16,
-                       LKV_GPU_K_lkv_attend_split_f16_vec},
-    [LKV_DTYPE_BF16] = {LKV_ATT_KV16_VEC, LKV_GPU_K_lkv_attend_split_bf16,
-                        LKV_GPU_K_lkv_attend_split_bf16_vec},
+    [LKV_DTYPE_F32] = {LKV_ATT_F32_VEC, SPLIT_KERNELS(f32), SPLIT_KERNELS(f32_vec)},
+    [LKV_DTYPE_F16] = {LKV_ATT_KV16_VEC, SPLIT_KERNELS(f16), SPLIT_KERNELS(f16_vec)},
+    [LKV_DTYPE_BF16] = {LKV_ATT_KV16_VEC, SPLIT_KERNELS(bf16), SPLIT_KERNELS(bf16_vec)},
 };
+#undef SPLIT_KERNELS
 _Static_assert(sizeof split_of_dtype / sizeof split_of_dtype[0] == LKV_DTYPE_COUNT,
                "one row per lkv_dtype");
 
@@ -336,7 +346,9 @@ static lkv_gpu_kernel_id split_kernel(const lkv_attend_args *a)
     const lkv_cache_buffers *c = a->cache;
     const split_kernels *ks = &split_of_dtype[c->dtype];
     int aligned = c->head_dim % ks->vec == 0 && ((c->k->ptr | c->v->ptr | a->q->ptr) & 15) == 0;
-    return aligned ? ks->vector : ks->scalar;
+    int32_t qb = qblock_of(a->q_heads / a->cache_heads);
+    int at = qb == 1 ? 0 : qb == 2 ? 1 : qb == 4 ? 2 : 3;
+    return aligned ? ks->vector[at] : ks->scalar[at];
 }
 
 /* The launch lists of the call, uploaded once: group_row0, group_n (by the

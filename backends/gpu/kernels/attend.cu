@@ -6,12 +6,12 @@
 //                 of the row's cache head by max or mean.
 // Flash-decoding in three launches (backends/gpu/gpu_attend.c plans them):
 //
-//   lkv_attend_split_{f32,f16,bf16}[_vec]  grid x = the splits of every
+//   lkv_attend_split_{f32,f16,bf16}[_vec]_g{1,2,4,8}  grid x = the splits of every
 //       group of the launch (a split is `split_len` consecutive slots of one
 //       group), y = cache heads * query-head blocks; block LKV_ATT_BLOCK. A
-//       block takes one split of one cache row and a block of up to
-//       LKV_ATT_QBLOCK query heads, so each K and V row is read once for all
-//       of them:
+//       block takes one split of one cache row and a block of up to QB (1,
+//       2, 4 or 8, the kernel's _g suffix) query heads, so each K and V row
+//       is read once for all of them:
 //       pass over K: a sub-group of s lanes (the row's chunks rounded up to a
 //         power of two, at most a warp) per slot, lane i reading chunks i,
 //         i + s, ... of the row, so a warp reads consecutive rows end to end;
@@ -62,12 +62,13 @@
 // LKV_ATT_QBLOCK, LKV_ATT_COLS, the chunk widths and LKV_ATT_SCALES are in
 // lkv_kernel_abi.h: the host plans launches by them.
 #define LKV_ATT_WARPS (LKV_BLOCK_MAX / 32)   // most warps in a block (warp 32)
-// K or V rows a thread has in flight in each pass. The 16-bit vector
-// kernels (f16, bf16: LKV_ATT_KV16_VEC per chunk, the only 8-wide ones) hold
-// 64 q values per lane in the pass over K, so they run one block per
-// multiprocessor and need more loads in flight per warp; 4 in the others
-// pushes nvcc's f32 vector kernel past its 128-register budget into spills.
-#define LKV_ATT_INFLIGHT(vec) ((vec) == LKV_ATT_KV16_VEC ? 4 : 2)
+// K or V rows a thread has in flight in each pass, by chunk width and
+// query heads per block. The 16-bit vector kernels at 8 heads (8-wide
+// chunks: 64 q values per lane in the pass over K) run one block per
+// multiprocessor and need more loads in flight per warp; elsewhere two
+// blocks share it, and 4 would push nvcc past the 128 registers that allow
+// two (spills on sm_80 at 4 heads).
+#define LKV_ATT_INFLIGHT(vec, qb) ((vec) == LKV_ATT_KV16_VEC && (qb) > 4 ? 4 : 2)
 
 typedef unsigned long long lkv_att_u64;
 
@@ -182,19 +183,26 @@ LKV_DEV void lkv_att_block_reduce(float (&v)[NV], bool take_max, float (*red)[LK
 
 // One round of the reduce-scatter below: values [0, 2h) become [0, h), the
 // half this lane keeps (upper when its `mask` bit is set) plus the partner's
-// copy of the same half. Indices stay compile-time constants.
-template <int H>
-LKV_DEV void lkv_att_halve(float (&acc)[LKV_ATT_QBLOCK], int mask, bool upper)
-{
-    for (int x = 0; x < H; x++) {
-        // Values first: `upper ? acc[x] : acc[x + H]` is an lvalue in C++, a
-        // select between two addresses that puts acc in local memory.
-        float lo = acc[x], hi = acc[x + H];
-        float send = upper ? lo : hi;
-        float keep = upper ? hi : lo;
-        acc[x] = keep + lkv_shfl_xor(send, mask);
+// copy of the same half. Indices stay compile-time constants. A block of QB
+// heads never halves more than QB values, so the rounds it cannot need are
+// empty (the specialisation below) rather than code indexing past acc.
+template <int QB, int H, bool NEEDED = (QB >= 2 * H)> struct lkv_att_halver {
+    LKV_DEV void run(float (&acc)[QB], int mask, bool upper)
+    {
+        for (int x = 0; x < H; x++) {
+            // Values first: `upper ? acc[x] : acc[x + H]` is an lvalue in C++, a
+            // select between two addresses that puts acc in local memory.
+            float lo = acc[x], hi = acc[x + H];
+            float send = upper ? lo : hi;
+            float keep = upper ? hi : lo;
+            acc[x] = keep + lkv_shfl_xor(send, mask);
+        }
     }
-}
+};
+
+template <int QB, int H> struct lkv_att_halver<QB, H, false> {
+    LKV_DEV void run(float (&)[QB], int, bool) {}
+};
 
 // Sums the first `count` (1, 2, 4 or 8) values of acc over the s lanes of a
 // sub-group (s a power of two, the sub-groups aligned in the warp). Halving
@@ -202,27 +210,28 @@ LKV_DEV void lkv_att_halve(float (&acc)[LKV_ATT_QBLOCK], int mask, bool upper)
 // afterwards this lane holds the sums of values [*first, *first + *held) in
 // acc[0..*held), and lanes differing only in the bits of *dup hold the same
 // ones. count and s must be uniform over the warp.
-LKV_DEV void lkv_att_reduce_scatter(float (&acc)[LKV_ATT_QBLOCK], int count, int s, int sl,
+template <int QB>
+LKV_DEV void lkv_att_reduce_scatter(float (&acc)[QB], int count, int s, int sl,
                                     int *first, int *held, int *dup)
 {
     int h = count, f = 0, mask = s >> 1;
-    if (h == 8 && mask > 0) {
+    if (QB >= 8 && h == 8 && mask > 0) {
         bool up = (sl & mask) != 0;
-        lkv_att_halve<4>(acc, mask, up);
+        lkv_att_halver<QB, 4>::run(acc, mask, up);
         f += up ? 4 : 0;
         h = 4;
         mask >>= 1;
     }
-    if (h == 4 && mask > 0) {
+    if (QB >= 4 && h == 4 && mask > 0) {
         bool up = (sl & mask) != 0;
-        lkv_att_halve<2>(acc, mask, up);
+        lkv_att_halver<QB, 2>::run(acc, mask, up);
         f += up ? 2 : 0;
         h = 2;
         mask >>= 1;
     }
-    if (h == 2 && mask > 0) {
+    if (QB >= 2 && h == 2 && mask > 0) {
         bool up = (sl & mask) != 0;
-        lkv_att_halve<1>(acc, mask, up);
+        lkv_att_halver<QB, 1>::run(acc, mask, up);
         f += up ? 1 : 0;
         h = 1;
         mask >>= 1;
@@ -235,11 +244,11 @@ LKV_DEV void lkv_att_reduce_scatter(float (&acc)[LKV_ATT_QBLOCK], int count, int
 }
 
 // Moves head x + 1's values to x (see the end of lkv_att_split).
-template <int E>
-LKV_DEV void lkv_att_shift(float (&acc)[LKV_ATT_QBLOCK][E], float (&m)[LKV_ATT_QBLOCK],
-                           float (&l)[LKV_ATT_QBLOCK])
+template <int QB, int E>
+LKV_DEV void lkv_att_shift(float (&acc)[QB][E], float (&m)[QB],
+                           float (&l)[QB])
 {
-    for (int x = 0; x + 1 < LKV_ATT_QBLOCK; x++) {
+    for (int x = 0; x + 1 < QB; x++) {
         for (int e = 0; e < E; e++)
             acc[x][e] = acc[x + 1][e];
         m[x] = m[x + 1];
@@ -263,11 +272,11 @@ LKV_DEV int lkv_att_find_group(const int *split_off, int n_groups, int x)
 }
 
 // The lane's chunk of q for each head of the block (zeros past jn or the row).
-template <int VEC>
+template <int QB, int VEC>
 LKV_DEV void lkv_att_load_q(const float *qh, int dim, int jn, int sl, int nch,
-                            float (&qreg)[LKV_ATT_QBLOCK][VEC])
+                            float (&qreg)[QB][VEC])
 {
-    for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
+    for (int j = 0; j < QB; j++) {
         if (j < jn && sl < nch)
             lkv_att_load(qh + (lkv_att_u64)j * dim + sl * VEC, qreg[j]);
         else
@@ -286,11 +295,11 @@ LKV_DEV lkv_att_u64 lkv_att_place(const int *prow, int i)
 // One round of the pass over K: this lane's part of the dot products of KU
 // slots (i0 + u * step, u < KU) with each head's q, in acc[u][j]. Slots
 // past s1 read nothing and add zeros. prow: the row's hole map, or null.
-template <typename KV, int VEC, int KU>
+template <int QB, typename KV, int VEC, int KU>
 LKV_DEV void lkv_att_dots(const KV *krow, const int *prow, const float *qh,
-                          const float (&qreg)[LKV_ATT_QBLOCK][VEC], int i0, int step, int s1,
+                          const float (&qreg)[QB][VEC], int i0, int step, int s1,
                           int s, int sl, int nch, int dim, int jn,
-                          float (&acc)[KU][LKV_ATT_QBLOCK])
+                          float (&acc)[KU][QB])
 {
     float kx[KU][VEC];
     lkv_att_u64 at[KU]; // each slot's place, read once for all its chunks
@@ -307,7 +316,7 @@ LKV_DEV void lkv_att_dots(const KV *krow, const int *prow, const float *qh,
                 kx[u][e] = 0.0f;
     }
     for (int u = 0; u < KU; u++)
-        for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
+        for (int j = 0; j < QB; j++) {
             acc[u][j] = 0.0f;
             for (int e = 0; e < VEC; e++)
                 acc[u][j] += qreg[j][e] * kx[u][e];
@@ -324,7 +333,7 @@ LKV_DEV void lkv_att_dots(const KV *krow, const int *prow, const float *qh,
                 for (int e = 0; e < VEC; e++)
                     kc[u][e] = 0.0f;
         }
-        for (int j = 0; j < LKV_ATT_QBLOCK; j++)
+        for (int j = 0; j < QB; j++)
             if (j < jn) {
                 float qx[VEC];
                 lkv_att_load(qh + (lkv_att_u64)j * dim + c * VEC, qx);
@@ -340,36 +349,38 @@ LKV_DEV void lkv_att_dots(const KV *krow, const int *prow, const float *qh,
 // A sub-group of s lanes takes one slot: lane sl reads chunks sl, sl + s, ...
 // of the row, so a warp reads consecutive rows end to end. The q chunk of the
 // lane's first K chunk stays in registers.
-template <typename KV, int VEC>
+template <int QB, typename KV, int VEC>
 LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, float *lg, int n,
                             int s0, int s1,
-                            int dim, int jn, float scale, float (&m)[LKV_ATT_QBLOCK],
+                            int dim, int jn, float scale, float (&m)[QB],
                             float (*red)[LKV_ATT_WARPS])
 {
     int tid = (int)threadIdx.x, bs = (int)blockDim.x;
     int nch = dim / VEC;
     int s = lkv_att_pow2(nch, lkv_warp());
     int sl = tid % s, step = bs / s;
-    float qreg[LKV_ATT_QBLOCK][VEC];
-    lkv_att_load_q<VEC>(qh, dim, jn, sl, nch, qreg);
-    int count = jn <= 1 ? 1 : jn <= 2 ? 2 : jn <= 4 ? 4 : 8;
-    const int KUNROLL = LKV_ATT_INFLIGHT(VEC);
-    float mloc[LKV_ATT_QBLOCK];
-    for (int x = 0; x < LKV_ATT_QBLOCK; x++)
+    float qreg[QB][VEC];
+    lkv_att_load_q<QB, VEC>(qh, dim, jn, sl, nch, qreg);
+    // jn <= QB: the count is at most QB, so the halvings QB cannot need
+    // fold away with the array entries they would touch
+    int count = jn <= 1 || QB == 1 ? 1 : jn <= 2 || QB == 2 ? 2 : jn <= 4 || QB == 4 ? 4 : 8;
+    const int KUNROLL = LKV_ATT_INFLIGHT(VEC, QB);
+    float mloc[QB];
+    for (int x = 0; x < QB; x++)
         mloc[x] = -INFINITY;
     int first = 0, held = 0;
     // The loop bound is uniform over the block, so every lane reaches the
     // shuffles; lanes past s1 add zeros. Each sub-group takes KUNROLL slots
     // per round and issues their loads together, so several are in flight.
     for (int base = s0; base < s1; base += KUNROLL * step) {
-        float acc[KUNROLL][LKV_ATT_QBLOCK];
-        lkv_att_dots<KV, VEC, KUNROLL>(krow, prow, qh, qreg, base + tid / s, step, s1, s, sl, nch,
+        float acc[KUNROLL][QB];
+        lkv_att_dots<QB, KV, VEC, KUNROLL>(krow, prow, qh, qreg, base + tid / s, step, s1, s, sl, nch,
                                        dim, jn, acc);
         for (int u = 0; u < KUNROLL; u++) {
             int i = base + tid / s + u * step, dup;
-            lkv_att_reduce_scatter(acc[u], count, s, sl, &first, &held, &dup);
+            lkv_att_reduce_scatter<QB>(acc[u], count, s, sl, &first, &held, &dup);
             if (i < s1 && (sl & dup) == 0)
-                for (int x = 0; x < LKV_ATT_QBLOCK; x++)
+                for (int x = 0; x < QB; x++)
                     if (x < held && first + x < jn) {
                         float logit = acc[u][x] * scale;
                         lg[(lkv_att_u64)(first + x) * n + i] = logit;
@@ -378,9 +389,9 @@ LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, fl
         }
     }
     // The lane's maxima are of heads first + x; spread them back by head.
-    for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
+    for (int j = 0; j < QB; j++) {
         m[j] = -INFINITY;
-        for (int x = 0; x < LKV_ATT_QBLOCK; x++)
+        for (int x = 0; x < QB; x++)
             if (x < held && first + x == j)
                 m[j] = mloc[x];
     }
@@ -392,11 +403,11 @@ LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, fl
 // weight of the slot for head j times the thread's columns of its V row.
 // Columns past the row read nothing and add zeros. prow: the row's hole
 // map, or null.
-template <int U, typename KV, int VEC, int R>
+template <int QB, int U, typename KV, int VEC, int R>
 LKV_DEV void lkv_att_accumulate(const KV *vrow, const int *prow, int c, int dim, int t,
                                 int lanes, int col, int p, int cols, int nch, int jn,
                                 const float (*weight)[LKV_BLOCK_MAX],
-                                float (&acc)[LKV_ATT_QBLOCK][VEC * R])
+                                float (&acc)[QB][VEC * R])
 {
     float vx[U][R][VEC];
     for (int u = 0; u < U; u++) {
@@ -411,7 +422,7 @@ LKV_DEV void lkv_att_accumulate(const KV *vrow, const int *prow, int c, int dim,
         }
     }
     for (int u = 0; u < U; u++)
-        for (int j = 0; j < LKV_ATT_QBLOCK; j++)
+        for (int j = 0; j < QB; j++)
             if (j < jn) {
                 float wt = weight[j][t + u * lanes];
                 for (int r = 0; r < R; r++)
@@ -427,25 +438,25 @@ LKV_DEV void lkv_att_accumulate(const KV *vrow, const int *prow, int c, int dim,
 // lkv_att_write_partials) and every thread the block's l[j] = sum
 // exp(logit - m[j]). The logits this block stored are visible to it after
 // the barrier in lkv_att_logits' block reduction.
-template <typename KV, int VEC, int R>
+template <int QB, typename KV, int VEC, int R>
 LKV_DEV void lkv_att_values(const KV *vrow, const int *prow, const float *lg, int n, int s0, int s1, int dim,
-                            int jn, const float (&m)[LKV_ATT_QBLOCK],
+                            int jn, const float (&m)[QB],
                             float (*weight)[LKV_BLOCK_MAX], float (*red)[LKV_ATT_WARPS],
-                            float (&acc)[LKV_ATT_QBLOCK][VEC * R], float (&l)[LKV_ATT_QBLOCK])
+                            float (&acc)[QB][VEC * R], float (&l)[QB])
 {
     int tid = (int)threadIdx.x, bs = (int)blockDim.x;
     int nch = dim / VEC;
     int p = lkv_att_pow2(nch, bs);
     int cols = (nch + p - 1) / p; // <= R (the host checks head_dim)
     int lanes = bs / p, lane = tid / p, col = tid % p;
-    for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
+    for (int j = 0; j < QB; j++) {
         l[j] = 0.0f;
         for (int e = 0; e < VEC * R; e++)
             acc[j][e] = 0.0f;
     }
     for (int c = s0; c < s1; c += bs) {
         int i = c + tid;
-        for (int j = 0; j < LKV_ATT_QBLOCK; j++) {
+        for (int j = 0; j < QB; j++) {
             // A split whose logits are all -inf adds nothing: where another
             // split of the group has a finite logit, the CPU's exp(-inf - max)
             // is 0 too; where none has, lkv_attend_combine writes the CPU's
@@ -458,13 +469,13 @@ LKV_DEV void lkv_att_values(const KV *vrow, const int *prow, const float *lg, in
         }
         __syncthreads();
         int cn = s1 - c < bs ? s1 - c : bs;
-        const int U = LKV_ATT_INFLIGHT(VEC);
+        const int U = LKV_ATT_INFLIGHT(VEC, QB);
         int t = lane;
         for (; t + (U - 1) * lanes < cn; t += U * lanes)
-            lkv_att_accumulate<U, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch, jn,
+            lkv_att_accumulate<QB, U, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch, jn,
                                               weight, acc);
         for (; t < cn; t += lanes)
-            lkv_att_accumulate<1, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch, jn,
+            lkv_att_accumulate<QB, 1, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch, jn,
                                               weight, acc);
         __syncthreads();
     }
@@ -475,10 +486,10 @@ LKV_DEV void lkv_att_values(const KV *vrow, const int *prow, const float *lg, in
 // o[0..dim) at element (pbase + j * nsp) * (dim + 2) of part. Every thread
 // of the block must call it; m, l and acc are used up (shifted down head by
 // head).
-template <int VEC, int R>
+template <int QB, int VEC, int R>
 LKV_DEV void lkv_att_write_partials(float *part, lkv_att_u64 pbase, int nsp, int dim, int jn,
-                                    float (&acc)[LKV_ATT_QBLOCK][VEC * R],
-                                    float (&m)[LKV_ATT_QBLOCK], float (&l)[LKV_ATT_QBLOCK],
+                                    float (&acc)[QB][VEC * R],
+                                    float (&m)[QB], float (&l)[QB],
                                     float *gather)
 {
     int tid = (int)threadIdx.x, bs = (int)blockDim.x, w = lkv_warp();
@@ -488,7 +499,7 @@ LKV_DEV void lkv_att_write_partials(float *part, lkv_att_u64 pbase, int nsp, int
     // By butterfly within a warp (lanes of a column are p apart), then the
     // warps' copies through shared memory.
     for (int mask = p; mask < w; mask <<= 1)
-        for (int j = 0; j < LKV_ATT_QBLOCK; j++)
+        for (int j = 0; j < QB; j++)
             if (j < jn)
                 for (int e = 0; e < VEC * R; e++)
                     acc[j][e] += lkv_shfl_xor(acc[j][e], mask);
@@ -519,7 +530,7 @@ LKV_DEV void lkv_att_write_partials(float *part, lkv_att_u64 pbase, int nsp, int
             out[0] = m[0];
             out[1] = l[0];
         }
-        lkv_att_shift(acc, m, l);
+        lkv_att_shift<QB>(acc, m, l);
         __syncthreads();
     }
 }
@@ -528,20 +539,20 @@ LKV_DEV void lkv_att_write_partials(float *part, lkv_att_u64 pbase, int nsp, int
 // vector path, 1 otherwise), R chunk columns per thread at most in the pass
 // over V (1 on the vector path, LKV_ATT_COLS on the scalar one: head_dim <=
 // LKV_ATT_COLS * block).
-template <typename KV, int VEC, int R>
+template <int QB, typename KV, int VEC, int R>
 LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const float *q,
                            float *logits, float *part,
                            const int *row0, const int *group_n, const int *slot_off,
                            const int *split_off, int n_groups, int cap, int dim, int heads,
                            int per, int split_len, float scale)
 {
-    __shared__ float weight[LKV_ATT_QBLOCK][LKV_BLOCK_MAX];
-    __shared__ float red[LKV_ATT_QBLOCK][LKV_ATT_WARPS];
+    __shared__ float weight[QB][LKV_BLOCK_MAX];
+    __shared__ float red[QB][LKV_ATT_WARPS];
     __shared__ float gather[LKV_BLOCK_MAX * VEC * R];
 
-    int qblocks = (per + LKV_ATT_QBLOCK - 1) / LKV_ATT_QBLOCK;
-    int ch = (int)blockIdx.y / qblocks, j0 = ((int)blockIdx.y % qblocks) * LKV_ATT_QBLOCK;
-    int jn = per - j0 < LKV_ATT_QBLOCK ? per - j0 : LKV_ATT_QBLOCK;
+    int qblocks = (per + QB - 1) / QB;
+    int ch = (int)blockIdx.y / qblocks, j0 = ((int)blockIdx.y % qblocks) * QB;
+    int jn = per - j0 < QB ? per - j0 : QB;
     int g = lkv_att_find_group(split_off, n_groups, (int)blockIdx.x);
     int n = group_n[g], sp = (int)blockIdx.x - split_off[g];
     int nsp = split_off[g + 1] - split_off[g];
@@ -555,33 +566,58 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const floa
     const float *qh = q + ((lkv_att_u64)g * q_heads + qh0) * (lkv_att_u64)dim;
     float *lg = logits + (lkv_att_u64)slot_off[g] * q_heads + (lkv_att_u64)qh0 * n;
 
-    float m[LKV_ATT_QBLOCK];
-    lkv_att_logits<KV, VEC>(krow, prow, qh, lg, n, s0, s1, dim, jn, scale, m, red);
-    float acc[LKV_ATT_QBLOCK][VEC * R];
-    float l[LKV_ATT_QBLOCK];
-    lkv_att_values<KV, VEC, R>(vrow, prow, lg, n, s0, s1, dim, jn, m, weight, red, acc, l);
+    float m[QB];
+    lkv_att_logits<QB, KV, VEC>(krow, prow, qh, lg, n, s0, s1, dim, jn, scale, m, red);
+    float acc[QB][VEC * R];
+    float l[QB];
+    lkv_att_values<QB, KV, VEC, R>(vrow, prow, lg, n, s0, s1, dim, jn, m, weight, red, acc, l);
     lkv_att_u64 pbase = (lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh0 * nsp + sp;
-    lkv_att_write_partials<VEC, R>(part, pbase, nsp, dim, jn, acc, m, l, gather);
+    lkv_att_write_partials<QB, VEC, R>(part, pbase, nsp, dim, jn, acc, m, l, gather);
 }
 
-// The six split kernels: one per stored type (float; unsigned short for
-// f16; lkv_att_bf16) and chunk width (one element, or 16 bytes: _vec).
-#define LKV_ATT_SPLIT_KERNEL(name, KV, VEC, R)                                                 \
-    LKV_KERNEL(name)(const KV *k, const KV *v, const int *phys, const float *q, float *logits, \
-                     float *part, const int *row0, const int *group_n, const int *slot_off,    \
-                     const int *split_off, int n_groups, int cap, int dim, int heads, int per, \
-                     int split_len, float scale)                                               \
+// The split kernels: one per stored type (float; unsigned short for f16;
+// lkv_att_bf16), chunk width (one element, or 16 bytes: _vec) and query
+// heads per block (_g1, _g2, _g4, _g8: the host takes the smallest that
+// holds a cache head's group, so 4:1 GQA keeps registers for 4 heads, not
+// 8). Up to 4 heads a block, and the element kernels at 8, fit 128
+// registers without spilling on sm_80 and sm_90, so two blocks share a
+// multiprocessor; the 16-byte kernels at 8 heads need 150-210 (one block;
+// the 16-bit ones with more loads in flight: LKV_ATT_INFLIGHT).
+#define LKV_ATT_SPLIT_KERNEL(name, QB, KV, VEC, R)                                             \
+    LKV_KERNEL_RESIDENT(name, QB <= 4 || VEC == 1 ? 2 : 1)                                     \
+    (const KV *k, const KV *v, const int *phys, const float *q, float *logits, float *part,    \
+     const int *row0, const int *group_n, const int *slot_off, const int *split_off,           \
+     int n_groups, int cap, int dim, int heads, int per, int split_len, float scale)           \
     {                                                                                          \
-        lkv_att_split<KV, VEC, R>(k, v, phys, q, logits, part, row0, group_n, slot_off,        \
-                                  split_off, n_groups, cap, dim, heads, per, split_len, scale); \
+        lkv_att_split<QB, KV, VEC, R>(k, v, phys, q, logits, part, row0, group_n, slot_off,    \
+                                      split_off, n_groups, cap, dim, heads, per, split_len,    \
+                                      scale);                                                  \
     }
 
-LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32, float, 1, LKV_ATT_COLS)
-LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_vec, float, LKV_ATT_F32_VEC, 1)
-LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f16, unsigned short, 1, LKV_ATT_COLS)
-LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f16_vec, unsigned short, LKV_ATT_KV16_VEC, 1)
-LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16, lkv_att_bf16, 1, LKV_ATT_COLS)
-LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_vec, lkv_att_bf16, LKV_ATT_KV16_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_g1, 1, float, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_g2, 2, float, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_g4, 4, float, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_g8, 8, float, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_vec_g1, 1, float, LKV_ATT_F32_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_vec_g2, 2, float, LKV_ATT_F32_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_vec_g4, 4, float, LKV_ATT_F32_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_vec_g8, 8, float, LKV_ATT_F32_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f16_g1, 1, unsigned short, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f16_g2, 2, unsigned short, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f16_g4, 4, unsigned short, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f16_g8, 8, unsigned short, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f16_vec_g1, 1, unsigned short, LKV_ATT_KV16_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f16_vec_g2, 2, unsigned short, LKV_ATT_KV16_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f16_vec_g4, 4, unsigned short, LKV_ATT_KV16_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f16_vec_g8, 8, unsigned short, LKV_ATT_KV16_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_g1, 1, lkv_att_bf16, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_g2, 2, lkv_att_bf16, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_g4, 4, lkv_att_bf16, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_g8, 8, lkv_att_bf16, 1, LKV_ATT_COLS)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_vec_g1, 1, lkv_att_bf16, LKV_ATT_KV16_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_vec_g2, 2, lkv_att_bf16, LKV_ATT_KV16_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_vec_g4, 4, lkv_att_bf16, LKV_ATT_KV16_VEC, 1)
+LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_vec_g8, 8, lkv_att_bf16, LKV_ATT_KV16_VEC, 1)
 
 // The quiet NaN the CPU's exp(-inf - -inf) gives.
 LKV_DEV float lkv_att_nan(void)

@@ -4,6 +4,11 @@
 //
 //   LKV_KERNEL(name)          an entry point, launched by name from the host
 //                             (extern "C", so the module has the plain name)
+//   LKV_KERNEL_RESIDENT(name, blocks)  the same, asking nvcc for registers
+//                             that let `blocks` blocks of LKV_BLOCK_MAX share a
+//                             multiprocessor (on NVIDIA: __launch_bounds__'s
+//                             second argument; HIP's means waves per EU, so
+//                             there and on the emulator it is LKV_KERNEL)
 //   LKV_DEV                   a device helper function
 //   __shared__, __syncthreads(), threadIdx/blockIdx/blockDim/gridDim (.x .y .z)
 //   lkv_warp()                threads per warp: 32 on NVIDIA and RDNA, 64 on
@@ -32,6 +37,7 @@
 #if defined(LKV_GPU_EMU)
 #include "gpu_emu.h"
 #define LKV_KERNEL(name) extern "C" void name
+#define LKV_KERNEL_RESIDENT(name, blocks) LKV_KERNEL(name)
 #define LKV_DEV static inline
 
 #elif defined(__HIPCC__) || defined(__HIPCC_RTC__)
@@ -42,6 +48,7 @@
 #define INFINITY __builtin_huge_valf()
 #endif
 #define LKV_KERNEL(name) extern "C" __global__ void __launch_bounds__(LKV_BLOCK_MAX) name
+#define LKV_KERNEL_RESIDENT(name, blocks) LKV_KERNEL(name)
 #define LKV_DEV static __device__ __forceinline__
 LKV_DEV int lkv_warp(void) { return warpSize; }
 template <typename T> LKV_DEV T lkv_shfl_xor(T v, int mask) { return __shfl_xor(v, mask); }
@@ -57,6 +64,8 @@ LKV_DEV float lkv_half_to_float(unsigned short h)
 #elif defined(__CUDACC__)
 #include <cuda_fp16.h>
 #define LKV_KERNEL(name) extern "C" __global__ void __launch_bounds__(LKV_BLOCK_MAX) name
+#define LKV_KERNEL_RESIDENT(name, blocks)                                                        \
+    extern "C" __global__ void __launch_bounds__(LKV_BLOCK_MAX, blocks) name
 #define LKV_DEV static __device__ __forceinline__
 LKV_DEV int lkv_warp(void) { return warpSize; }
 template <typename T> LKV_DEV T lkv_shfl_xor(T v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }

@@ -18,7 +18,8 @@
 
 /* attend (backends/gpu/kernels/attend.cu, backends/gpu/gpu_attend.c) */
 #define LKV_ATT_BLOCK 256      /* threads of a split or probs block */
-#define LKV_ATT_QBLOCK 8       /* query heads per split block (a pass over a K/V row) */
+#define LKV_ATT_QBLOCK 8       /* most query heads per split block (a pass over a K/V row);
+                                  the split kernels come in 1, 2, 4 and 8 */
 #define LKV_ATT_COLS 4         /* V columns a thread holds on the scalar path */
 #define LKV_ATT_F32_VEC 4      /* floats per 16-byte chunk (f32 vector path) */
 #define LKV_ATT_KV16_VEC 8     /* f16 or bf16 values per 16-byte chunk (their vector paths) */
