@@ -655,9 +655,13 @@ static int build(fake_program *p, unsigned mach)
     put(p->code + 18, EM_AMDGPU, 2);
     put(p->code + 0x30, mach, 4);
     size_t at = 64;
-    for (const char *k = strstr(p->source, "LKV_KERNEL("); k; k = strstr(k, "LKV_KERNEL(")) {
-        k += strlen("LKV_KERNEL(");
-        size_t n = strcspn(k, ")");
+    /* Every first argument of a ...KERNEL(...) macro: LKV_KERNEL(name) and
+     * the macros that define kernels through it (LKV_KERNEL_RESIDENT,
+     * LKV_STORE_KERNEL, ...), their own definitions' parameter included,
+     * which names nothing the loader asks for. */
+    for (const char *k = strstr(p->source, "KERNEL("); k; k = strstr(k, "KERNEL(")) {
+        k += strlen("KERNEL(");
+        size_t n = strcspn(k, ",)");
         memcpy(p->code + at, k, n);
         at += n + 1;
     }
