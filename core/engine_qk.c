@@ -94,6 +94,24 @@ static lkv_status check_view(const lkv_cache *c, int32_t layer, const qk_view *v
     return v->map ? check_map(c, v) : LKV_OK;
 }
 
+/* The map's row (seq, layer, head) and the sequence's block table; the row
+ * must hold the `live` slots the call sees. The host and device paths both
+ * read K through these. */
+static lkv_status map_row(const lkv_slot_map *map, const char *call, int32_t seq, int32_t layer,
+                          int32_t head, int32_t live, k_row *out)
+{
+    int32_t held = 0;
+    lkv_status st = lkv_slot_map_row(map, seq, layer, head, &out->slots, &held);
+    if (st == LKV_OK)
+        st = lkv_slot_map_table(map, seq, &out->table, &out->n_table);
+    if (st == LKV_OK && held != live)
+        st = lkv_fail(LKV_INVALID_ARGUMENT,
+                      "%s: the slot map's row (sequence %d, layer %d, head %d) holds %d slots; "
+                      "the call sees %d (place the new tokens first)",
+                      call, seq, layer, head, held, live);
+    return st;
+}
+
 /* Row (seq, head) of the layer as the layout and map place it; a map's row
  * must hold the `live` slots the call sees. */
 static lkv_status k_row_of(const qk_view *v, int32_t layer, int32_t seq, int32_t head,
@@ -105,18 +123,7 @@ static lkv_status k_row_of(const qk_view *v, int32_t layer, int32_t seq, int32_t
     if (seq >= kv->sequences)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequence %d is outside the layout's %d",
                         v->call, seq, kv->sequences);
-    if (!v->map)
-        return LKV_OK;
-    int32_t held = 0;
-    lkv_status st = lkv_slot_map_row(v->map, seq, layer, head, &out->slots, &held);
-    if (st == LKV_OK)
-        st = lkv_slot_map_table(v->map, seq, &out->table, &out->n_table);
-    if (st == LKV_OK && held != live)
-        st = lkv_fail(LKV_INVALID_ARGUMENT,
-                      "%s: the slot map's row (sequence %d, layer %d, head %d) holds %d slots; "
-                      "the call sees %d (place the new tokens first)",
-                      v->call, seq, layer, head, held, live);
-    return st;
+    return v->map ? map_row(v->map, v->call, seq, layer, head, live, out) : LKV_OK;
 }
 
 /* A cache head's query heads (its group) over the same n slots: per
@@ -317,21 +324,22 @@ typedef struct qk_device {
  * K they reach. With a slot map the kernels read K through `flat`, a table
  * of blocks of one slot: row (listed sequence i, cache head h) at i * heads
  * + h holds each logical slot's word offset from the head's base, found
- * once per row from the map's row and block table (flat_n: slots filled,
- * -1 until then). */
+ * once per row from the map's row and block table (flat_done: 1 once
+ * filled). */
 typedef struct qk_rows {
     int32_t n;
     int32_t *q_row, *out_row, *len, *tab_row;
     uint32_t *base;
     uint64_t extent; /* bytes */
-    int32_t *flat, *flat_n;
+    int32_t *flat;
+    unsigned char *flat_done;
     int32_t flat_rows, width;
 } qk_rows;
 
 static void rows_free(qk_rows *r)
 {
     free(r->q_row), free(r->out_row), free(r->len), free(r->tab_row), free(r->base);
-    free(r->flat), free(r->flat_n);
+    free(r->flat), free(r->flat_done);
 }
 
 /* Room for n query rows; with a map, for `seqs` listed sequences' flat rows
@@ -350,42 +358,34 @@ static lkv_status rows_alloc(qk_rows *r, size_t n, const qk_device *d, int32_t h
     if (d->map) {
         r->flat_rows = seqs * heads;
         r->flat = malloc(sizeof(int32_t) * ((size_t)r->flat_rows * (size_t)width + 1));
-        r->flat_n = malloc(sizeof(int32_t) * ((size_t)r->flat_rows + 1));
-        for (int32_t i = 0; r->flat_n && i < r->flat_rows; i++)
-            r->flat_n[i] = -1;
+        r->flat_done = calloc((size_t)r->flat_rows + 1, 1);
     }
     if (r->q_row && r->out_row && r->len && r->tab_row && r->base &&
-        (!d->map || (r->flat && r->flat_n)))
+        (!d->map || (r->flat && r->flat_done)))
         return LKV_OK;
     rows_free(r);
     return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for %zu rows", d->call, n);
 }
 
 /* Flat row f: the word offsets of the `live` slots of (seq, layer, head)
- * through the map (its row must hold exactly them, as the host path
- * checks), and how far into the layer's K they reach. */
+ * through the map (map_row's rule), and how far into the layer's K they
+ * reach. */
 static lkv_status flat_row(const qk_device *d, qk_rows *r, int32_t f, int32_t seq, int32_t layer,
                            int32_t head, int32_t live)
 {
     const lkv_kv_layout *kv = d->kv;
-    const int32_t *slots = NULL, *table = NULL;
-    int32_t held = 0, n_table = 0;
-    lkv_status st = lkv_slot_map_row(d->map, seq, layer, head, &slots, &held);
-    if (st == LKV_OK)
-        st = lkv_slot_map_table(d->map, seq, &table, &n_table);
-    if (st == LKV_OK && held != live)
-        return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "%s: the slot map's row (sequence %d, layer %d, head %d) holds %d slots; "
-                        "the call sees %d (place the new tokens first)",
-                        d->call, seq, layer, head, held, live);
+    k_row m;
+    lkv_status st = map_row(d->map, d->call, seq, layer, head, live, &m);
+    if (st != LKV_OK)
+        return st;
     uint64_t head_at = (uint64_t)head * kv->head_stride;
     uint64_t span = (uint64_t)kv->head_dim * lkv_dtype_size(kv->dtype);
     int32_t *out = r->flat + (size_t)f * (size_t)r->width;
-    for (int32_t j = 0; st == LKV_OK && j < live; j++) {
-        size_t at = lkv_kv_layout_slot(kv, seq, slots[j], table, n_table);
+    for (int32_t j = 0; j < live; j++) {
+        size_t at = lkv_kv_layout_slot(kv, seq, m.slots[j], m.table, m.n_table);
         if (at == (size_t)-1)
             return lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequence %d slot %d (physical %d) has no "
-                            "block in the slot map's table", d->call, seq, j, slots[j]);
+                            "block in the slot map's table", d->call, seq, j, m.slots[j]);
         /* word offsets in int32: the layer's K up to 8 GiB from a head */
         if (at / 4 > (size_t)INT32_MAX)
             return lkv_fail(LKV_UNSUPPORTED, "%s: sequence %d slot %d lies at byte %zu of layer "
@@ -395,9 +395,8 @@ static lkv_status flat_row(const qk_device *d, qk_rows *r, int32_t f, int32_t se
         uint64_t end = head_at + (uint64_t)at + span;
         r->extent = end > r->extent ? end : r->extent;
     }
-    if (st == LKV_OK)
-        r->flat_n[f] = live;
-    return st;
+    r->flat_done[f] = 1;
+    return LKV_OK;
 }
 
 /* Query head qh of listed sequence i (seq, `live` slots held) over slots
@@ -411,35 +410,31 @@ static lkv_status add_row(const lkv_cache *c, int32_t layer, const qk_device *d,
     if (seq >= kv->sequences)
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: sequence %d is outside the layout's %d",
                         d->call, seq, kv->sequences);
+    int32_t head = qh / (c->cfg.q_heads / c->heads), tab_row = seq;
+    uint64_t base = 0, reach = 0;
     if (d->map) {
-        int32_t head = qh / (c->cfg.q_heads / c->heads), f = i * c->heads + head;
-        lkv_status st = r->flat_n[f] < 0 ? flat_row(d, r, f, seq, layer, head, live) : LKV_OK;
+        tab_row = i * c->heads + head;
+        lkv_status st = r->flat_done[tab_row] ? LKV_OK
+                                              : flat_row(d, r, tab_row, seq, layer, head, live);
         if (st != LKV_OK)
             return st;
-        int32_t k = r->n++;
-        r->q_row[k] = q_row;
-        r->out_row[k] = out_row;
-        r->len[k] = len;
-        r->tab_row[k] = f;
-        r->base[k] = (uint32_t)((uint64_t)head * kv->head_stride / 4);
-        return LKV_OK;
+        base = (uint64_t)head * kv->head_stride;
+    } else {
+        int32_t missing = lkv_kv_layout_row(kv, seq, head, len, &base, &reach);
+        if (missing >= 0)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "%s: sequence %d slot %d has no block in the table (n_blocks %d)",
+                            d->call, seq, missing, kv->n_blocks);
+        if (reach > ((uint64_t)1 << 34))
+            return lkv_fail(LKV_UNSUPPORTED, "%s: sequence %d reaches byte %llu of layer %d's "
+                            "K, beyond the 16 GiB one call reads", d->call, seq,
+                            (unsigned long long)reach, layer);
     }
-    uint64_t reach = 0, base = 0;
-    int32_t missing = lkv_kv_layout_row(kv, seq, qh / (c->cfg.q_heads / c->heads), len, &base,
-                                        &reach);
-    if (missing >= 0)
-        return lkv_fail(LKV_INVALID_ARGUMENT,
-                        "%s: sequence %d slot %d has no block in the table (n_blocks %d)",
-                        d->call, seq, missing, kv->n_blocks);
-    if (reach > ((uint64_t)1 << 34))
-        return lkv_fail(LKV_UNSUPPORTED, "%s: sequence %d reaches byte %llu of layer %d's K, "
-                        "beyond the 16 GiB one call reads", d->call, seq,
-                        (unsigned long long)reach, layer);
     int32_t k = r->n++;
     r->q_row[k] = q_row;
     r->out_row[k] = out_row;
     r->len[k] = len;
-    r->tab_row[k] = seq;
+    r->tab_row[k] = tab_row;
     r->base[k] = (uint32_t)(base / 4);
     r->extent = reach > r->extent ? reach : r->extent;
     return LKV_OK;

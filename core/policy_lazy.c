@@ -4,7 +4,8 @@
  * Grouped GQA combines a group's probabilities by max before the threshold
  * test, a documented deviation from the per-query-head reference.
  *
- * schedule = peak is lazykv's own variant (docs/lazy-peak.md), never the
+ * schedule = peak is lazykv's own variant (README "Policies",
+ * docs/policies-admission.md), never the
  * paper's: the same score and cadence, down to B - W (the last W slots and
  * the B - 2W best scores), and at once whenever a step leaves B or more,
  * so that decode holds at most B where the paper's schedule peaks at

@@ -89,18 +89,25 @@ static size_t to_size(uint64_t bytes)
     return bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
 }
 
-/* Query heads per split block: the smallest of 1, 2, 4, 8 that holds a
- * cache head's group (8 for larger groups, in several blocks). */
+/* Query heads per split block, as log2: the smallest of 1, 2, 4, 8 that
+ * holds a cache head's group (8 for larger groups, in several blocks); it
+ * also picks the kernel (split_kernels). */
+static int qblock_log2(int32_t per)
+{
+    return per <= 1 ? 0 : per <= 2 ? 1 : per <= 4 ? 2 : 3;
+}
+
 static int32_t qblock_of(int32_t per)
 {
-    return per <= 1 ? 1 : per <= 2 ? 2 : per <= 4 ? 4 : LKV_ATT_QBLOCK;
+    return (int32_t)1 << qblock_log2(per);
 }
 
 static attend_shape shape_of(const lkv_attend_args *a)
 {
     attend_shape s;
     s.per = a->q_heads / a->cache_heads;
-    s.qblocks = (s.per + qblock_of(s.per) - 1) / qblock_of(s.per);
+    int32_t qb = qblock_of(s.per);
+    s.qblocks = (s.per + qb - 1) / qb;
     s.dim = a->cache->head_dim;
     s.cap = a->cache->capacity;
     s.elem = lkv_dtype_size(a->cache->dtype);
@@ -346,8 +353,7 @@ static lkv_gpu_kernel_id split_kernel(const lkv_attend_args *a)
     const lkv_cache_buffers *c = a->cache;
     const split_kernels *ks = &split_of_dtype[c->dtype];
     int aligned = c->head_dim % ks->vec == 0 && ((c->k->ptr | c->v->ptr | a->q->ptr) & 15) == 0;
-    int32_t qb = qblock_of(a->q_heads / a->cache_heads);
-    int at = qb == 1 ? 0 : qb == 2 ? 1 : qb == 4 ? 2 : 3;
+    int at = qblock_log2(a->q_heads / a->cache_heads);
     return aligned ? ks->vector[at] : ks->scalar[at];
 }
 

@@ -54,22 +54,25 @@ static compact_plan plan(const lkv_device *d, const lkv_compact_args *a)
     return p;
 }
 
-/* One phase of the map rebuild for `len` listed rows from `first` (lists:
- * rows, row_k, row_n on the device). */
-static lkv_status phys_phase(lkv_device *d, const lkv_compact_args *a, const lkv_gpu_ptr *list,
-                             int32_t first, int32_t len, int32_t phase)
+/* The map rebuild of `len` listed rows from `first` (lists: rows, row_k,
+ * row_n on the device): scatter into scratch, then copy back. */
+static lkv_status phys_run(lkv_device *d, const lkv_compact_args *a, const lkv_gpu_ptr *list,
+                           int32_t first, int32_t len)
 {
     const lkv_cache_buffers *c = a->cache;
     lkv_gpu_ptr kept = a->kept->ptr, phys = c->phys->ptr, scratch = d->compact_scratch->ptr;
     lkv_gpu_ptr rows = list[0] + (lkv_gpu_ptr)first * 4, k = list[1] + (lkv_gpu_ptr)first * 4;
     lkv_gpu_ptr n = list[2] + (lkv_gpu_ptr)first * 4;
-    int32_t cap = c->capacity, longest = 0;
+    int32_t cap = c->capacity, longest = 0, phase = 0;
     for (int32_t r = first; r < first + len; r++)
         longest = a->row_n[r] > longest ? a->row_n[r] : longest;
     void *args[] = {&rows, &k, &n, &kept, &phys, &scratch, &cap, &len, &phase};
-    return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_compact_phys,
-                                 lkv_gpu_stride_blocks(longest, LKV_COMPACT_BLOCK),
-                                 lkv_gpu_rows_y(d, len), 1, LKV_COMPACT_BLOCK, args);
+    lkv_status st = LKV_OK;
+    for (; st == LKV_OK && phase < 2; phase++)
+        st = lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_compact_phys,
+                                   lkv_gpu_stride_blocks(longest, LKV_COMPACT_BLOCK),
+                                   lkv_gpu_rows_y(d, len), 1, LKV_COMPACT_BLOCK, args);
+    return st;
 }
 
 /* Holes: the map rebuilt run by run (a run copies back before the next
@@ -88,9 +91,7 @@ static lkv_status compact_holes(lkv_device *d, const lkv_compact_args *a)
         st = lkv_gpu_upload(d, 3, host, counts, list);
     for (int32_t first = 0; st == LKV_OK && first < a->n_rows; first += run) {
         int32_t len = a->n_rows - first < run ? a->n_rows - first : run;
-        st = phys_phase(d, a, list, first, len, 0);
-        if (st == LKV_OK)
-            st = phys_phase(d, a, list, first, len, 1);
+        st = phys_run(d, a, list, first, len);
     }
     if (st != LKV_OK)
         return st;
