@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "policy_budget.h"
 
 static const lkv_policy_rules *const all_rules[LKV_POLICY_COUNT_] = {
     [LKV_POLICY_FULL] = &lkv_policy_full,           [LKV_POLICY_LAZY] = &lkv_policy_lazy,
@@ -227,5 +228,31 @@ lkv_status lkv_check_range(const char *policy, const char *key, double value, do
     if (!(value >= lo && value <= hi))
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s %g is out of range for %s: expected [%g, %g]",
                         key, value, policy, lo, hi);
+    return LKV_OK;
+}
+
+lkv_status lkv_policy_peak_slots(const lkv_policy_params *params, int64_t prompt_tokens,
+                                 int64_t steps, int64_t *out_peak_slots, int64_t *out_capacity)
+{
+    lkv_clear_error();
+    if (!params || !lkv_policy_rules_of(params->kind))
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_peak_slots: %s",
+                        params ? "params hold no valid policy kind" : "params is NULL");
+    if (prompt_tokens < 1 || steps < 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "lkv_policy_peak_slots: prompt_tokens %lld and steps %lld: need >= 1 and >= 0",
+                        (long long)prompt_tokens, (long long)steps);
+    lkv_policy_kind k = params->kind;
+    int by_budget = k != LKV_POLICY_FULL && k != LKV_POLICY_NACL;
+    if (by_budget && params->budget < 1)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_peak_slots: %s budget %d: need >= 1",
+                        lkv_policy_name(k), params->budget);
+    if ((k == LKV_POLICY_LAZY || k == LKV_POLICY_SNAPKV) && params->window < 1)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_peak_slots: %s window %d: need >= 1",
+                        lkv_policy_name(k), params->window);
+    if (out_peak_slots)
+        *out_peak_slots = lkv_budget_peak_bound(params, prompt_tokens, steps);
+    if (out_capacity)
+        *out_capacity = lkv_budget_capacity(params, prompt_tokens, steps);
     return LKV_OK;
 }

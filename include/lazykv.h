@@ -279,6 +279,25 @@ LKV_API const char *lkv_policy_name(lkv_policy_kind kind);
  * `params` is unchanged. */
 LKV_API lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char *value);
 
+/* How many slots one cache head holds at most, and the capacity to create
+ * the cache with, for a prompt of `prompt_tokens` read at prefill and then
+ * `steps` tokens decoded one at a time: what an engine sizes its own KV
+ * buffers by before it allocates (llama.cpp's n_ctx, a block pool). The
+ * whole prompt is held at prefill before any policy acts; then streaming,
+ * h2o and tova run one slot above max(P, B), lazy up to W above it (with
+ * schedule = peak: B, or P + 1 after a prompt of P >= B), snapkv up to its
+ * interval above B; full and nacl may hold everything. Never more than
+ * prompt_tokens + steps. The capacity is the largest of that peak, the
+ * prompt and the least lkv_cache_create accepts for `params` (an
+ * engine-owned cache has no early eviction, so it needs all of it).
+ * `params` as lkv_cache_create takes them (budget and window set); either
+ * out pointer may be NULL. INVALID_ARGUMENT naming the value for a
+ * negative length, prompt_tokens < 1, or a policy that evicts by budget
+ * with a budget < 1 (or lazy / snapkv with a window < 1). */
+LKV_API lkv_status lkv_policy_peak_slots(const lkv_policy_params *params, int64_t prompt_tokens,
+                                         int64_t steps, int64_t *out_peak_slots,
+                                         int64_t *out_capacity);
+
 /* ------------------------------------------------------------------------ */
 /* Cache                                                                    */
 /* ------------------------------------------------------------------------ */

@@ -289,3 +289,56 @@ Test(policy_lazy_peak, a_trace_header_sets_the_schedule)
     cr_assert(strstr(got, "{\"t\": 2, \"heads\": [{\"ids\": [3, 4],"), "%s", got);
     free(got);
 }
+
+/* The public sizing call: for the faithful and the peak schedule, a cache
+ * created with the capacity it gives runs the whole sequence, and its
+ * measured peak is the peak it promised (prompts below, at and above B). */
+Test(policy_peak_slots, the_public_sizes_hold_and_are_met)
+{
+    const int32_t prompts[] = {5, B, 3 * B};
+    const int32_t steps = 4 * W + 5;
+    for (int sched = 0; sched < 2; sched++) {
+        for (size_t i = 0; i < sizeof prompts / sizeof prompts[0]; i++) {
+            lkv_cache_config cfg = tu_config(1, 2, 2, 16, 1);
+            TU_OK(lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY));
+            cfg.policy.budget = B, cfg.policy.window = W, cfg.policy.alpha = 0.02f;
+            cfg.policy.schedule = (lkv_lazy_schedule)sched;
+            int64_t peak = 0, cap = 0;
+            TU_OK(lkv_policy_peak_slots(&cfg.policy, prompts[i], steps, &peak, &cap));
+            cr_assert_geq(cap, peak);
+            cfg.capacity = (int32_t)cap;
+            lkv_cache *c = tu_cache(&cfg);
+            uint64_t rng = 40 + i;
+            prefill_n(c, prompts[i], &rng);
+            for (int32_t t = 1; t <= steps; t++)
+                tu_decode_random(c, &rng);
+            lkv_cache_stats s;
+            TU_OK(lkv_cache_get_stats(c, &s));
+            cr_assert_eq(s.peak_slots / lkv_cache_heads(c), peak,
+                         "schedule %d prompt %d: peak %lld, promised %lld", sched, prompts[i],
+                         (long long)(s.peak_slots / lkv_cache_heads(c)), (long long)peak);
+            lkv_cache_destroy(c);
+        }
+    }
+}
+
+Test(policy_peak_slots, bad_input_is_refused_by_name)
+{
+    lkv_policy_params p;
+    TU_OK(lkv_policy_init(&p, LKV_POLICY_H2O));
+    int64_t peak = -7;
+    cr_assert_eq(lkv_policy_peak_slots(&p, 10, 5, &peak, NULL), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "budget 0"), "%s", lkv_last_error());
+    p.budget = 8;
+    cr_assert_eq(lkv_policy_peak_slots(&p, 0, 5, &peak, NULL), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "prompt_tokens 0"), "%s", lkv_last_error());
+    cr_assert_eq(lkv_policy_peak_slots(&p, 10, -1, &peak, NULL), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "steps -1"), "%s", lkv_last_error());
+    cr_assert_eq(peak, -7, "a failed call wrote its output");
+    TU_OK(lkv_policy_peak_slots(&p, 10, 5, &peak, NULL));
+    cr_assert_eq(peak, 11, "h2o: max(P, B) + 1");
+    TU_OK(lkv_policy_init(&p, LKV_POLICY_LAZY));
+    p.budget = 8, p.window = 0;
+    cr_assert_eq(lkv_policy_peak_slots(&p, 10, 5, NULL, NULL), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "window 0"), "%s", lkv_last_error());
+}
