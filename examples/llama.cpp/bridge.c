@@ -316,6 +316,23 @@ static int apply_plan(bridge *b)
     return 0;
 }
 
+int bridge_llama_decode(struct llama_context *ctx, const llama_token *tokens, int32_t n,
+                        int32_t first_pos)
+{
+    struct llama_batch batch = llama_batch_init(n, 0, 1);
+    for (int32_t i = 0; i < n; i++) {
+        batch.token[i] = tokens[i];
+        batch.pos[i] = first_pos + i;
+        batch.n_seq_id[i] = 1;
+        batch.seq_id[i][0] = 0;
+        batch.logits[i] = i == n - 1;
+    }
+    batch.n_tokens = n;
+    int rc = llama_decode(ctx, batch);
+    llama_batch_free(batch);
+    return rc;
+}
+
 int bridge_decode(bridge *b, const llama_token *tokens, int32_t n)
 {
     if (n < 1 || (b->n > 0 && n != 1))
@@ -324,19 +341,9 @@ int bridge_decode(bridge *b, const llama_token *tokens, int32_t n)
     if (b->n + n > b->capacity)
         return fail(b, "bridge_decode: %d slots held and %d more exceed the capacity %d", b->n,
                     n, b->capacity);
-    struct llama_batch batch = llama_batch_init(n, 0, 1);
-    for (int32_t i = 0; i < n; i++) {
-        batch.token[i] = tokens[i];
-        batch.pos[i] = b->next_pos + i;
-        batch.n_seq_id[i] = 1;
-        batch.seq_id[i][0] = 0;
-        batch.logits[i] = i == n - 1;
-    }
-    batch.n_tokens = n;
     b->pending = n;
     b->next_layer = 0;
-    int rc = llama_decode(b->ctx, batch);
-    llama_batch_free(batch);
+    int rc = bridge_llama_decode(b->ctx, tokens, n, b->next_pos);
     b->pending = 0;
     if (b->error[0])
         return 1;

@@ -62,6 +62,11 @@ void bridge_bind(bridge *b, struct llama_context *ctx);
  * in bridge_error (llama.cpp's or lazykv's, or a cell map that disagrees). */
 int bridge_decode(bridge *b, const llama_token *tokens, int32_t n);
 
+/* llama_decode of `n` tokens of sequence 0 at positions first_pos ..,
+ * logits for the last one: what bridge_decode runs, without the bridge. */
+int bridge_llama_decode(struct llama_context *ctx, const llama_token *tokens, int32_t n,
+                        int32_t first_pos);
+
 /* Empties the sequence in llama.cpp and in lazykv, counters included. */
 int bridge_reset(bridge *b);
 

@@ -24,31 +24,27 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void fidelity_budget(lkv_policy_params *p, double share, int32_t total, int32_t window)
+void fidelity_set_budget(lkv_policy_params *p, int32_t budget, int32_t window)
 {
-    int64_t b = (int64_t)ceil(share * (double)total - 1e-9);
-    p->budget = (int32_t)(b < 1 ? 1 : b > total ? total : b);
+    p->budget = budget;
     if (p->kind == LKV_POLICY_LAZY && window > 0) {
         p->window = window;
     } else if (p->kind == LKV_POLICY_LAZY || p->kind == LKV_POLICY_SNAPKV) {
-        int32_t half = p->budget / 2 > 1 ? p->budget / 2 : 1;
+        int32_t half = budget / 2 > 1 ? budget / 2 : 1;
         p->window = p->window < half ? p->window : half;
     }
 }
 
-static int32_t argmax(const float *x, int32_t n)
+void fidelity_budget(lkv_policy_params *p, double share, int32_t total, int32_t window)
 {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
+    int64_t b = (int64_t)ceil(share * (double)total - 1e-9);
+    fidelity_set_budget(p, (int32_t)(b < 1 ? 1 : b > total ? total : b), window);
 }
 
 /* KL(p || q) of the softmaxes of logits a and b, in double. */
 static double kl_of(const float *a, const float *b, int32_t n)
 {
-    double ma = a[argmax(a, n)], mb = b[argmax(b, n)], sa = 0, sb = 0;
+    double ma = a[session_argmax(a, n)], mb = b[session_argmax(b, n)], sa = 0, sb = 0;
     for (int32_t i = 0; i < n; i++) {
         sa += exp((double)a[i] - ma);
         sb += exp((double)b[i] - mb);
@@ -91,7 +87,7 @@ static int make_reference(const fidelity_settings *s, const llama_token *prompt,
     while (!bad && ref->g < s->max_tokens) {
         const float *lg = session_logits(&ss);
         memcpy(ref->logits + (size_t)ref->g * ss.vocab, lg, (size_t)ss.vocab * sizeof *lg);
-        llama_token tok = argmax(lg, ss.vocab);
+        llama_token tok = session_argmax(lg, ss.vocab);
         ref->tokens[ref->g++] = tok;
         if ((!s->ignore_eos && llama_vocab_is_eog(vocab, tok)) || ref->g == s->max_tokens)
             break;
@@ -139,14 +135,14 @@ static int run_lane(const fidelity_settings *s, lane *ln, const llama_token *pro
             break;
         const float *lg = session_logits(&ss), *rl = ref->logits + (size_t)t * ref->vocab;
         kl += kl_of(rl, lg, ref->vocab);
-        top1 += argmax(lg, ref->vocab) == argmax(rl, ref->vocab);
+        top1 += session_argmax(lg, ref->vocab) == session_argmax(rl, ref->vocab);
         exact = exact && memcmp(lg, rl, (size_t)ref->vocab * sizeof *lg) == 0;
     }
     double seconds = now() - t0;
     int32_t peak = session_counts(&ss).peak, prefix = 0;
     bad = bad || session_reset(&ss) || session_decode(&ss, prompt, p);
     while (!bad && prefix < ref->g) {
-        llama_token tok = argmax(session_logits(&ss), ref->vocab);
+        llama_token tok = session_argmax(session_logits(&ss), ref->vocab);
         if (tok != ref->tokens[prefix])
             break;
         if (++prefix < ref->g)

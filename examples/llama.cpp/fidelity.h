@@ -40,5 +40,7 @@ int fidelity_run(const fidelity_settings *s, llama_token *const *prompts, const 
  * W = `window` for lazy when > 0, else min(the policy's default, max(1,
  * B / 2)) for lazy and snapkv. */
 void fidelity_budget(lkv_policy_params *p, double share, int32_t total, int32_t window);
+/* The same with B given in slots. */
+void fidelity_set_budget(lkv_policy_params *p, int32_t budget, int32_t window);
 
 #endif

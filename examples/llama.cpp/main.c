@@ -156,7 +156,7 @@ static int policy_of(const options *o, int32_t total, lkv_policy_params *p)
         if (share > 0)
             fidelity_budget(p, share, total, o->window);
         else if (!parse_int(o->budget, 1, &slots))
-            fidelity_budget(p, (double)slots / total, total, o->window);
+            fidelity_set_budget(p, slots, o->window);
         else
             return bad_usage("--budget takes slots or a share like 50%, not", o->budget) != 0;
     }
@@ -204,10 +204,7 @@ static int generate(const options *o, struct llama_model *model, const llama_tok
     int bad = session_decode(&s, prompt, p), g = 0, eos = 0;
     double t1 = now(), lkv_prefill = session_counts(&s).seconds;
     while (!bad && g < o->max_tokens) {
-        llama_token tok = 0;
-        const float *lg = session_logits(&s);
-        for (int32_t i = 1; i < s.vocab; i++)
-            tok = lg[i] > lg[tok] ? i : tok;
+        llama_token tok = session_argmax(session_logits(&s), s.vocab);
         g++;
         if (!o->ignore_eos && llama_vocab_is_eog(vocab, tok)) {
             eos = 1;

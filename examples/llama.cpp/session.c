@@ -42,17 +42,7 @@ void session_close(session *s)
 
 static int plain_decode(session *s, const llama_token *tokens, int32_t n)
 {
-    struct llama_batch batch = llama_batch_init(n, 0, 1);
-    for (int32_t i = 0; i < n; i++) {
-        batch.token[i] = tokens[i];
-        batch.pos[i] = s->next_pos + i;
-        batch.n_seq_id[i] = 1;
-        batch.seq_id[i][0] = 0;
-        batch.logits[i] = i == n - 1;
-    }
-    batch.n_tokens = n;
-    int rc = llama_decode(s->ctx, batch);
-    llama_batch_free(batch);
+    int rc = bridge_llama_decode(s->ctx, tokens, n, s->next_pos);
     if (rc != 0) {
         snprintf(s->error, sizeof s->error, "llama_decode returned %d", rc);
         return 1;
@@ -72,6 +62,15 @@ int session_decode(session *s, const llama_token *tokens, int32_t n)
 }
 
 const float *session_logits(session *s) { return llama_get_logits_ith(s->ctx, -1); }
+
+llama_token session_argmax(const float *logits, int32_t n)
+{
+    llama_token best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (logits[i] > logits[best])
+            best = i;
+    return best;
+}
 
 int session_reset(session *s)
 {

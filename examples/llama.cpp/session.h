@@ -31,6 +31,8 @@ void session_close(session *s);
  * last token are then session_logits'. 0 on success; 1 with s->error. */
 int session_decode(session *s, const llama_token *tokens, int32_t n);
 const float *session_logits(session *s);
+/* The greedy choice: the first largest of n logits. */
+llama_token session_argmax(const float *logits, int32_t n);
 int session_reset(session *s);
 
 /* Cells the sequence holds and held at most; for a plain session every
