@@ -362,7 +362,7 @@ static void run_seed(conf_run *r, const batch_shape *b, const char *name, uint64
 
 static const lkv_policy_kind policies[] = {
     LKV_POLICY_FULL, LKV_POLICY_LAZY, LKV_POLICY_STREAMING, LKV_POLICY_H2O,
-    LKV_POLICY_TOVA, LKV_POLICY_SNAPKV, LKV_POLICY_NACL,
+    LKV_POLICY_TOVA, LKV_POLICY_SNAPKV, LKV_POLICY_NACL, LKV_POLICY_RKV,
 };
 
 /* (seqs, layers, hq, hkv, gqa, dtype): GQA 2:1 grouped in f32, expanded in

@@ -41,6 +41,7 @@ static engine_policy policy_of(lkv_policy_kind p)
     case LKV_POLICY_H2O:
     case LKV_POLICY_TOVA: return (engine_policy){24, 0, 32, 32};
     case LKV_POLICY_SNAPKV: return (engine_policy){24, 6, 40, 40};
+    case LKV_POLICY_RKV: return (engine_policy){24, 6, 40, 40}; /* buffer 16 */
     default: return (engine_policy){0, 0, 72, 40}; /* full, nacl */
     }
 }
@@ -73,6 +74,9 @@ lkv_status conf_engine_cache(lkv_runtime *rt, const conf_engine_shape *s, lkv_ca
     } else if (s->policy == LKV_POLICY_SNAPKV) {
         p->window = e.window;
         p->interval = 8;
+    } else if (s->policy == LKV_POLICY_RKV) {
+        p->window = e.window;
+        p->interval = 16;
     } else if (s->policy == LKV_POLICY_STREAMING) {
         p->sinks = 4;
     } else if (s->policy == LKV_POLICY_NACL) {

@@ -248,6 +248,7 @@ const char *conf_xfail_reason(const lkv_backend_ops *ops, const char *traits,
 void conf_run_attend(conf_run *r);
 void conf_run_observe(conf_run *r);
 void conf_run_score(conf_run *r);
+void conf_run_redundancy(conf_run *r);
 void conf_run_select(conf_run *r);
 void conf_run_compact(conf_run *r);
 void conf_run_store(conf_run *r);

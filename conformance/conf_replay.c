@@ -33,7 +33,7 @@ static int32_t steps_for(const replay_plan *plan, lkv_policy_kind p)
 
 static const lkv_policy_kind policies[] = {
     LKV_POLICY_FULL, LKV_POLICY_LAZY, LKV_POLICY_STREAMING, LKV_POLICY_H2O,
-    LKV_POLICY_TOVA, LKV_POLICY_SNAPKV, LKV_POLICY_NACL,
+    LKV_POLICY_TOVA, LKV_POLICY_SNAPKV, LKV_POLICY_NACL, LKV_POLICY_RKV,
 };
 
 /* ---- the oracle's lines ---- */

@@ -26,6 +26,7 @@ static const struct {
     {LKV_CONF_COMPACT, conf_run_compact}, {LKV_CONF_STORE, conf_run_store},
     {LKV_CONF_REPLAY, conf_run_replay},   {LKV_CONF_BATCH, conf_run_batch},
     {LKV_CONF_CHUNKED, conf_run_chunked}, {LKV_CONF_LIFECYCLE, conf_run_lifecycle},
+    {LKV_CONF_REDUNDANCY, conf_run_redundancy},
 };
 
 static void print_header(const conf_run *r)

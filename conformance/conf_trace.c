@@ -47,6 +47,7 @@ static void header(lkv_strbuf *t, const conf_trace_shape *s, uint64_t seed)
     case LKV_POLICY_H2O: lkv_strbuf_printf(t, ", \"budget\": %d, \"recent\": %d", b, b / 4); break;
     case LKV_POLICY_TOVA: lkv_strbuf_printf(t, ", \"budget\": %d", b); break;
     case LKV_POLICY_SNAPKV: lkv_strbuf_printf(t, ", \"budget\": %d, \"window\": 8, \"interval\": 32", b); break;
+    case LKV_POLICY_RKV: lkv_strbuf_printf(t, ", \"budget\": %d, \"window\": 8, \"interval\": 32", b); break;
     case LKV_POLICY_NACL:
         lkv_strbuf_printf(t, ", \"min_length\": %d, \"sinks\": 4, \"proxy_ratio\": 0.05, \"proxy_keep_ratio\": "
                "0.25, \"random_keep_ratio\": 0.15, \"protect_ratio\": 0.1, \"seed\": %llu",
@@ -59,7 +60,8 @@ static void header(lkv_strbuf *t, const conf_trace_shape *s, uint64_t seed)
 
 static int votes_at_prefill(lkv_policy_kind p)
 {
-    return p == LKV_POLICY_SNAPKV || p == LKV_POLICY_NACL || p == LKV_POLICY_H2O;
+    return p == LKV_POLICY_SNAPKV || p == LKV_POLICY_NACL || p == LKV_POLICY_H2O ||
+           p == LKV_POLICY_RKV;
 }
 
 /* Summed prompt probabilities: some coarse (exact ties for the pooling and

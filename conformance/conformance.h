@@ -40,7 +40,8 @@ enum {
     LKV_CONF_BATCH = 1 << 7,     /* batched decode/prefill against per-sequence calls */
     LKV_CONF_CHUNKED = 1 << 8,   /* chunked prefill against one-shot */
     LKV_CONF_LIFECYCLE = 1 << 9, /* fork and truncate */
-    LKV_CONF_ALL = (1 << 10) - 1
+    LKV_CONF_REDUNDANCY = 1 << 10, /* rkv's key redundancy mixed into scores */
+    LKV_CONF_ALL = (1 << 11) - 1
 };
 
 /* One case and seed, as reported. Strings live until the callback returns. */

@@ -108,6 +108,32 @@ typedef struct lkv_score_args {
     lkv_buffer *scores;           /* [rows][capacity] f32 */
 } lkv_score_args;
 
+/* redundancy (rkv, docs/policy-rkv.md): the keys' redundancy of each listed
+ * row's n = row_n[i] valid slots, mixed into its scores. With
+ * khat_j = k_j / (|k_j| + 1e-8) (K read through phys with holes):
+ *   S[i][j] = khat_i . khat_j for i != j, S[i][i] = 0;
+ *   r(i)    = the largest j with S[i][j] > threshold, or 0 when none;
+ *             then S[i][r(i)] = 0 (each row spares its newest near-copy);
+ *   m_j     = (1 / n) * sum over i of S[i][j];  R_j = softmax(m)_j over all n;
+ *   scores[row][j] = mix_lambda * importance_scale * scores[row][j]
+ *                    - (1 - mix_lambda) * R_j          for j < n - protect_tail;
+ * the protected tail keeps its score. `work` (f32) and `match` (int32),
+ * [rows][capacity] each, are scratch the op may use (the cache's probs and
+ * kept, free while an eviction runs). */
+typedef struct lkv_redundancy_args {
+    const lkv_cache_buffers *cache;
+    int32_t n_rows;
+    const int32_t *rows;
+    const int32_t *row_n;
+    int32_t protect_tail;
+    float threshold;
+    float mix_lambda;
+    float importance_scale;
+    lkv_buffer *work;
+    lkv_buffer *match;
+    lkv_buffer *scores;
+} lkv_redundancy_args;
+
 /* select: per row keep the row_k[i] highest scores; ties go to the older slot
  * (lower index), NaN ranks below everything; the kept slot indices are written
  * in ascending order to the first row_k[i] entries of the row in `kept`. */
@@ -324,6 +350,8 @@ typedef struct lkv_backend_ops {
     lkv_status (*observe)(lkv_device *dev, const lkv_observe_args *args);
     lkv_status (*score)(lkv_device *dev, const lkv_score_args *args);
     lkv_status (*select)(lkv_device *dev, const lkv_select_args *args);
+    /* rkv only; NULL: the backend cannot run rkv (UNSUPPORTED at creation) */
+    lkv_status (*redundancy)(lkv_device *dev, const lkv_redundancy_args *args);
     lkv_status (*compact)(lkv_device *dev, const lkv_compact_args *args);
     /* NULL: core writes K/V row by row through `write` instead (host inputs
      * only; device inputs are then UNSUPPORTED). */

@@ -87,6 +87,22 @@ static lkv_status check_shape(const lkv_cache_config *c)
     return LKV_OK;
 }
 
+/* rkv scores the keys themselves: an engine-owned cache holds none, and a
+ * backend without the redundancy op cannot run it. */
+static lkv_status keys_check(const lkv_cache_config *c, const lkv_backend_ops *ops)
+{
+    if (c->policy.kind != LKV_POLICY_RKV)
+        return LKV_OK;
+    if (c->kv_owner == LKV_KV_ENGINE)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "policy rkv scores the cached keys' redundancy, which an engine-owned "
+                        "cache does not hold: use an owned cache");
+    if (!ops->redundancy)
+        return lkv_fail(LKV_UNSUPPORTED,
+                        "backend %s has no redundancy op, which policy rkv needs", ops->name);
+    return LKV_OK;
+}
+
 static void free_buffers(lkv_cache *c)
 {
     lkv_buffer *all[] = {c->buf.k,       c->buf.v,         c->buf.pos,       c->buf.state_a,
@@ -259,6 +275,8 @@ lkv_status lkv_cache_create_holding(lkv_runtime *rt, const lkv_cache_config *con
                         "%d sequences x %d layers x %d cache heads is %lld rows: at most %d",
                         config->sequences, config->layers, heads, (long long)rows, INT32_MAX);
     if ((st = lkv_placement_check(config, rt->ops)) != LKV_OK)
+        return st;
+    if ((st = keys_check(config, rt->ops)) != LKV_OK)
         return st;
     lkv_cache_config cfg = *config;
     if ((st = rules->check(&cfg.policy, cfg.capacity)) != LKV_OK)

@@ -14,7 +14,7 @@ static const lkv_policy_rules *const all_rules[LKV_POLICY_COUNT_] = {
     [LKV_POLICY_FULL] = &lkv_policy_full,           [LKV_POLICY_LAZY] = &lkv_policy_lazy,
     [LKV_POLICY_STREAMING] = &lkv_policy_streaming, [LKV_POLICY_H2O] = &lkv_policy_h2o,
     [LKV_POLICY_TOVA] = &lkv_policy_tova,           [LKV_POLICY_SNAPKV] = &lkv_policy_snapkv,
-    [LKV_POLICY_NACL] = &lkv_policy_nacl,
+    [LKV_POLICY_NACL] = &lkv_policy_nacl,           [LKV_POLICY_RKV] = &lkv_policy_rkv,
 };
 
 const lkv_policy_rules *lkv_policy_rules_of(lkv_policy_kind kind)
@@ -42,7 +42,7 @@ lkv_status lkv_policy_from_name(const char *name, lkv_policy_kind *out_kind)
         }
     }
     return lkv_fail(LKV_INVALID_ARGUMENT,
-                    "unknown policy '%s': expected lazy, full, streaming, h2o, tova, snapkv or nacl",
+                    "unknown policy '%s': expected lazy, full, streaming, h2o, tova, snapkv, nacl or rkv",
                     name);
 }
 
@@ -184,6 +184,8 @@ lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char
         st = parse_real(key, value, &p.random_keep_ratio);
     else if (strcmp(key, "protect_ratio") == 0)
         st = parse_real(key, value, &p.protect_ratio);
+    else if (strcmp(key, "mix_lambda") == 0)
+        st = parse_real(key, value, &p.mix_lambda);
     int choice = 0;
     if (strcmp(key, "group_reduce") == 0 &&
         (st = parse_choice(key, value, reduce_names, 3, &choice)) == LKV_OK)
@@ -247,7 +249,8 @@ lkv_status lkv_policy_peak_slots(const lkv_policy_params *params, int64_t prompt
     if (by_budget && params->budget < 1)
         return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_peak_slots: %s budget %d: need >= 1",
                         lkv_policy_name(k), params->budget);
-    if ((k == LKV_POLICY_LAZY || k == LKV_POLICY_SNAPKV) && params->window < 1)
+    if ((k == LKV_POLICY_LAZY || k == LKV_POLICY_SNAPKV || k == LKV_POLICY_RKV) &&
+        params->window < 1)
         return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_peak_slots: %s window %d: need >= 1",
                         lkv_policy_name(k), params->window);
     if (out_peak_slots)

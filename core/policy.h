@@ -17,7 +17,17 @@ typedef struct lkv_evict_plan {
     int32_t pool_kernel;
     int32_t stage1_keep;
     lkv_score_kind stage2;
+    /* rkv: after `score`, the backend's redundancy op turns each unprotected
+     * score s into mix_lambda * importance_scale * s - (1 - mix_lambda) *
+     * the slot's key redundancy */
+    int32_t redundancy;
+    float mix_lambda;
+    float importance_scale;
 } lkv_evict_plan;
+
+/* rkv: the cosine similarity above which a key is another's near-copy (the
+ * reference code's fixed 0.5). */
+#define LKV_RKV_SIMILAR 0.5f
 
 /* Which prompt queries vote at prefill (their probabilities are summed into
  * state_f): queries [first, n); each sees slots [0, i] when causal, else all. */
@@ -66,6 +76,7 @@ extern const lkv_policy_rules lkv_policy_h2o;
 extern const lkv_policy_rules lkv_policy_tova;
 extern const lkv_policy_rules lkv_policy_snapkv;
 extern const lkv_policy_rules lkv_policy_nacl;
+extern const lkv_policy_rules lkv_policy_rkv;
 
 /* The early plan of a policy that evicts every step: on a full cache
  * before a step (a prompt of capacity tokens), room for the step's token

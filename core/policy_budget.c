@@ -51,7 +51,7 @@ int32_t lkv_budget_slots(const lkv_budget *b, int64_t length)
 
 int32_t lkv_budget_default_window(lkv_policy_kind kind, int32_t budget)
 {
-    if (kind != LKV_POLICY_LAZY && kind != LKV_POLICY_SNAPKV)
+    if (kind != LKV_POLICY_LAZY && kind != LKV_POLICY_SNAPKV && kind != LKV_POLICY_RKV)
         return 0;
     lkv_policy_params p;
     lkv_policy_init(&p, kind);
@@ -63,6 +63,15 @@ int32_t lkv_budget_default_window(lkv_policy_kind kind, int32_t budget)
 static int64_t snapkv_every(const lkv_policy_params *p)
 {
     return p->interval == 0 ? p->window : p->interval;
+}
+
+/* Down to B at prefill, then up to `every` above it between compressions. */
+static int64_t compress_bound(int64_t b, int64_t every, int64_t prompt, int64_t steps)
+{
+    int64_t after_prefill = (prompt < b ? prompt : b) + steps;
+    if (every > 0)
+        after_prefill = min64(after_prefill, b + every);
+    return max64(prompt, after_prefill);
 }
 
 int64_t lkv_budget_peak_bound(const lkv_policy_params *p, int64_t prompt, int64_t steps)
@@ -77,12 +86,10 @@ int64_t lkv_budget_peak_bound(const lkv_policy_params *p, int64_t prompt, int64_
     case LKV_POLICY_H2O:
     case LKV_POLICY_TOVA:
         return min64(all, above + 1);
-    case LKV_POLICY_SNAPKV: {
-        int64_t every = snapkv_every(p), after_prefill = min64(prompt, b) + steps;
-        if (every > 0)
-            after_prefill = min64(after_prefill, b + every);
-        return max64(prompt, after_prefill);
-    }
+    case LKV_POLICY_SNAPKV:
+        return compress_bound(b, snapkv_every(p), prompt, steps);
+    case LKV_POLICY_RKV:
+        return compress_bound(b, p->interval, prompt, steps);
     default:
         return all;
     }
@@ -101,6 +108,8 @@ int64_t lkv_budget_min_capacity(const lkv_policy_params *p)
         int64_t every = snapkv_every(p);
         return (int64_t)p->budget + (every > 0 ? every : 1);
     }
+    case LKV_POLICY_RKV:
+        return (int64_t)p->budget + p->interval;
     default:
         return 1;
     }

@@ -42,6 +42,18 @@ static lkv_status run_score(lkv_cache *c, int32_t rows, lkv_score_kind kind,
     return c->ops->score(c->dev, &a);
 }
 
+/* rkv: the keys' redundancy mixed into the scores, before rows unite. */
+static lkv_status run_redundancy(lkv_cache *c, int32_t rows, const lkv_evict_plan *p)
+{
+    lkv_redundancy_args a = {
+        .cache = &c->buf, .n_rows = rows, .rows = c->rows, .row_n = c->row_n,
+        .protect_tail = p->protect_tail, .threshold = LKV_RKV_SIMILAR,
+        .mix_lambda = p->mix_lambda, .importance_scale = p->importance_scale,
+        .work = c->probs, .match = c->kept, .scores = c->scores,
+    };
+    return c->ops->redundancy(c->dev, &a);
+}
+
 static lkv_status run_select(lkv_cache *c, int32_t rows, int32_t keep)
 {
     for (int32_t r = 0; r < rows; r++)
@@ -69,6 +81,8 @@ static lkv_status run_plan(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pa
     int32_t t = pairs[0].t;
     int two_stage = p->stage1_keep > 0;
     lkv_status st = run_score(c, rows, p->score, p, t, 0);
+    if (st == LKV_OK && p->redundancy)
+        st = run_redundancy(c, rows, p);
     if (st == LKV_OK)
         st = lkv_scores_unite(c, pairs, n_pairs);
     if (st == LKV_OK)

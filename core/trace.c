@@ -253,7 +253,7 @@ static lkv_status emit_step(trace *tr, int32_t t, int32_t *pos, int32_t *a, int3
 {
     static const char *const float_names[LKV_POLICY_COUNT_] = {
         [LKV_POLICY_H2O] = "acc", [LKV_POLICY_TOVA] = "p", [LKV_POLICY_SNAPKV] = "votes",
-        [LKV_POLICY_NACL] = "score"};
+        [LKV_POLICY_NACL] = "score", [LKV_POLICY_RKV] = "votes"};
     lkv_policy_kind kind = tr->cfg.policy.kind;
     lkv_strbuf o = {0};
     lkv_strbuf_printf(&o, "{\"t\": %d, \"heads\": [", t);

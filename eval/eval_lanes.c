@@ -79,7 +79,8 @@ static void budget_and_window(lkv_policy_params *p, const lkv_eval_settings *s, 
     p->budget = b;
     if (p->kind == LKV_POLICY_LAZY && s->window > 0)
         p->window = s->window;
-    else if (p->kind == LKV_POLICY_LAZY || p->kind == LKV_POLICY_SNAPKV)
+    else if (p->kind == LKV_POLICY_LAZY || p->kind == LKV_POLICY_SNAPKV ||
+             p->kind == LKV_POLICY_RKV)
         p->window = lkv_budget_default_window(p->kind, b);
 }
 
@@ -181,8 +182,8 @@ lkv_status lkv_eval_lane_open(lkv_runtime *rt, const lkv_eval_lane_plan *plan,
 {
     *out_cache = NULL;
     res->budget = plan->budget;
-    res->window = plan->cfg.policy.kind == LKV_POLICY_LAZY ||
-                          plan->cfg.policy.kind == LKV_POLICY_SNAPKV
+    lkv_policy_kind k = plan->cfg.policy.kind;
+    res->window = k == LKV_POLICY_LAZY || k == LKV_POLICY_SNAPKV || k == LKV_POLICY_RKV
                       ? plan->cfg.policy.window
                       : 0;
     res->bound = plan->bound;

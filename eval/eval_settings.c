@@ -111,7 +111,7 @@ static lkv_status parse_policy(const char *entry, list_item *out)
     if (lkv_policy_from_name(entry, &out->policy.kind) != LKV_OK)
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "--policies entry '%s' is not a policy (full, lazy, lazy-peak, streaming, "
-                        "h2o, tova, snapkv, nacl)", entry);
+                        "h2o, tova, snapkv, nacl, rkv)", entry);
     return LKV_OK;
 }
 

@@ -28,9 +28,10 @@ static void header(FILE *f, const lkv_eval_results *r)
                "positions; reference up to %d tokens%s\n",
             r->n_prompts, (long long)tokens, (long long)positions, s->max_tokens,
             s->ignore_eos ? ", end tokens ignored" : r->tokenized ? " or an end token" : "");
-    lkv_policy_params lazy, snapkv;
+    lkv_policy_params lazy, snapkv, rkv;
     lkv_policy_init(&lazy, LKV_POLICY_LAZY);
     lkv_policy_init(&snapkv, LKV_POLICY_SNAPKV);
+    lkv_policy_init(&rkv, LKV_POLICY_RKV);
     char window[64], alpha[32] = "default";
     if (s->window > 0)
         snprintf(window, sizeof window, "%d", s->window);
@@ -38,9 +39,10 @@ static void header(FILE *f, const lkv_eval_results *r)
         snprintf(window, sizeof window, "min(%d, B/2)", lazy.window);
     if (s->alpha >= 0.0)
         snprintf(alpha, sizeof alpha, "%g", s->alpha);
-    fprintf(f, "- lazy window %s, alpha %s; snapkv window min(%d, B/2); budgets are slots per "
-               "cache head, a percentage is of each prompt's prompt + reference length T\n",
-            window, alpha, snapkv.window);
+    fprintf(f, "- lazy window %s, alpha %s; snapkv window min(%d, B/2); rkv window min(%d, B/2), "
+               "buffer %d, lambda %g; budgets are slots per cache head, a percentage is of each "
+               "prompt's prompt + reference length T\n",
+            window, alpha, snapkv.window, rkv.window, rkv.interval, (double)rkv.mix_lambda);
     fprintf(f, "%s\n\n",
             s->at_peak ? "- at peak (--at peak): a budget entry is each lane's peak target; its "
                          "B is the largest whose peak bound is within it, so one entry's lanes "

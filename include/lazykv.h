@@ -49,7 +49,7 @@ extern "C" {
  * liblazykv.so.MAJOR.MINOR (liblazykv.so.0.2); from 1.0 on it is
  * liblazykv.so.MAJOR, and only a major version may break the ABI. */
 #define LKV_VERSION_MAJOR 0
-#define LKV_VERSION_MINOR 8
+#define LKV_VERSION_MINOR 9
 #define LKV_VERSION_PATCH 0
 
 /* LKV_API marks the library's entry points: the shared library is built
@@ -210,6 +210,8 @@ typedef enum lkv_policy_kind {
     LKV_POLICY_TOVA,      /* current-step attention, one decision per layer */
     LKV_POLICY_SNAPKV,    /* window votes at prefill; every `interval` steps in decode */
     LKV_POLICY_NACL,      /* proxy-token + random eviction, once at prefill */
+    LKV_POLICY_RKV,       /* R-KV: importance of the last queries minus key redundancy,
+                             every `interval` steps (docs/policy-rkv.md) */
     LKV_POLICY_COUNT_
 } lkv_policy_kind;
 
@@ -245,12 +247,15 @@ typedef struct lkv_policy_params {
     lkv_policy_kind kind;
     int32_t budget;          /* lazy, streaming, h2o, tova, snapkv: slots kept after eviction */
     int32_t window;          /* lazy: eviction period W and protected recent slots;
-                                snapkv: observation window w (queries that vote, slots kept) */
+                                snapkv: observation window w (queries that vote, slots kept);
+                                rkv: observation window (8: the last queries score, the last
+                                slots are kept) */
     float alpha;             /* lazy: importance threshold on the probability (default 1e-4) */
     int32_t sinks;           /* streaming: first tokens always kept (4); nacl: sink cap (256) */
     int32_t recent;          /* h2o: protected recent slots R; -1 (default) means budget / 2 */
     int32_t interval;        /* snapkv: decode-time eviction period; 0 means `window`;
-                                -1 disables decode-time eviction */
+                                -1 disables decode-time eviction; rkv: the buffer, steps
+                                between compressions (128) */
     float proxy_ratio;       /* nacl: share of the prompt used as proxy queries (0.01) */
     float proxy_keep_ratio;  /* nacl: share of the prompt kept by proxy score (0.12) */
     float random_keep_ratio; /* nacl: share kept by sampling proportional to exp(score) (0.07) */
@@ -259,6 +264,8 @@ typedef struct lkv_policy_params {
     uint64_t seed;           /* nacl: seed of the counter-based noise (0) */
     lkv_group_reduce group_reduce; /* grouped GQA only */
     lkv_lazy_schedule schedule;    /* lazy: faithful (default) or peak */
+    float mix_lambda;        /* rkv: score = lambda * importance - (1 - lambda) *
+                                redundancy (0.1, the paper's) */
 } lkv_policy_params;
 
 /* Sets `params` to the defaults of `kind` (the authors' defaults where the
@@ -267,14 +274,14 @@ typedef struct lkv_policy_params {
 LKV_API lkv_status lkv_policy_init(lkv_policy_params *params, lkv_policy_kind kind);
 
 /* Policy kind from its name ("lazy", "full", "streaming", "h2o", "tova",
- * "snapkv", "nacl"). */
+ * "snapkv", "nacl", "rkv"). */
 LKV_API lkv_status lkv_policy_from_name(const char *name, lkv_policy_kind *out_kind);
 LKV_API const char *lkv_policy_name(lkv_policy_kind kind);
 
 /* Sets one parameter by its name (the names of the CLI flags and trace header
  * keys: budget, window, alpha, schedule ("faithful" or "peak"), sinks,
  * recent, interval, proxy_ratio, proxy_keep_ratio, random_keep_ratio,
- * protect_ratio, min_length, seed, group_reduce) from its text value. A name the policy in `params->kind` does
+ * protect_ratio, min_length, seed, group_reduce, mix_lambda) from its text value. A name the policy in `params->kind` does
  * not use is INVALID_ARGUMENT, as is a value that does not parse. On failure
  * `params` is unchanged. */
 LKV_API lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char *value);

@@ -781,8 +781,10 @@ Test(admission, full_refuses_a_prompt_over_capacity_naming_what_fits)
 static lkv_cache_config any_config(lkv_policy_kind kind)
 {
     lkv_cache_config cfg = config(2, 2, 1, 16, kind, 8);
-    if (kind == LKV_POLICY_LAZY || kind == LKV_POLICY_SNAPKV)
+    if (kind == LKV_POLICY_LAZY || kind == LKV_POLICY_SNAPKV || kind == LKV_POLICY_RKV)
         cfg.policy.window = 4;
+    if (kind == LKV_POLICY_RKV)
+        cfg.policy.interval = 8; /* B + the buffer fits the capacity */
     if (kind == LKV_POLICY_NACL)
         cfg = nacl_config(8);
     return cfg;

@@ -219,8 +219,8 @@ Test(conformance, the_honest_cpu_passes_every_case)
         one_seed += has(t.c[i].name, "replay(") || has(t.c[i].name, "batch(") ||
                     has(t.c[i].name, "chunked(") || has(t.c[i].name, "fork(") ||
                     has(t.c[i].name, "truncate(");
-    cr_expect_eq(one_seed, 7 + 14 + 7 + 14, "replays, batch (two results each), chunked, fork "
-                 "and truncate: one case per policy");
+    cr_expect_eq(one_seed, 8 + 16 + 7 + 14, "replays, batch (two results each), chunked, fork "
+                 "and truncate: one case per policy (rkv in replays and batch only)");
     cr_expect_eq(t.sum.pass, t.count * 2 - one_seed,
                  "two seeds per op case, one per replay and engine case");
 }

@@ -8,7 +8,7 @@ enum { SEQS = TWIN_SEQS, LAYERS = TWIN_LAYERS, QH = TWIN_QH, KVH = TWIN_KVH, D =
 
 const lkv_policy_kind twin_every_policy[TWIN_POLICIES] = {
     LKV_POLICY_FULL, LKV_POLICY_LAZY,   LKV_POLICY_STREAMING, LKV_POLICY_H2O,
-    LKV_POLICY_TOVA, LKV_POLICY_SNAPKV, LKV_POLICY_NACL};
+    LKV_POLICY_TOVA, LKV_POLICY_SNAPKV, LKV_POLICY_NACL,     LKV_POLICY_RKV};
 
 lkv_cache_config twin_config(lkv_policy_kind kind)
 {
@@ -17,8 +17,10 @@ lkv_cache_config twin_config(lkv_policy_kind kind)
     lkv_policy_params *p = &cfg.policy;
     lkv_policy_init(p, kind);
     p->budget = kind == LKV_POLICY_FULL || kind == LKV_POLICY_NACL ? 0 : 20;
-    if (kind == LKV_POLICY_LAZY || kind == LKV_POLICY_SNAPKV)
+    if (kind == LKV_POLICY_LAZY || kind == LKV_POLICY_SNAPKV || kind == LKV_POLICY_RKV)
         p->window = 6;
+    if (kind == LKV_POLICY_RKV)
+        p->interval = 12;
     if (kind == LKV_POLICY_NACL) {
         p->min_length = 8;
         p->proxy_ratio = 0.1f;

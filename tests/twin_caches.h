@@ -26,7 +26,7 @@ void twin_step(lkv_cache *a, lkv_cache *b, int32_t n, const float *q, const floa
 /* The prompts and `steps` decode steps of both, compared as above. */
 void twin_run(lkv_cache *a, lkv_cache *b, uint64_t seed, int32_t steps, const char *what);
 
-enum { TWIN_POLICIES = 7 };
+enum { TWIN_POLICIES = 8 };
 extern const lkv_policy_kind twin_every_policy[TWIN_POLICIES];
 
 #endif

@@ -29,7 +29,7 @@ static const char *const help =
     "                   the table then goes to standard error)\n"
     "  --seeds N        seeds per op case (default 2 quick, 3 full; replays use 1 / 2)\n"
     "  --only FAMILIES  attend, observe, score, select, compact, replay, batch,\n"
-    "                   chunked, lifecycle, store (comma list)\n"
+    "                   chunked, lifecycle, store, redundancy (comma list)\n"
     "  --filter PATTERNS  only the cases whose name matches: '*' matches anything,\n"
     "                   '|' separates alternatives, e.g. 'attend(d=64,*|select(*'\n\n"
     "LAZYKV_REQUIRE_BACKENDS=vulkan,opencl turns the SKIP of an unavailable listed\n"
@@ -159,7 +159,8 @@ static int parse_only(const char *list, unsigned *out)
                  {"score", LKV_CONF_SCORE},     {"select", LKV_CONF_SELECT},
                  {"compact", LKV_CONF_COMPACT}, {"replay", LKV_CONF_REPLAY},
                  {"batch", LKV_CONF_BATCH},     {"chunked", LKV_CONF_CHUNKED},
-                 {"lifecycle", LKV_CONF_LIFECYCLE}, {"store", LKV_CONF_STORE}};
+                 {"lifecycle", LKV_CONF_LIFECYCLE}, {"store", LKV_CONF_STORE},
+                 {"redundancy", LKV_CONF_REDUNDANCY}};
     *out = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ","), i;
@@ -168,7 +169,8 @@ static int parse_only(const char *list, unsigned *out)
                 break;
         if (i == sizeof names / sizeof names[0])
             return cli_error("conformance", "--only: unknown family '%.*s': expected attend, "
-                             "observe, score, select, compact, replay, batch, chunked, lifecycle or store",
+                             "observe, score, select, compact, replay, batch, chunked, lifecycle, store or "
+                             "redundancy",
                              (int)n, p);
         *out |= names[i].bit;
         p += n + (p[n] == ',');

@@ -44,7 +44,7 @@ static const char *const help =
     "  --seed S            sampling seed (default 1): a seed gives the same tokens\n"
     "  --threads N         forward-pass threads, 1..256 (default: the online CPUs)\n\n"
     "cache\n"
-    "  --policy NAME       lazy (default), full, streaming, h2o, tova, snapkv, nacl\n"
+    "  --policy NAME       lazy (default), full, streaming, h2o, tova, snapkv, nacl, rkv\n"
     "  --budget N|P%       slots kept per cache head; P% of prompt + max-tokens, rounded\n"
     "                      up (default 50%); at most prompt + max-tokens\n"
     "  --window W          lazy eviction period / snapkv window (default: the policy's,\n"

@@ -11,7 +11,7 @@ static const char *const help =
     "to a policy and prints one JSONL line per step after that step's eviction:\n"
     "each head's surviving token ids and the policy's per-slot state.\n\n"
     "  TRACE            trace file, or - for standard input\n"
-    "  --policy NAME    lazy (default), full, streaming, h2o, tova, snapkv, nacl;\n"
+    "  --policy NAME    lazy (default), full, streaming, h2o, tova, snapkv, nacl, rkv;\n"
     "                   the header's \"policy\" key, if any, must agree\n"
     "  --backend SPEC   backend to run on (default $LAZYKV_BACKEND, else auto)\n\n"
     "Policy parameters come from the header (budget, window, alpha, ...); a key\n"

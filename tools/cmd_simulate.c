@@ -243,7 +243,7 @@ static int create_run(lkv_runtime *rt, const sim_opts *o, const char *policy, in
     if (st == LKV_OK) {
         /* room for the policy's peak above the budget */
         int32_t extra = kind == LKV_POLICY_LAZY || kind == LKV_POLICY_SNAPKV ? cfg.policy.window : 0;
-        if (kind == LKV_POLICY_SNAPKV && cfg.policy.interval > extra)
+        if ((kind == LKV_POLICY_SNAPKV || kind == LKV_POLICY_RKV) && cfg.policy.interval > extra)
             extra = cfg.policy.interval;
         if (budget + extra + 1 > cfg.capacity)
             cfg.capacity = budget + extra + 1;

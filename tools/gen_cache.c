@@ -49,7 +49,7 @@ static int policy_params(const gen_cache_spec *spec, int64_t total, lkv_policy_p
     lkv_policy_kind kind;
     if (lkv_policy_from_name(spec->policy, &kind) != LKV_OK)
         return cli_error(cmd, "--policy '%s' is not one of full, lazy, streaming, h2o, tova, "
-                              "snapkv, nacl", spec->policy);
+                              "snapkv, nacl, rkv", spec->policy);
     lkv_policy_params p;
     lkv_policy_init(&p, kind);
     int rc = set_budget(spec, total, &p);
@@ -89,7 +89,9 @@ int gen_cache_config(const gen_cache_spec *spec, const lkv_model *m, int32_t pro
     if (rc)
         return rc;
     const lkv_policy_params *p = &cfg.policy;
-    if ((p->kind == LKV_POLICY_LAZY || p->kind == LKV_POLICY_SNAPKV) && p->budget < p->window) {
+    if ((p->kind == LKV_POLICY_LAZY || p->kind == LKV_POLICY_SNAPKV ||
+         p->kind == LKV_POLICY_RKV) &&
+        p->budget < p->window) {
         char from[64] = "";
         if (spec->budget.fraction > 0.0)
             snprintf(from, sizeof from, " (%s of %lld tokens)", spec->budget.label,
@@ -133,6 +135,10 @@ static void policy_part(const lkv_policy_params *p, const char *fixed, char *par
     case LKV_POLICY_SNAPKV:
         snprintf(part, len, ": budget %d, window %d%s, interval %d", p->budget, p->window, fixed,
                  p->interval);
+        break;
+    case LKV_POLICY_RKV:
+        snprintf(part, len, ": budget %d, window %d%s, interval (buffer) %d, lambda %g",
+                 p->budget, p->window, fixed, p->interval, (double)p->mix_lambda);
         break;
     default:
         snprintf(part, len,

@@ -108,6 +108,7 @@ LKV_BIND_LOCKED(gather, lkv_gather_args)
 LKV_BIND_LOCKED(reduce_rows, lkv_reduce_rows_args)
 LKV_BIND_LOCKED(move_kept, lkv_move_kept_args)
 LKV_BIND_LOCKED(qk_probs, lkv_qk_probs_args)
+LKV_BIND_LOCKED(redundancy, lkv_redundancy_args)
 #undef LKV_BIND_LOCKED
 
 lkv_status lkv_bind_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,

@@ -232,6 +232,7 @@ lkv_status lkv_bind_gather(lkv_device *d, const lkv_gather_args *a);
 lkv_status lkv_bind_reduce_rows(lkv_device *d, const lkv_reduce_rows_args *a);
 lkv_status lkv_bind_move_kept(lkv_device *d, const lkv_move_kept_args *a);
 lkv_status lkv_bind_qk_probs(lkv_device *d, const lkv_qk_probs_args *a);
+lkv_status lkv_bind_redundancy(lkv_device *d, const lkv_redundancy_args *a);
 
 /* bind_backend.c: what the locked ops-table entries (host/host_locked.h)
  * run: the driver's buffer entries and the plans above. The backends fill
@@ -245,13 +246,15 @@ lkv_status lkv_bind_locked_gather(lkv_device *d, const lkv_gather_args *a);
 lkv_status lkv_bind_locked_reduce_rows(lkv_device *d, const lkv_reduce_rows_args *a);
 lkv_status lkv_bind_locked_move_kept(lkv_device *d, const lkv_move_kept_args *a);
 lkv_status lkv_bind_locked_qk_probs(lkv_device *d, const lkv_qk_probs_args *a);
+lkv_status lkv_bind_locked_redundancy(lkv_device *d, const lkv_redundancy_args *a);
 lkv_status lkv_bind_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
                                 lkv_buffer **out_buf);
 void lkv_bind_locked_counters(const lkv_device *d, lkv_counters *out);
 #define LKV_BIND_LOCKED_OPS                                                                   \
     .store = lkv_bind_locked_store, .gather = lkv_bind_locked_gather,                          \
     .reduce_rows = lkv_bind_locked_reduce_rows, .move_kept = lkv_bind_locked_move_kept,        \
-    .qk_probs = lkv_bind_locked_qk_probs, .wrap = lkv_bind_locked_wrap,                        \
+    .qk_probs = lkv_bind_locked_qk_probs, .redundancy = lkv_bind_locked_redundancy,            \
+    .wrap = lkv_bind_locked_wrap,                                                             \
     .counters = lkv_bind_locked_counters
 
 /* Whether a wrap's offset suits the device's binding alignment; otherwise

@@ -92,6 +92,8 @@ LKV_CPU_COUNTED(gather, lkv_ref_gather, lkv_gather_args)
 LKV_CPU_COUNTED(reduce_rows, lkv_ref_reduce_rows, lkv_reduce_rows_args)
 LKV_CPU_COUNTED(move_kept, lkv_ref_move_kept, lkv_move_kept_args)
 LKV_CPU_COUNTED(qk_probs, lkv_ref_qk_probs, lkv_qk_probs_args)
+/* once per buffer of steps under rkv: the oracle's loops, threaded over rows */
+LKV_CPU_COUNTED(redundancy, lkv_ref_redundancy, lkv_redundancy_args)
 #undef LKV_CPU_COUNTED
 
 const lkv_backend_ops lkv_backend_cpu = {
@@ -110,6 +112,7 @@ const lkv_backend_ops lkv_backend_cpu = {
     .reduce_rows = cpu_reduce_rows,
     .move_kept = cpu_move_kept,
     .qk_probs = cpu_qk_probs,
+    .redundancy = cpu_redundancy,
     .row_steps = 1,
     .holes = 1,
 };

@@ -69,6 +69,7 @@ LKV_GPU_LOCKED(gather, lkv_gather_args)
 LKV_GPU_LOCKED(reduce_rows, lkv_reduce_rows_args)
 LKV_GPU_LOCKED(move_kept, lkv_move_kept_args)
 LKV_GPU_LOCKED(qk_probs, lkv_qk_probs_args)
+LKV_GPU_LOCKED(redundancy, lkv_redundancy_args)
 #undef LKV_GPU_LOCKED
 
 /* Locked for a driver that is told of borrowed memory; the view itself is

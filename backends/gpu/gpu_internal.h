@@ -235,6 +235,7 @@ lkv_status lkv_gpu_gather(lkv_device *d, const lkv_gather_args *a);
 lkv_status lkv_gpu_reduce_rows(lkv_device *d, const lkv_reduce_rows_args *a);
 lkv_status lkv_gpu_move_kept(lkv_device *d, const lkv_move_kept_args *a);
 lkv_status lkv_gpu_qk_probs(lkv_device *d, const lkv_qk_probs_args *a);
+lkv_status lkv_gpu_redundancy(lkv_device *d, const lkv_redundancy_args *a);
 
 /* gpu_backend.c: one ops table per driver family, the entries locked by
  * backends/host/host_locked.c around the unlocked ones above, with the
@@ -247,6 +248,7 @@ lkv_status lkv_gpu_locked_gather(lkv_device *d, const lkv_gather_args *a);
 lkv_status lkv_gpu_locked_reduce_rows(lkv_device *d, const lkv_reduce_rows_args *a);
 lkv_status lkv_gpu_locked_move_kept(lkv_device *d, const lkv_move_kept_args *a);
 lkv_status lkv_gpu_locked_qk_probs(lkv_device *d, const lkv_qk_probs_args *a);
+lkv_status lkv_gpu_locked_redundancy(lkv_device *d, const lkv_redundancy_args *a);
 lkv_status lkv_gpu_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
                                lkv_buffer **out_buf);
 void lkv_gpu_locked_counters(const lkv_device *d, lkv_counters *out);
@@ -254,6 +256,7 @@ void lkv_gpu_locked_counters(const lkv_device *d, lkv_counters *out);
     .close = lkv_gpu_close, LKV_HOST_LOCKED_OPS, .store = lkv_gpu_locked_store,               \
     .gather = lkv_gpu_locked_gather, .reduce_rows = lkv_gpu_locked_reduce_rows,                \
     .move_kept = lkv_gpu_locked_move_kept, .qk_probs = lkv_gpu_locked_qk_probs,                \
+    .redundancy = lkv_gpu_locked_redundancy,                                                  \
     .wrap = lkv_gpu_locked_wrap, .counters = lkv_gpu_locked_counters,                         \
     .holes = 1 /* attend, store and compact take the hole map */
 

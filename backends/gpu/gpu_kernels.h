@@ -65,3 +65,6 @@ LKV_GPU_KERNEL(lkv_move_kept)
 /* qk_probs (backends/gpu/kernels/qk_probs.cu): engine probabilities from
  * device q, K and lse */
 LKV_GPU_KERNEL(lkv_qk_probs)
+
+/* redundancy (backends/gpu/kernels/redundancy.cu): rkv's key redundancy */
+LKV_GPU_KERNEL(lkv_redundancy)

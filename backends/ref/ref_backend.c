@@ -33,6 +33,7 @@ LKV_REF_COUNTED(gather, lkv_gather_args)
 LKV_REF_COUNTED(reduce_rows, lkv_reduce_rows_args)
 LKV_REF_COUNTED(move_kept, lkv_move_kept_args)
 LKV_REF_COUNTED(qk_probs, lkv_qk_probs_args)
+LKV_REF_COUNTED(redundancy, lkv_redundancy_args)
 #undef LKV_REF_COUNTED
 
 const lkv_backend_ops lkv_backend_ref = {
@@ -51,6 +52,7 @@ const lkv_backend_ops lkv_backend_ref = {
     .reduce_rows = ref_reduce_rows,
     .move_kept = ref_move_kept,
     .qk_probs = ref_qk_probs,
+    .redundancy = ref_redundancy,
     .row_steps = 1,
     .holes = 1,
 };

@@ -39,5 +39,6 @@ lkv_status lkv_ref_gather(lkv_device *dev, const lkv_gather_args *args);
 lkv_status lkv_ref_reduce_rows(lkv_device *dev, const lkv_reduce_rows_args *args);
 lkv_status lkv_ref_move_kept(lkv_device *dev, const lkv_move_kept_args *args);
 lkv_status lkv_ref_qk_probs(lkv_device *dev, const lkv_qk_probs_args *args);
+lkv_status lkv_ref_redundancy(lkv_device *dev, const lkv_redundancy_args *args);
 
 #endif

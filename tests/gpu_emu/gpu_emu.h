@@ -1,7 +1,7 @@
 // The device environment of the CPU SIMT emulator: what backends/gpu/kernels/lkv_gpu.h
 // promises kernels, for g++ with -DLKV_GPU_EMU, and nothing more. It
 // includes no standard header, so a kernel that calls anything the contract
-// does not list (sqrtf, min, make_uint4, uint32_t, std::...) fails to build
+// does not list (sqrt, min, make_uint4, uint32_t, std::...) fails to build
 // here rather than on one GPU toolchain only. The scheduler
 // (gpu_emu.cpp) runs the blocks of a launch one at a time on one OS thread,
 // each thread of a block a fiber that runs until it reaches a sync point
@@ -166,6 +166,7 @@ static inline float expf(float x) { return __builtin_expf(x); }
 static inline float logf(float x) { return __builtin_logf(x); }
 static inline float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
 static inline float fminf(float a, float b) { return __builtin_fminf(a, b); }
+static inline float sqrtf(float x) { return __builtin_sqrtf(x); }
 static inline double exp(double x) { return __builtin_exp(x); }
 static inline double log(double x) { return __builtin_log(x); }
 // CUDA and HIP overload exp and log for float (in float precision) where a

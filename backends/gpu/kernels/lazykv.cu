@@ -11,3 +11,4 @@
 #include "reduce_rows.cu"
 #include "move_kept.cu"
 #include "qk_probs.cu"
+#include "redundancy.cu"

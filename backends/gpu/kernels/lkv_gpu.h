@@ -21,7 +21,7 @@
 //                             (one definition below, for all three)
 //   atomicAdd on int/unsigned (shared or global memory)
 //   uint4, float4, uint2, float2 and 16-byte loads through them
-//   float math: expf, logf, fmaxf, fminf, isnan; double math: exp, log,
+//   float math: expf, logf, fmaxf, fminf, sqrtf, isnan; double math: exp, log,
 //   isnan (exp/log of a float is refused by the emulator: CUDA and HIP
 //   would compute it in float); __float_as_uint, __uint_as_float, INFINITY
 //   Nothing from the C or C++ standard headers: hiprtc has none.

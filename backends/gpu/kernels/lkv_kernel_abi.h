@@ -56,6 +56,10 @@
 /* qk_probs (backends/gpu/kernels/qk_probs.cu, backends/gpu/gpu_qk_probs.c) */
 #define LKV_QK_BLOCK 128
 
+/* redundancy (backends/gpu/kernels/redundancy.cu, backends/gpu/gpu_redundancy.c):
+ * a power of two (the block reduction halves it) */
+#define LKV_RED_BLOCK 256
+
 /* observe and score kinds as the kernels take them (an int): lkv_observe_kind
  * and lkv_score_kind themselves, so host and kernels read one list */
 #include "op_kinds.h"
