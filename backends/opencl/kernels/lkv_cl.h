@@ -177,4 +177,24 @@ static uint lkv_first_moved(__global const uint *kept, uint base, uint count)
     return lo;
 }
 
+
+// The work-group's max (take_max) or sum of v, returned to every work-item:
+// a tree over `red` (LKV_WG floats of local memory; LKV_WG is a power of
+// two). Call it from uniform control flow: PoCL also miscompiles barriers
+// in an if/else of a kernel's row loop, so keep such calls out of branches.
+static float lkv_group_reduce(float v, int take_max, __local float *red)
+{
+    uint t = (uint)get_local_id(0);
+    red[t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint half_ = LKV_WG / 2u; half_ > 0u; half_ /= 2u) {
+        if (t < half_)
+            red[t] = take_max ? fmax(red[t], red[t + half_]) : red[t] + red[t + half_];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float out_ = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE); // red is rewritten by the next call
+    return out_;
+}
+
 #endif // LKV_CL_H

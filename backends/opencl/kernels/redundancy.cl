@@ -44,21 +44,6 @@ static float lkv_red_similarity(__global const KV_T *k, uint ki, uint kj, uint d
     return dot_ / ((sqrt(sq) + 1e-8f) * norm_j);
 }
 
-static float lkv_red_group(float v, int take_max, __local float *red)
-{
-    uint t = (uint)get_local_id(0);
-    red[t] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint half_ = LKV_WG / 2u; half_ > 0u; half_ /= 2u) {
-        if (t < half_)
-            red[t] = take_max ? fmax(red[t], red[t + half_]) : red[t] + red[t + half_];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float out_ = red[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return out_;
-}
-
 // Passes 0 and 1 over the row's slots, a work-group per slot (a function of
 // its own: PoCL mishandles a `continue` past barriers in the row loop).
 static void lkv_red_slots(__global const KV_T *k, __global float *work, __global uint *match_of,
@@ -83,8 +68,8 @@ static void lkv_red_slots(__global const KV_T *k, __global float *work, __global
             if (pass == 0u && s > threshold)
                 spared = (float)(i + 1u);
         }
-        sum = lkv_red_group(sum, 0, red);
-        spared = lkv_red_group(spared, 1, red);
+        sum = lkv_group_reduce(sum, 0, red);
+        spared = lkv_group_reduce(spared, 1, red);
         if (t == 0u && pass == 0u) {
             work[at] = sum;
             match_of[at] = spared > 0.0f ? (uint)spared - 1u : 0u;

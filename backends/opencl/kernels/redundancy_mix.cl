@@ -4,21 +4,6 @@
 // tail: lambda * scale * score - (1 - lambda) * R.
 // Launch: x = 1, y = the run's rows. list: (row, n) per row.
 
-static float lkv_mix_group(float v, int take_max, __local float *red)
-{
-    uint t = (uint)get_local_id(0);
-    red[t] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint half_ = LKV_WG / 2u; half_ > 0u; half_ /= 2u) {
-        if (t < half_)
-            red[t] = take_max ? fmax(red[t], red[t + half_]) : red[t] + red[t + half_];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float out_ = red[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return out_;
-}
-
 LKV_KERNEL lkv_redundancy_mix(LKV_BIND(uint, list), LKV_BIND(float, work), LKV_BIND(float, scores),
                               uint cap, uint meta_skew, uint row_base, uint n_rows,
                               int protect_tail, float lambda, float scale)
@@ -33,10 +18,10 @@ LKV_KERNEL lkv_redundancy_mix(LKV_BIND(uint, list), LKV_BIND(float, work), LKV_B
         float m = -INFINITY, z = 0.0f;
         for (uint j = t; j < n; j += LKV_WG)
             m = fmax(m, work[base + j]);
-        m = lkv_mix_group(m, 1, red);
+        m = lkv_group_reduce(m, 1, red);
         for (uint j = t; j < n; j += LKV_WG)
             z += exp(work[base + j] - m);
-        z = lkv_mix_group(z, 0, red);
+        z = lkv_group_reduce(z, 0, red);
         for (uint j = t; (int)j < (int)n - protect_tail; j += LKV_WG)
             scores[base + j] = lambda * scale * scores[base + j] -
                                (1.0f - lambda) * (exp(work[base + j] - m) / z);

@@ -82,21 +82,7 @@ float similarity(uint ki, uint kj, float norm_j)
     return dot_ / ((sqrt(sq) + 1e-8) * norm_j);
 }
 
-// The work-group's max (take_max) or sum of v, for every invocation.
-float group_reduce(float v, bool take_max)
-{
-    uint t = gl_LocalInvocationID.x;
-    red[t] = v;
-    barrier();
-    for (uint half_ = WG / 2u; half_ > 0u; half_ /= 2u) {
-        if (t < half_)
-            red[t] = take_max ? max(red[t], red[t + half_]) : red[t] + red[t + half_];
-        barrier();
-    }
-    float out_ = red[0];
-    barrier();
-    return out_;
-}
+#include "group_reduce.glsl"
 
 // Pass 0 for slot j: the row sum and the spared slot (+1 while reduced, so
 // 0 is "none"; slot indices are exact in f32 below 2^24).

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // redundancy (rkv), the last pass (redundancy.comp makes the column means):
 // per listed row (a work-group), the softmax of the means in work, mixed
 // into the scores before the protected tail: lambda * scale * score -
@@ -23,21 +24,7 @@ layout(std430, binding = 2) buffer Scores { float scores[]; };
 
 shared float red[WG];
 
-// The work-group's max (take_max) or sum of v, for every invocation.
-float group_reduce(float v, bool take_max)
-{
-    uint t = gl_LocalInvocationID.x;
-    red[t] = v;
-    barrier();
-    for (uint half_ = WG / 2u; half_ > 0u; half_ /= 2u) {
-        if (t < half_)
-            red[t] = take_max ? max(red[t], red[t + half_]) : red[t] + red[t + half_];
-        barrier();
-    }
-    float out_ = red[0];
-    barrier();
-    return out_;
-}
+#include "group_reduce.glsl"
 
 void main()
 {
