@@ -7,37 +7,9 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "window_votes.h"
 
 enum { N = 40, WIN = 4, BUDGET = 16, DIM = 8, QH = 2 };
-
-/* Votes of the last WIN queries: causal softmax per query head, the group's
- * max (rkv's group reduce), summed over the window. */
-static void window_votes(const float *q, const float *k, double *votes)
-{
-    for (int j = 0; j < N; j++)
-        votes[j] = 0;
-    for (int i = N - WIN; i < N; i++) {
-        double best[N];
-        for (int j = 0; j < N; j++)
-            best[j] = 0;
-        for (int h = 0; h < QH; h++) {
-            double logit[N], m = -INFINITY, z = 0;
-            for (int j = 0; j <= i; j++) {
-                logit[j] = 0;
-                for (int d = 0; d < DIM; d++)
-                    logit[j] += (double)q[(i * QH + h) * DIM + d] * k[j * DIM + d];
-                logit[j] /= sqrt((double)DIM);
-                m = fmax(m, logit[j]);
-            }
-            for (int j = 0; j <= i; j++)
-                z += exp(logit[j] - m);
-            for (int j = 0; j <= i; j++)
-                best[j] = fmax(best[j], exp(logit[j] - m) / z);
-        }
-        for (int j = 0; j <= i; j++)
-            votes[j] += best[j];
-    }
-}
 
 /* The redundancy softmax over all N slots: unit keys, S with its diagonal
  * and each row's newest near-copy (> 0.5, else slot 0) zeroed, column means. */
@@ -79,7 +51,7 @@ static void redundancy(const float *k, double *red)
 static void reference_keep(const float *q, const float *k, double lambda, int *keep)
 {
     double votes[N], red[N], score[N];
-    window_votes(q, k, votes);
+    wv_window_votes(q, k, N, N - WIN, QH, DIM, 1, votes); /* rkv combines by max */
     redundancy(k, red);
     for (int i = 0; i < N - WIN; i++) {
         double best = -INFINITY;

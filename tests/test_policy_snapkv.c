@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "window_votes.h"
 
 enum { N = 40, WIN = 4, BUDGET = 16, DIM = 8, QH = 2 };
 
@@ -13,22 +14,8 @@ enum { N = 40, WIN = 4, BUDGET = 16, DIM = 8, QH = 2 };
  * padding counted) over the prefix, top BUDGET - WIN, ties to the older. */
 static void reference_keep(const float *q, const float *k, int *keep)
 {
-    double votes[N] = {0}, pooled[N];
-    for (int i = N - WIN; i < N; i++)
-        for (int h = 0; h < QH; h++) {
-            double logit[N], m = -INFINITY, z = 0;
-            for (int j = 0; j <= i; j++) {
-                logit[j] = 0;
-                for (int d = 0; d < DIM; d++)
-                    logit[j] += (double)q[(i * QH + h) * DIM + d] * k[j * DIM + d];
-                logit[j] /= sqrt((double)DIM);
-                m = fmax(m, logit[j]);
-            }
-            for (int j = 0; j <= i; j++)
-                z += exp(logit[j] - m);
-            for (int j = 0; j <= i; j++)
-                votes[j] += exp(logit[j] - m) / z / QH;
-        }
+    double votes[N], pooled[N];
+    wv_window_votes(q, k, N, N - WIN, QH, DIM, 0, votes);
     for (int i = 0; i < N - WIN; i++) {
         pooled[i] = 0;
         for (int j = i - 2; j <= i + 2; j++)
