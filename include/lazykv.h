@@ -292,8 +292,9 @@ LKV_API lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, co
  * buffers by before it allocates (llama.cpp's n_ctx, a block pool). The
  * whole prompt is held at prefill before any policy acts; then streaming,
  * h2o and tova run one slot above max(P, B), lazy up to W above it (with
- * schedule = peak: B, or P + 1 after a prompt of P >= B), snapkv up to its
- * interval above B; full and nacl may hold everything. Never more than
+ * schedule = peak: B, or P + 1 after a prompt of P >= B), snapkv and rkv
+ * up to their interval above B; full and nacl may hold everything. Never
+ * more than
  * prompt_tokens + steps. The capacity is the largest of that peak, the
  * prompt and the least lkv_cache_create accepts for `params` (an
  * engine-owned cache has no early eviction, so it needs all of it).
