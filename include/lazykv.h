@@ -294,8 +294,7 @@ LKV_API lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, co
  * h2o and tova run one slot above max(P, B), lazy up to W above it (with
  * schedule = peak: B, or P + 1 after a prompt of P >= B), snapkv and rkv
  * up to their interval above B; full and nacl may hold everything. Never
- * more than
- * prompt_tokens + steps. The capacity is the largest of that peak, the
+ * more than prompt_tokens + steps. The capacity is the largest of that peak, the
  * prompt and the least lkv_cache_create accepts for `params` (an
  * engine-owned cache has no early eviction, so it needs all of it).
  * `params` as lkv_cache_create takes them (budget and window set); either
