@@ -51,6 +51,7 @@ typedef struct lkv_eval_settings {
     int ignore_eos;     /* generate max_tokens even past end tokens */
     int32_t window;     /* lazy W; 0: lkv_budget_default_window for each lane's B */
     double alpha;       /* lazy threshold; < 0: the policy's default */
+    int32_t buffer;     /* rkv's interval (steps between compressions); 0: its default */
     lkv_dtype dtype;
 } lkv_eval_settings;
 

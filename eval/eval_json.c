@@ -33,6 +33,7 @@ static void settings(lkv_jw *w, const lkv_eval_results *r)
     lkv_jw_bool(w, "ignore_eos", s->ignore_eos);
     lkv_jw_number(w, "window", s->window > 0 ? s->window : NAN);
     lkv_jw_number(w, "alpha", s->alpha >= 0.0 ? s->alpha : NAN);
+    lkv_jw_number(w, "rkv_buffer", s->buffer > 0 ? s->buffer : NAN);
     lkv_jw_string(w, "dtype", lkv_dtype_name(s->dtype));
     lkv_jw_end_object(w);
 }

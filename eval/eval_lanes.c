@@ -127,6 +127,8 @@ static void set_budget(lkv_eval_lane_plan *pl, const lkv_eval_settings *s,
     p->schedule = spec->schedule;
     if (spec->policy == LKV_POLICY_LAZY && s->alpha >= 0.0)
         p->alpha = (float)s->alpha;
+    if (spec->policy == LKV_POLICY_RKV && s->buffer > 0)
+        p->interval = s->buffer; /* before the peak bisection: the bound depends on it */
     int32_t b = lkv_budget_slots(&s->budgets[spec->budget], total);
     if (spec->gqa == LKV_GQA_EXPANDED)
         b = max32(1, (int32_t)((int64_t)b * pl->cfg.kv_heads / pl->cfg.q_heads));

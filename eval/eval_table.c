@@ -42,7 +42,8 @@ static void header(FILE *f, const lkv_eval_results *r)
     fprintf(f, "- lazy window %s, alpha %s; snapkv window min(%d, B/2); rkv window min(%d, B/2), "
                "buffer %d, lambda %g; budgets are slots per cache head, a percentage is of each "
                "prompt's prompt + reference length T\n",
-            window, alpha, snapkv.window, rkv.window, rkv.interval, (double)rkv.mix_lambda);
+            window, alpha, snapkv.window, rkv.window, s->buffer > 0 ? s->buffer : rkv.interval,
+            (double)rkv.mix_lambda);
     fprintf(f, "%s\n\n",
             s->at_peak ? "- at peak (--at peak): a budget entry is each lane's peak target; its "
                          "B is the largest whose peak bound is within it, so one entry's lanes "

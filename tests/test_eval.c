@@ -740,8 +740,8 @@ Test(eval_lanes, at_peak_each_policy_gets_the_largest_budget_within_the_target)
     TU_OK(lkv_eval_parse_at("peak", &s));
     const lkv_policy_kind kinds[] = {LKV_POLICY_LAZY, LKV_POLICY_LAZY, LKV_POLICY_STREAMING,
                                      LKV_POLICY_H2O, LKV_POLICY_TOVA, LKV_POLICY_SNAPKV,
-                                     LKV_POLICY_NACL};
-    const lkv_lazy_schedule sched[] = {LKV_LAZY_FAITHFUL, LKV_LAZY_PEAK, 0, 0, 0, 0, 0};
+                                     LKV_POLICY_NACL, LKV_POLICY_RKV};
+    const lkv_lazy_schedule sched[] = {LKV_LAZY_FAITHFUL, LKV_LAZY_PEAK, 0, 0, 0, 0, 0, 0};
     /* T = 40 + 360, 50% -> a peak of 200 slots per head */
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         lkv_eval_lane_spec spec = {.policy = kinds[i], .schedule = sched[i],
@@ -762,7 +762,8 @@ Test(eval_lanes, at_peak_each_policy_gets_the_largest_budget_within_the_target)
                   (long long)peak);
         cr_assert_eq(plan.bound, peak, "%s", name);
         p.budget++;
-        if (kinds[i] == LKV_POLICY_LAZY || kinds[i] == LKV_POLICY_SNAPKV)
+        if (kinds[i] == LKV_POLICY_LAZY || kinds[i] == LKV_POLICY_SNAPKV ||
+            kinds[i] == LKV_POLICY_RKV)
             p.window = lkv_budget_default_window(kinds[i], p.budget);
         cr_assert_gt(lkv_budget_peak_bound(&p, 40, 359), 200, "%s: B %d is not the largest", name,
                      plan.budget);
@@ -790,4 +791,25 @@ Test(eval_lanes, a_peak_target_below_the_prompt_skips_the_lane_saying_why)
     cr_assert_null(c);
     cr_assert_eq(res.status, LKV_INVALID_ARGUMENT);
     cr_assert(strstr(res.error, "within 50 slots"), "%s", res.error);
+}
+
+/* rkv peaks at B + its buffer: at a 200-slot target the default buffer
+ * (128) leaves B = 72, --buffer 16 leaves 184. */
+Test(eval_lanes, rkv_at_peak_gives_its_buffer_back_to_the_budget)
+{
+    lkv_model m = toy_model();
+    lkv_eval_settings s;
+    lkv_eval_settings_init(&s);
+    TU_OK(lkv_eval_parse_at("peak", &s));
+    lkv_eval_lane_spec spec = {.policy = LKV_POLICY_RKV, .gqa = LKV_GQA_GROUPED, .budget = 1};
+    lkv_eval_lane_plan plan;
+    TU_OK(lkv_eval_lane_plan_make(&m, &s, &spec, 40, 360, &plan));
+    cr_assert_eq(plan.budget, 72);
+    cr_assert_eq(plan.bound, 200);
+    cr_assert_eq(plan.cfg.policy.interval, 128);
+    s.buffer = 16;
+    TU_OK(lkv_eval_lane_plan_make(&m, &s, &spec, 40, 360, &plan));
+    cr_assert_eq(plan.budget, 184);
+    cr_assert_eq(plan.bound, 200);
+    cr_assert_eq(plan.cfg.policy.interval, 16);
 }

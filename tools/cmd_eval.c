@@ -59,6 +59,9 @@ static const char *const help =
     "  --window W          lazy eviction period (default: min(101, B/2) per lane; snapkv\n"
     "                      always runs with min(32, B/2)); needs lazy in --policies\n"
     "  --alpha A           lazy importance threshold (default 1e-4); needs lazy\n"
+    "  --buffer N          rkv's buffer: steps between compressions (default 128); its\n"
+    "                      peak is B + N, so a smaller N leaves a larger B at a peak\n"
+    "                      target; needs rkv\n"
     "  --gqa MODE          grouped (default), expanded (B x kv/q slots per head, the\n"
     "                      grouped budget's memory; peaks differ) or both\n"
     "  --granularity LIST  which rows share an eviction decision: head (default, the\n"
@@ -147,6 +150,7 @@ static const cli_option options[] = {
     {"--max-tokens", CLI_INT, AT(s.max_tokens), 1, 1 << 20, NULL},
     {"--window", CLI_INT, AT(s.window), 1, 1 << 24, NULL},
     {"--alpha", CLI_REAL, AT(s.alpha), 0.0, 1.0, NULL},
+    {"--buffer", CLI_INT, AT(s.buffer), 1, 1 << 24, NULL},
     {"--dtype", CLI_CALL, 0, 0, 0, parse_dtype},
     {"--policies", CLI_CALL, 0, 0, 0, parse_policies},
     {"--budgets", CLI_CALL, 0, 0, 0, parse_budgets},
@@ -178,6 +182,8 @@ static int check_combinations(const eval_opts *o)
     const char *lazy_only = o->s.window > 0 ? "--window" : o->s.alpha >= 0.0 ? "--alpha" : NULL;
     if (lazy_only && !has_policy(&o->s, LKV_POLICY_LAZY))
         return cli_error(cmd, "%s is lazy's, and lazy is not in --policies", lazy_only);
+    if (o->s.buffer > 0 && !has_policy(&o->s, LKV_POLICY_RKV))
+        return cli_error(cmd, "--buffer is rkv's, and rkv is not in --policies");
     return 0;
 }
 
