@@ -249,8 +249,7 @@ lkv_status lkv_policy_peak_slots(const lkv_policy_params *params, int64_t prompt
     if (by_budget && params->budget < 1)
         return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_peak_slots: %s budget %d: need >= 1",
                         lkv_policy_name(k), params->budget);
-    if ((k == LKV_POLICY_LAZY || k == LKV_POLICY_SNAPKV || k == LKV_POLICY_RKV) &&
-        params->window < 1)
+    if (lkv_budget_has_window(k) && params->window < 1)
         return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_peak_slots: %s window %d: need >= 1",
                         lkv_policy_name(k), params->window);
     if (out_peak_slots)

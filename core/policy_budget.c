@@ -49,9 +49,14 @@ int32_t lkv_budget_slots(const lkv_budget *b, int64_t length)
     return slots < 1 ? 1 : (int32_t)slots;
 }
 
+int lkv_budget_has_window(lkv_policy_kind kind)
+{
+    return kind == LKV_POLICY_LAZY || kind == LKV_POLICY_SNAPKV || kind == LKV_POLICY_RKV;
+}
+
 int32_t lkv_budget_default_window(lkv_policy_kind kind, int32_t budget)
 {
-    if (kind != LKV_POLICY_LAZY && kind != LKV_POLICY_SNAPKV && kind != LKV_POLICY_RKV)
+    if (!lkv_budget_has_window(kind))
         return 0;
     lkv_policy_params p;
     lkv_policy_init(&p, kind);

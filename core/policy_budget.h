@@ -31,6 +31,10 @@ lkv_status lkv_budget_parse(const char *text, const char *what, lkv_budget *out)
  * count; then clamped to 1 .. length. */
 int32_t lkv_budget_slots(const lkv_budget *b, int64_t length);
 
+/* 1 for the policies whose `window` keeps the last slots at every eviction
+ * (lazy, snapkv, rkv): they need budget >= window; 0 for the others. */
+int lkv_budget_has_window(lkv_policy_kind kind);
+
 /* The window `kind` runs with when none is given: min(the policy's default,
  * max(1, budget / 2)) for lazy (W) and snapkv (its window); 0 for the
  * policies without one. */

@@ -79,8 +79,7 @@ static void budget_and_window(lkv_policy_params *p, const lkv_eval_settings *s, 
     p->budget = b;
     if (p->kind == LKV_POLICY_LAZY && s->window > 0)
         p->window = s->window;
-    else if (p->kind == LKV_POLICY_LAZY || p->kind == LKV_POLICY_SNAPKV ||
-             p->kind == LKV_POLICY_RKV)
+    else if (lkv_budget_has_window(p->kind))
         p->window = lkv_budget_default_window(p->kind, b);
 }
 
@@ -184,10 +183,7 @@ lkv_status lkv_eval_lane_open(lkv_runtime *rt, const lkv_eval_lane_plan *plan,
 {
     *out_cache = NULL;
     res->budget = plan->budget;
-    lkv_policy_kind k = plan->cfg.policy.kind;
-    res->window = k == LKV_POLICY_LAZY || k == LKV_POLICY_SNAPKV || k == LKV_POLICY_RKV
-                      ? plan->cfg.policy.window
-                      : 0;
+    res->window = lkv_budget_has_window(plan->cfg.policy.kind) ? plan->cfg.policy.window : 0;
     res->bound = plan->bound;
     res->bound_kind = plan->bound_kind;
     res->capacity = plan->cfg.capacity;

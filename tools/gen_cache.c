@@ -89,9 +89,7 @@ int gen_cache_config(const gen_cache_spec *spec, const lkv_model *m, int32_t pro
     if (rc)
         return rc;
     const lkv_policy_params *p = &cfg.policy;
-    if ((p->kind == LKV_POLICY_LAZY || p->kind == LKV_POLICY_SNAPKV ||
-         p->kind == LKV_POLICY_RKV) &&
-        p->budget < p->window) {
+    if (lkv_budget_has_window(p->kind) && p->budget < p->window) {
         char from[64] = "";
         if (spec->budget.fraction > 0.0)
             snprintf(from, sizeof from, " (%s of %lld tokens)", spec->budget.label,

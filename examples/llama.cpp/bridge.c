@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "ggml.h"
 
 struct bridge {
@@ -44,13 +44,6 @@ static int fail(bridge *b, const char *fmt, ...)
 static int lkv_fail_of(bridge *b, lkv_status st, const char *what)
 {
     return fail(b, "%s: %s: %s", what, lkv_status_name(st), lkv_last_error());
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -235,7 +228,7 @@ static bool on_node(struct ggml_tensor *t, bool ask, void *user)
         return true;
     if (b->error[0])
         return false;
-    double t0 = now();
+    double t0 = clock_seconds();
     int bad = 0;
     if (!b->pending)
         bad = fail(b, "llama.cpp computed attention outside bridge_decode");
@@ -250,7 +243,7 @@ static bool on_node(struct ggml_tensor *t, bool ask, void *user)
     if (!bad)
         bad = b->n == 0 ? observe_prompt(b, layer, t) : observe_step(b, layer, t);
     b->next_layer = layer + 1;
-    b->counts.seconds += now() - t0;
+    b->counts.seconds += clock_seconds() - t0;
     return !bad;
 }
 
@@ -355,9 +348,9 @@ int bridge_decode(bridge *b, const llama_token *tokens, int32_t n)
     b->next_pos += n;
     if (b->n > b->counts.peak)
         b->counts.peak = b->n;
-    double t0 = now();
+    double t0 = clock_seconds();
     int bad = apply_plan(b);
-    b->counts.seconds += now() - t0;
+    b->counts.seconds += clock_seconds() - t0;
     b->counts.held = b->n;
     return bad;
 }

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "session.h"
 
 typedef struct lane {
@@ -16,13 +16,6 @@ typedef struct lane {
     int64_t positions, top1, steps;
     int prompts;
 } lane;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void fidelity_set_budget(lkv_policy_params *p, int32_t budget, int32_t window)
 {
@@ -82,7 +75,7 @@ static int make_reference(const fidelity_settings *s, const llama_token *prompt,
     ref->logits = malloc((size_t)s->max_tokens * ss.vocab * sizeof *ref->logits);
     ref->g = 0;
     int bad = !ref->tokens || !ref->logits;
-    double t0 = now();
+    double t0 = clock_seconds();
     bad = bad || session_decode(&ss, prompt, p);
     while (!bad && ref->g < s->max_tokens) {
         const float *lg = session_logits(&ss);
@@ -93,7 +86,7 @@ static int make_reference(const fidelity_settings *s, const llama_token *prompt,
             break;
         bad = session_decode(&ss, &tok, 1);
     }
-    ref->seconds = now() - t0;
+    ref->seconds = clock_seconds() - t0;
     if (bad)
         fprintf(stderr, "lazykv-llama: reference: %s\n", ss.error[0] ? ss.error : "no memory");
     session_close(&ss);
@@ -127,7 +120,7 @@ static int run_lane(const fidelity_settings *s, lane *ln, const llama_token *pro
         return 1;
     }
     int bad = 0, exact = 1;
-    double kl = 0, t0 = now();
+    double kl = 0, t0 = clock_seconds();
     int64_t top1 = 0;
     for (int32_t t = 0; t < ref->g && !bad; t++) {
         bad = t == 0 ? session_decode(&ss, prompt, p) : session_decode(&ss, &ref->tokens[t - 1], 1);
@@ -138,7 +131,7 @@ static int run_lane(const fidelity_settings *s, lane *ln, const llama_token *pro
         top1 += session_argmax(lg, ref->vocab) == session_argmax(rl, ref->vocab);
         exact = exact && memcmp(lg, rl, (size_t)ref->vocab * sizeof *lg) == 0;
     }
-    double seconds = now() - t0;
+    double seconds = clock_seconds() - t0;
     int32_t peak = session_counts(&ss).peak, prefix = 0;
     bad = bad || session_reset(&ss) || session_decode(&ss, prompt, p);
     while (!bad && prefix < ref->g) {

@@ -20,8 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "fidelity.h"
 #include "session.h"
 
@@ -135,13 +135,6 @@ static void quiet_log(enum ggml_log_level level, const char *text, void *user)
         fputs(text, stderr);
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The policy of --policy, --budget (slots, or a share of `total`), --window
  * and --param. */
 static int policy_of(const options *o, int32_t total, lkv_policy_params *p)
@@ -200,9 +193,9 @@ static int generate(const options *o, struct llama_model *model, const llama_tok
         return 1;
     }
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
-    double t0 = now();
+    double t0 = clock_seconds();
     int bad = session_decode(&s, prompt, p), g = 0, eos = 0;
-    double t1 = now(), lkv_prefill = session_counts(&s).seconds;
+    double t1 = clock_seconds(), lkv_prefill = session_counts(&s).seconds;
     while (!bad && g < o->max_tokens) {
         llama_token tok = session_argmax(session_logits(&s), s.vocab);
         g++;
@@ -214,7 +207,7 @@ static int generate(const options *o, struct llama_model *model, const llama_tok
         if (g < o->max_tokens)
             bad = session_decode(&s, &tok, 1);
     }
-    double t2 = now();
+    double t2 = clock_seconds();
     if (bad) {
         fprintf(stderr, "\nlazykv-llama: %s\n", s.error);
         session_close(&s);
