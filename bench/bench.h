@@ -146,6 +146,11 @@ typedef struct lkv_bench_decode {
     double holes_ms;
     double holes_evict_ms;
     double holes_bg_call_ms;
+    /* The same with placement = paged (holes in a pool of 16-slot blocks),
+     * inline: its evicting step and the K/V bytes of the blocks it held at
+     * most (blocks_peak). 0 where the backend has no pool. */
+    double paged_evict_ms;
+    int64_t paged_kv_peak;
     double full_ms;
     double full_max_ms;
     int64_t lazy_kv_peak, lazy_kv_reserved; /* lkv_cache_get_stats */

@@ -126,7 +126,7 @@ static void record_failure(lkv_bench_decode *out, lkv_status st, const char *whi
 }
 
 /* The lazy run again with hole filling, inline and in the background, on a
- * backend that has it. */
+ * backend that has it; then paged, inline, on one that has a pool. */
 static lkv_status run_holes(lkv_runtime *rt, const lkv_bench_settings *s,
                             const lkv_bench_decode_inputs *in, lkv_cache_config cfg,
                             lkv_bench_decode *out)
@@ -147,6 +147,16 @@ static lkv_status run_holes(lkv_runtime *rt, const lkv_bench_settings *s,
     step_times b = {0};
     st = run_cache(rt, &cfg, in, out->length, out->budget, LAZY_WARMUP, s->window, &b, &stats);
     out->holes_bg_call_ms = evicting_ms(&b);
+    if (st != LKV_OK || !rt->ops->paged)
+        return st;
+    cfg.eviction = LKV_EVICTION_INLINE;
+    cfg.placement = LKV_PLACEMENT_PAGED;
+    step_times g = {0};
+    st = run_cache(rt, &cfg, in, out->length, out->budget, LAZY_WARMUP, s->window, &g, &stats);
+    out->paged_evict_ms = evicting_ms(&g);
+    out->paged_kv_peak = stats.pool_blocks ? stats.blocks_peak * stats.kv_bytes_reserved /
+                                                 stats.pool_blocks
+                                           : 0;
     return st;
 }
 

@@ -215,6 +215,8 @@ static void write_decode(lkv_jw *w, const lkv_bench_results *r)
             lkv_jw_number(w, "holes_ms_per_step", dc->holes_ms);
             lkv_jw_number(w, "holes_evicting_step_ms", dc->holes_evict_ms);
             lkv_jw_number(w, "holes_background_evicting_call_ms", dc->holes_bg_call_ms);
+            lkv_jw_number(w, "paged_evicting_step_ms", dc->paged_evict_ms);
+            lkv_jw_int(w, "paged_kv_bytes_peak", dc->paged_kv_peak);
             lkv_jw_number(w, "lazy_over_full", dc->lazy_ms / dc->full_ms);
             lkv_jw_end_object(w);
         }

@@ -182,9 +182,16 @@ static void print_decode_row(FILE *f, const char *label, const char *len,
             dc->lazy_ms, dc->lazy_max_ms, dc->full_ms, dc->full_max_ms, dc->lazy_ms / dc->full_ms,
             lp, lr, fp, fr, dc->lazy_evict_ms, dc->bg_evict_call_ms, dc->bg_eviction_ms);
     if (dc->holes_evict_ms > 0.0)
-        fprintf(f, " %8.3f %8.3f\n", dc->holes_evict_ms, dc->holes_bg_call_ms);
+        fprintf(f, " %8.3f %8.3f", dc->holes_evict_ms, dc->holes_bg_call_ms);
     else
-        fprintf(f, " %8s %8s\n", "-", "-");
+        fprintf(f, " %8s %8s", "-", "-");
+    char gp[16] = "-";
+    if (dc->paged_kv_peak > 0)
+        lkv_bench_format_bytes((double)dc->paged_kv_peak, gp, sizeof gp);
+    if (dc->paged_evict_ms > 0.0)
+        fprintf(f, " %8.3f %10s\n", dc->paged_evict_ms, gp);
+    else
+        fprintf(f, " %8s %10s\n", "-", "-");
 }
 
 static void print_decode(FILE *f, const lkv_bench_results *r)
@@ -202,13 +209,16 @@ static void print_decode(FILE *f, const lkv_bench_results *r)
                "evicting step) vs the full cache; the evicting step inline vs with eviction =\n"
                "background: its call, and the eviction the helper thread runs off the step;\n"
                "holes: the evicting step with placement = holes (no K/V moves), inline and its\n"
-               "call in the background\n",
+               "call in the background; paged: the same in a pool of 16-slot blocks, inline, and\n"
+               "the K/V bytes of the blocks it held at most (where the backend has a pool)\n",
             shape, budget, s->window);
     fprintf(f, "%-18s | %-17s | %-17s | %9s | %-21s | %-21s | %s\n", "", "lazy ms/step",
             "full ms/step", "", "lazy KV bytes", "full KV bytes", "evicting step ms");
-    fprintf(f, "%-10s %7s | %8s %8s | %8s %8s | %9s | %10s %10s | %10s %10s | %8s %8s %8s %8s %8s\n",
+    fprintf(f, "%-10s %7s | %8s %8s | %8s %8s | %9s | %10s %10s | %10s %10s | %8s %8s %8s %8s %8s "
+               "%8s %10s\n",
             "backend", "seq len", "mean", "max", "mean", "max", "lazy/full", "peak", "reserved",
-            "peak", "reserved", "inline", "bg call", "bg evict", "holes", "holes bg");
+            "peak", "reserved", "inline", "bg call", "bg evict", "holes", "holes bg", "paged",
+            "paged KV");
     for (int d = 0; d < r->n_devices; d++)
         for (int l = 0; l < s->n_lengths; l++) {
             char len[16];

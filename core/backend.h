@@ -21,6 +21,11 @@
  *             phys[row][j], everything else by j); per row a permutation of
  *             0..capacity-1 whose entries from the row's length on are the
  *             free places, the next token's first. NULL: K/V at slot j.
+ *             Paged (LKV_PLACEMENT_PAGED, cache->paged): k and v are instead
+ *             one pool [places][head_dim] shared by every row, and phys
+ *             holds pool places (no row term): slot j of any row lies at
+ *             k + phys[row][j] * head_dim. The row's entries past its places
+ *             (core/pages.h) are never read.
  * Row lists (`rows`, `row_n`, ...) are host arrays; buffers are device memory.
  */
 #ifndef LKV_BACKEND_H
@@ -47,6 +52,7 @@ typedef struct lkv_cache_buffers {
     int32_t head_dim;
     lkv_dtype dtype;
     lkv_buffer *phys; /* NULL unless the cache fills holes */
+    int paged;        /* phys holds places of a K/V pool, not of the row */
 } lkv_cache_buffers;
 
 /* attend: for each group (one sequence and layer: `cache_heads` consecutive
@@ -372,6 +378,10 @@ typedef struct lkv_backend_ops {
     /* 1 when attend, store and compact honour cache->phys (holes); 0: a
      * cache that fills holes is refused at create. */
     int holes;
+    /* 1 when they also take cache->paged (K/V one pool, phys its places;
+     * the host reads and writes the map between ops); 0: a paged cache is
+     * refused at create. */
+    int paged;
 
     /* The backend's known deviations, ended by an entry whose `cases` is
      * NULL; NULL when it has none. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "background.h"
+#include "pages.h"
 #include "error.h"
 #include "dtype.h"
 
@@ -124,10 +125,13 @@ static lkv_status alloc_buffers(lkv_cache *c)
     size_t rows = (size_t)c->cfg.sequences * (size_t)c->cfg.layers * (size_t)c->heads;
     size_t slots = rows * (size_t)c->cfg.capacity;
     size_t elem = lkv_dtype_size(c->buf.dtype);
-    size_t kv_bytes = slots * (size_t)c->buf.head_dim * elem;
-    if (kv_bytes / elem / (size_t)c->buf.head_dim != slots || kv_bytes > ((size_t)1 << 46))
-        return lkv_fail(LKV_OUT_OF_MEMORY, "cache of %zu slots x head_dim %d is too large", slots,
-                        c->cfg.head_dim);
+    /* paged: K/V are the pool, every other buffer stays [rows][capacity] */
+    int paged = c->cfg.placement == LKV_PLACEMENT_PAGED;
+    size_t places = paged ? (size_t)c->cfg.pool_blocks * (size_t)c->cfg.block_size : slots;
+    size_t kv_bytes = places * (size_t)c->buf.head_dim * elem;
+    if (kv_bytes / elem / (size_t)c->buf.head_dim != places || kv_bytes > ((size_t)1 << 46))
+        return lkv_fail(LKV_OUT_OF_MEMORY, "cache of %zu slots x head_dim %d is too large",
+                        places, c->cfg.head_dim);
     struct { lkv_buffer **slot; size_t bytes; } plan[] = {
         {&c->buf.k, kv_bytes},          {&c->buf.v, kv_bytes},
         {&c->buf.pos, slots * 4},       {&c->buf.state_a, slots * 4},
@@ -135,7 +139,7 @@ static lkv_status alloc_buffers(lkv_cache *c)
         {&c->probs, slots * 4},         {&c->scores, slots * 4},
         {&c->kept, slots * 4},
         /* the hole map: only where holes are filled */
-        {c->cfg.placement == LKV_PLACEMENT_HOLES ? &c->buf.phys : NULL, slots * 4},
+        {c->cfg.placement != LKV_PLACEMENT_COMPACT ? &c->buf.phys : NULL, slots * 4},
     };
     for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
         if (!plan[i].slot)
@@ -145,8 +149,10 @@ static lkv_status alloc_buffers(lkv_cache *c)
             return st;
     }
     c->buf.capacity = c->cfg.capacity;
+    c->buf.paged = paged;
     c->stats.kv_bytes_reserved = engine ? 0 : (int64_t)(2 * kv_bytes);
-    return lkv_placement_init(c);
+    lkv_status st = lkv_placement_init(c);
+    return st == LKV_OK ? lkv_pages_create(c) : st;
 }
 
 static lkv_status alloc_host(lkv_cache *c)
@@ -228,6 +234,7 @@ void lkv_cache_destroy(lkv_cache *c)
     lkv_background_free(c->bg); /* waits for a pending eviction first */
     if (c->ops)
         free_buffers(c);
+    lkv_pages_destroy(c->pages);
     for (int32_t s = 0; c->seqs && s < c->cfg.sequences; s++)
         free(c->seqs[s].len);
     free(c->seqs);
@@ -280,6 +287,8 @@ lkv_status lkv_cache_create_holding(lkv_runtime *rt, const lkv_cache_config *con
         return st;
     lkv_cache_config cfg = *config;
     if ((st = rules->check(&cfg.policy, cfg.capacity)) != LKV_OK)
+        return st;
+    if ((st = lkv_placement_resolve(&cfg, heads)) != LKV_OK)
         return st;
     /* Slots past the most tokens a row will ever hold are never touched. */
     if (max_tokens >= 0 && cfg.capacity > max_tokens + 1)

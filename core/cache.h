@@ -107,6 +107,7 @@ struct lkv_cache {
     lkv_plan_store plan;     /* engine-owned caches: what the last call evicted */
     float *given_row;        /* [capacity] one combined row of given probabilities */
     struct lkv_background *bg; /* eviction = background: the helper; else NULL */
+    struct lkv_pages *pages;   /* placement paged: the block pool (pages.h); else NULL */
 };
 
 /* Waits for the cache's background eviction, if one is pending, and returns
@@ -314,9 +315,12 @@ lkv_status lkv_plan_record(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pa
                            int32_t keep);
 
 /* lkv_placement (core/placement.c): the config's placement is valid and the
- * backend can serve it; the hole map's rows start as the identity (nothing
- * to do without a map). */
+ * backend can serve it; a paged cache's block size and pool resolved from
+ * their defaults and checked (heads: cache heads per layer); the hole map's
+ * rows start as the identity (nothing to do without a map, or in a paged
+ * cache, whose rows take places with their blocks). */
 lkv_status lkv_placement_check(const lkv_cache_config *cfg, const lkv_backend_ops *ops);
+lkv_status lkv_placement_resolve(lkv_cache_config *cfg, int32_t heads);
 lkv_status lkv_placement_init(lkv_cache *c);
 
 /* Gives every row of each decision group (lkv_granularity) the group's

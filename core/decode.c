@@ -8,6 +8,7 @@
 #include "background.h"
 #include "cache.h"
 #include "error.h"
+#include "pages.h"
 
 static lkv_status check_order(const lkv_cache *c, int32_t seq, int32_t layer, int given)
 {
@@ -207,7 +208,11 @@ lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_i
     for (int32_t i = 0; i < n; i++) {
         const lkv_sequence *s = &c->seqs[io->sequences[i]];
         c->seq_steps[i] = layer == 0 ? s->t + 1 : s->t;
+        c->lists.count[i] = 1;
     }
+    /* blocks for the new token, before anything moves */
+    if ((st = lkv_pages_check(c, io->sequences, c->lists.count, n, layer, call)) != LKV_OK)
+        return st;
     /* A full layer: the policy's eviction runs now, before the append, for
      * this and every later layer of the step (all hold the same count at
      * layer 0), as one batch scored on the previous step's state. */

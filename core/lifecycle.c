@@ -4,6 +4,7 @@
 
 #include "cache.h"
 #include "error.h"
+#include "pages.h"
 
 /* Between steps: no layer of a decode step or prefill chunk pending. */
 static lkv_status check_idle(const lkv_cache *c, int32_t seq, const char *call)
@@ -35,6 +36,7 @@ lkv_status lkv_cache_reset_sequence(lkv_cache *c, int32_t seq)
         return st;
     lkv_sequence *s = &c->seqs[seq];
     drop_slots(c, s);
+    lkv_pages_release(c, seq);
     int32_t *len = s->len;
     memset(s, 0, sizeof *s);
     s->len = len;
@@ -42,20 +44,22 @@ lkv_status lkv_cache_reset_sequence(lkv_cache *c, int32_t seq)
 }
 
 /* The rows of a sequence are consecutive in every buffer (row = (seq *
- * layers + layer) * heads + head), so one copy per buffer moves all of it. */
+ * layers + layer) * heads + head), so one copy per buffer moves all of it.
+ * A paged cache's K/V stay: dst shares src's blocks (lkv_pages_share). */
 static lkv_status copy_rows(lkv_cache *c, int32_t src, int32_t dst)
 {
     size_t rows = (size_t)c->cfg.layers * (size_t)c->heads;
     size_t slots = rows * (size_t)c->cfg.capacity;
     size_t kv = slots * (size_t)c->buf.head_dim * lkv_dtype_size(c->buf.dtype);
+    lkv_buffer *k = c->buf.paged ? NULL : c->buf.k, *v = c->buf.paged ? NULL : c->buf.v;
     struct { lkv_buffer *buf; size_t bytes; } parts[] = {
-        {c->buf.k, kv},           {c->buf.v, kv},           {c->buf.pos, slots * 4},
+        {k, kv},                  {v, kv},                  {c->buf.pos, slots * 4},
         {c->buf.state_a, slots * 4}, {c->buf.state_b, slots * 4}, {c->buf.state_f, slots * 4},
         {c->buf.phys, slots * 4}, /* holes: dst's K/V lie where src's do */
     };
     lkv_status st = LKV_OK;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0] && st == LKV_OK; i++)
-        if (parts[i].buf) /* phys: NULL in a compacting cache */
+        if (parts[i].buf) /* phys: NULL in a compacting cache; k, v: paged */
             st = c->ops->copy(c->dev, parts[i].buf, (size_t)dst * parts[i].bytes, parts[i].buf,
                               (size_t)src * parts[i].bytes, parts[i].bytes);
     return st;
@@ -81,6 +85,7 @@ lkv_status lkv_cache_fork_sequence(lkv_cache *c, int32_t src, int32_t dst)
         st = copy_rows(c, src, dst);
     if (st != LKV_OK)
         return st;
+    lkv_pages_share(c, src, dst);
     lkv_sequence *d = &c->seqs[dst];
     const lkv_sequence *s = &c->seqs[src];
     drop_slots(c, d);

@@ -8,6 +8,7 @@
 
 #include "cache.h"
 #include "error.h"
+#include "pages.h"
 
 /* This chunk's voting queries, as prompt indices [*out_first, total): the
  * policy's plan on the prompt as it stands after the chunk. A chunk that is
@@ -364,6 +365,8 @@ lkv_status lkv_core_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_batch
                                     "lkv_cache_observe_prompt");
     if (st == LKV_OK)
         st = check_prefill(c, layer, io, given != NULL, call);
+    if (st == LKV_OK)
+        st = lkv_pages_check(c, io->sequences, io->n_tokens, io->n_sequences, layer, call);
     if (st != LKV_OK)
         return st;
     lkv_plan_reset(&c->plan);

@@ -10,6 +10,7 @@
 
 #include "cache.h"
 #include "error.h"
+#include "pages.h"
 
 int lkv_early_plan(const lkv_cache *c, int32_t n, lkv_evict_plan *plan)
 {
@@ -101,7 +102,9 @@ static lkv_status run_plan(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pa
         .cache = &c->buf, .n_rows = rows, .rows = c->rows, .row_n = c->row_n, .row_k = c->row_k,
         .kept = c->kept,
     };
-    if ((st = c->ops->compact(c->dev, &a)) != LKV_OK)
+    if ((st = c->ops->compact(c->dev, &a)) == LKV_OK)
+        st = lkv_pages_trim(c, c->rows, c->row_k, rows);
+    if (st != LKV_OK)
         return lkv_fail_context(st, "eviction failed part-way (sequence %d, step %d; reset "
                                 "the sequence)", pairs[0].seq, t);
     for (int32_t i = 0; i < n_pairs; i++) {

@@ -7,6 +7,7 @@
 #include "cache.h"
 #include "dtype.h"
 #include "error.h"
+#include "pages.h"
 
 /* K or V of `count` tokens for one cache head, in the storage type. */
 static void gather_head(const lkv_cache *c, const float *src, int32_t count, int32_t kv_head,
@@ -82,7 +83,9 @@ lkv_status lkv_cache_store(lkv_cache *c, const int32_t *seqs, int32_t n, int32_t
         l->slot0[e] = s->len[layer];
         l->position0[e] = s->next_position;
     }
-    lkv_status st;
+    lkv_status st = lkv_pages_prepare(c, seqs, l->count, n, layer);
+    if (st != LKV_OK)
+        return st;
     if (c->ops->store) {
         lkv_store_args a = {
             .cache = &c->buf, .n_entries = n, .row0 = l->row0, .slot0 = l->slot0,

@@ -49,7 +49,7 @@ extern "C" {
  * liblazykv.so.MAJOR.MINOR (liblazykv.so.0.2); from 1.0 on it is
  * liblazykv.so.MAJOR, and only a major version may break the ABI. */
 #define LKV_VERSION_MAJOR 0
-#define LKV_VERSION_MINOR 9
+#define LKV_VERSION_MINOR 10
 #define LKV_VERSION_PATCH 0
 
 /* LKV_API marks the library's entry points: the shared library is built
@@ -424,10 +424,29 @@ typedef enum lkv_eviction_timing {
  * naming the backend). */
 typedef enum lkv_placement {
     LKV_PLACEMENT_COMPACT = 0,
-    LKV_PLACEMENT_HOLES
+    LKV_PLACEMENT_HOLES,
+    /* Holes in a pool of blocks shared by every sequence (paged, as vLLM's
+     * and TensorRT-LLM's caches are): K/V live in pool_blocks blocks of
+     * block_size slots of one (sequence, layer, cache head) row each;
+     * each row holds a block table of the blocks it took. A row takes a
+     * block when a store needs one more place and gives back every block
+     * that an eviction leaves without a kept slot, and all of them at
+     * reset; fork shares the source's blocks (copy on write: a store into a
+     * block another row holds copies that block first). Attention, the
+     * decisions and everything lkv_cache_read_slots shows are those of the
+     * compacting cache bit for bit (the map's places are the pool's). The
+     * memory held follows what the sequences hold (lkv_cache_stats'
+     * blocks_in_use), not sequences x capacity, so the pool can be sized
+     * below that and sequences added and removed (reset) without
+     * recreating the cache. A call that needs blocks the pool does not
+     * have fails with OUT_OF_MEMORY naming the counts and changes nothing.
+     * Backends: ref and cpu; the GPU backends refuse it at create
+     * (UNSUPPORTED, naming themselves). */
+    LKV_PLACEMENT_PAGED
 } lkv_placement;
 
-/* "compact" or "holes"; NULL for a value that is not an lkv_placement. */
+/* "compact", "holes" or "paged"; NULL for a value that is not an
+ * lkv_placement. */
 LKV_API const char *lkv_placement_name(lkv_placement placement);
 
 /* The placement named `name`; INVALID_ARGUMENT naming the text otherwise. */
@@ -450,6 +469,12 @@ typedef struct lkv_cache_config {
     lkv_granularity granularity; /* default LKV_GRANULARITY_HEAD */
     lkv_eviction_timing eviction; /* default LKV_EVICTION_INLINE */
     lkv_placement placement;     /* default LKV_PLACEMENT_COMPACT */
+    /* LKV_PLACEMENT_PAGED only (0 otherwise): slots per block (0 means 16;
+     * 1 .. capacity), and the pool's blocks (0 means every row at
+     * capacity: sequences x layers x cache heads x ceil(capacity /
+     * block_size); at least one row's worth, ceil(capacity / block_size)). */
+    int32_t block_size;
+    int32_t pool_blocks;
 } lkv_cache_config;
 
 typedef struct lkv_cache lkv_cache;
@@ -713,7 +738,15 @@ typedef struct lkv_cache_stats {
     int64_t tokens_evicted;  /* slots freed, summed over cache heads */
     int64_t kv_bytes_in_use; /* slots_in_use * 2 * head_dim * sizeof(dtype) */
     int64_t kv_bytes_peak;
-    int64_t kv_bytes_reserved; /* capacity of every row: what the device holds */
+    int64_t kv_bytes_reserved; /* what the device holds for K/V: every row at
+                                  capacity, or a paged cache's whole pool */
+    /* A paged cache's blocks (LKV_PLACEMENT_PAGED; 0 otherwise): in the
+     * pool, held by some row now (a block shared by forks counts once),
+     * and the most ever held at once. blocks_in_use x block_size x 2 x
+     * head_dim x sizeof(dtype) is the K/V memory the rows really take. */
+    int64_t pool_blocks;
+    int64_t blocks_in_use;
+    int64_t blocks_peak;
     /* Host seconds the scheduled (after-step) evictions took, and how long
      * callers waited for them: inline, the two are equal; in the background
      * the difference is the work the caller overlapped. */

@@ -11,8 +11,9 @@
 #   deterministic  stories260K, greedy: the same ids on every run and for 1
 #                  or 2 threads, and lazy with a budget it never reaches gives
 #                  the full cache's ids; lazy and h2o evicting give the same
-#                  ids with --eviction background and --placement holes as
-#                  inline compacting, and the statistics name the placement
+#                  ids with --eviction background, --placement holes and
+#                  --placement paged as inline compacting, and the statistics
+#                  name the placement and show the pool
 #   backends       stories260K, greedy, lazy at 50%, f16 and bf16 K/V: every
 #                  other backend of the registry that opens (as `lazykv
 #                  devices` lists them: cuda, hip, vulkan, opencl)
@@ -196,15 +197,21 @@ deterministic)
     inl=$(ids $base $evict --eviction inline)
     bg=$(ids $base $evict --eviction background)
     holes=$(ids $base $evict --placement holes)
+    paged=$(ids $base $evict --placement paged --block-size 4)
     case "$inl" in ""|*ERROR*) fail "$p: the inline run failed: '$inl'" ;; esac
     [ "$inl" = "$bg" ] || fail "$p: background eviction gave other ids: '$bg' vs '$inl'"
     [ "$inl" = "$holes" ] || fail "$p: hole filling gave other ids: '$holes' vs '$inl'"
+    [ "$inl" = "$paged" ] || fail "$p: the paged pool gave other ids: '$paged' vs '$inl'"
     [ "$inl" != "$a" ] || fail "$p at 30% gave the full cache's ids: nothing was evicted"
   done
   "$bin" generate --model "$stories" --ids $base --policy lazy --budget 30% --window 8 \
     --placement holes >/dev/null 2>"$work/err"
   grep -q "^policy .*, placement holes$" "$work/err" ||
     fail "the statistics do not name the placement: $(grep '^policy' "$work/err")"
+  "$bin" generate --model "$stories" --ids $base --policy lazy --budget 30% --window 8 \
+    --placement paged --block-size 4 >/dev/null 2>"$work/err"
+  grep -q "^KV blocks  paged: peak [0-9]* blocks of 4 slots" "$work/err" ||
+    fail "the statistics do not show the pool: $(grep '^KV' "$work/err")"
   ;;
 backends)
   need_stories

@@ -56,9 +56,12 @@ static const char *const help =
     "  --eviction inline|background  when a step's evictions run: inside its last\n"
     "                      layer's call (default), or on the cache's helper thread,\n"
     "                      overlapping the LM head and sampling; same tokens\n"
-    "  --placement compact|holes  what an eviction does with the kept K/V: shift\n"
-    "                      them down (default), or leave them and fill the holes\n"
-    "                      with new tokens (cpu and ref); same tokens\n"
+    "  --placement compact|holes|paged  what an eviction does with the kept K/V:\n"
+    "                      shift them down (default), or leave them and fill the\n"
+    "                      holes with new tokens, or that in a pool of blocks\n"
+    "                      that rows take as they grow and give back when an\n"
+    "                      eviction empties them (paged: cpu and ref); same tokens\n"
+    "  --block-size N      paged: slots per block (default 16)\n"
     "  --dtype f32|f16|bf16  K/V storage (default f16)\n"
     "  --backend SPEC      default $LAZYKV_BACKEND, else auto\n\n"
     "output\n"
@@ -164,9 +167,9 @@ static int parse_eviction(void *opts, const char *flag, const char *v)
 
 static int parse_placement(void *opts, const char *flag, const char *v)
 {
-    int holes = 0, rc = parse_choice(flag, v, "compact", "holes", &holes);
-    ((gen_opts *)opts)->cache.placement = holes ? LKV_PLACEMENT_HOLES : LKV_PLACEMENT_COMPACT;
-    return rc;
+    if (lkv_placement_from_name(v, &((gen_opts *)opts)->cache.placement) != LKV_OK)
+        return cli_error(cmd, "%s '%s' is not compact, holes or paged", flag, v);
+    return 0;
 }
 
 static int parse_dtype(void *opts, const char *flag, const char *v)
@@ -200,6 +203,7 @@ static const cli_option options[] = {
     {"--gqa", CLI_CALL, 0, 0, 0, parse_gqa},
     {"--eviction", CLI_CALL, 0, 0, 0, parse_eviction},
     {"--placement", CLI_CALL, 0, 0, 0, parse_placement},
+    {"--block-size", CLI_INT, AT(cache.block_size), 1, 1 << 24, NULL},
     {"--dtype", CLI_CALL, 0, 0, 0, parse_dtype},
     {"--backend", CLI_TEXT, AT(backend), 0, 0, NULL},
     {"--logits-out", CLI_TEXT, AT(logits_out), 0, 0, NULL},
@@ -505,6 +509,16 @@ static void report_memory(const gen_run *r, const lkv_cache_config *cfg)
             lkv_policy_name(cfg->policy.kind), peak, all, (long long)tokens,
             full > 0 ? 100.0 * (1.0 - (double)s.kv_bytes_peak / (double)full) : 0.0, reserved,
             (long long)s.evictions);
+    if (cfg->placement == LKV_PLACEMENT_PAGED) {
+        lkv_cache_config got;
+        lkv_cache_get_config(r->cache, &got);
+        int64_t block_bytes = (int64_t)got.block_size * 2 * cfg->head_dim * dbytes;
+        cli_format_bytes((double)(s.blocks_peak * block_bytes), peak, sizeof peak);
+        fprintf(f, "KV blocks  paged: peak %lld blocks of %d slots held (%s) of a pool of %lld "
+                   "(%s); %lld held at the end\n",
+                (long long)s.blocks_peak, (int)got.block_size, peak, (long long)s.pool_blocks,
+                reserved, (long long)s.blocks_in_use);
+    }
     if (cfg->gqa == LKV_GQA_EXPANDED && cfg->q_heads != cfg->kv_heads)
         fprintf(f, "           (expanded GQA keeps %d cache heads per layer where the model has "
                    "%d KV heads; the full cache counts %d)\n",

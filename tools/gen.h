@@ -58,6 +58,7 @@ typedef struct gen_cache_spec {
     lkv_gqa_mode gqa;
     lkv_eviction_timing eviction;
     lkv_placement placement;
+    int32_t block_size;  /* paged: slots per block (0: the library's 16) */
 } gen_cache_spec;
 
 /* The policy name and parameters alone, before the model is loaded. */

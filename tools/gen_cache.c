@@ -84,6 +84,7 @@ int gen_cache_config(const gen_cache_spec *spec, const lkv_model *m, int32_t pro
     cfg.gqa = spec->gqa;
     cfg.eviction = spec->eviction;
     cfg.placement = spec->placement;
+    cfg.block_size = spec->block_size;
     int64_t total = (int64_t)prompt + max_tokens;
     int rc = policy_params(spec, total, &cfg.policy);
     if (rc)

@@ -104,11 +104,12 @@ static void run_chunks(void *ctx, int64_t begin, int64_t end)
     for (int64_t i = begin; i < end; i++) {
         const chunk_item *it = &p->items[i];
         int32_t row = a->group_row0[it->g] + it->ch;
-        /* with a hole map, K/V from the row's start, the map from the chunk's */
+        /* with a hole map, K/V from the row's start (the pool's when paged),
+         * the map from the chunk's */
         const int32_t *at = c->phys ? lkv_hostmem_row_i32(c->phys, c->capacity, row) + it->first
                                     : NULL;
-        size_t slot0 = ((size_t)row * (size_t)c->capacity + (size_t)(at ? 0 : it->first)) *
-                       row_bytes;
+        size_t row0 = c->paged ? 0 : (size_t)row * (size_t)c->capacity;
+        size_t slot0 = (row0 + (size_t)(at ? 0 : it->first)) * row_bytes;
         size_t q_off = ((size_t)it->g * (size_t)a->q_heads + (size_t)it->ch * (size_t)p->per) *
                        (size_t)p->dim;
         float *part = p->parts + (size_t)i * part_floats(p);

@@ -115,4 +115,5 @@ const lkv_backend_ops lkv_backend_cpu = {
     .redundancy = cpu_redundancy,
     .row_steps = 1,
     .holes = 1,
+    .paged = 1,
 };

@@ -36,11 +36,13 @@ static inline float *lkv_hostmem_row_f32(const lkv_buffer *b, int32_t capacity, 
     return (float *)(void *)b->data + (size_t)row * (size_t)capacity;
 }
 
-/* Start of slot `slot` of `row` in a K or V buffer. */
+/* Start of place `slot` of `row` in a K or V buffer; in a paged cache's
+ * pool a place has no row term (core/backend.h). */
 static inline unsigned char *lkv_hostmem_kv_slot(const lkv_buffer *b, const lkv_cache_buffers *c,
                                                  int32_t row, int32_t slot)
 {
-    size_t elems = ((size_t)row * (size_t)c->capacity + (size_t)slot) * (size_t)c->head_dim;
+    size_t row0 = c->paged ? 0 : (size_t)row * (size_t)c->capacity;
+    size_t elems = (row0 + (size_t)slot) * (size_t)c->head_dim;
     return b->data + elems * lkv_dtype_size(c->dtype);
 }
 

@@ -55,4 +55,5 @@ const lkv_backend_ops lkv_backend_ref = {
     .redundancy = ref_redundancy,
     .row_steps = 1,
     .holes = 1,
+    .paged = 1,
 };

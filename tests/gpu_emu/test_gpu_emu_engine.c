@@ -63,7 +63,7 @@ static void open_side(side *sd, const lkv_backend_ops *ops, const shape *s, cons
     TU_OK(ops->write(sd->dev, sd->k_in, 0, k, in_bytes));
     TU_OK(ops->write(sd->dev, sd->v_in, 0, v, in_bytes));
     sd->cache = (lkv_cache_buffers){sd->buf[0], sd->buf[1], sd->buf[2], sd->buf[3],
-                                    sd->buf[4], sd->buf[5], s->cap, s->dim, s->dtype, NULL};
+                                    sd->buf[4], sd->buf[5], s->cap, s->dim, s->dtype, NULL, 0};
 }
 
 static void close_side(side *sd)

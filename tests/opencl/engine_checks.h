@@ -142,7 +142,7 @@ static void store_on_cpu(lkv_dtype dt, const float *k, const float *v, store_res
         TU_OK(cpu->ops->alloc(cpu->dev, sizes[i], &b[i]));
     TU_OK(cpu->ops->write(cpu->dev, b[6], 0, k, in));
     TU_OK(cpu->ops->write(cpu->dev, b[7], 0, v, in));
-    lkv_cache_buffers c = {b[0], b[1], b[2], b[3], b[4], b[5], ST_CAP, ST_DIM, dt, NULL};
+    lkv_cache_buffers c = {b[0], b[1], b[2], b[3], b[4], b[5], ST_CAP, ST_DIM, dt, NULL, 0};
     lkv_store_args a = store_args(&c, b[6], b[7]);
     TU_OK(cpu->ops->store(cpu->dev, &a));
     for (int i = 0; i < 2; i++) {
@@ -170,7 +170,7 @@ static void store_on_engine(lkv_runtime *rt, lkv_engine *e, lkv_dtype dt, const 
     }
     engine_put(e, h[6], ENGINE_OFFSET, k, in);
     engine_put(e, h[7], ENGINE_OFFSET, v, in);
-    lkv_cache_buffers c = {view[0], view[1], view[2], view[3], view[4], view[5], ST_CAP, ST_DIM, dt, NULL};
+    lkv_cache_buffers c = {view[0], view[1], view[2], view[3], view[4], view[5], ST_CAP, ST_DIM, dt, NULL, 0};
     lkv_store_args a = store_args(&c, view[6], view[7]);
     lkv_counters before = counters_of(rt);
     TU_OK(rt->ops->store(rt->dev, &a));

@@ -1,0 +1,346 @@
+/* Paged caches (placement = LKV_PLACEMENT_PAGED): K/V in a pool of blocks
+ * shared by every sequence. For every policy a paged cache and a compacting
+ * one fed the same tokens give the same attention outputs bit for bit and
+ * hold the same slots, state and counters (ref and cpu, block sizes 16, 5
+ * and 1, f32 grouped and f16 expanded, evictions inline and in the
+ * background; 7, which does not divide the capacity); what the buffers
+ * hold is read back: every slot's place lies
+ * in the pool and holds the compacting cache's K, no two slots share a
+ * place unless forked, and the blocks the maps use are the ones counted.
+ * An eviction that empties blocks gives them back; a pool too small for a
+ * call refuses it naming the counts and changes nothing, and a reset
+ * sequence's blocks serve another; fork shares blocks and copies one only
+ * when a store lands in it. Bad settings and backends without a pool are
+ * refused naming them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "twin_caches.h"
+
+static lkv_cache *make(lkv_runtime *rt, lkv_cache_config cfg, lkv_placement placement,
+                       int32_t block, int32_t pool)
+{
+    cfg.placement = placement;
+    cfg.block_size = block;
+    cfg.pool_blocks = pool;
+    lkv_cache *c = NULL;
+    TU_OK(lkv_cache_create(rt, &cfg, &c));
+    return c;
+}
+
+/* Reads back both caches' K and the paged cache's map: every slot's place
+ * is in the pool and holds the compacting cache's K of that slot; without
+ * forks no place serves two slots; the blocks the slots use are at most
+ * blocks_in_use. */
+static void expect_pool_holds_twin(const lkv_cache *compact, const lkv_cache *paged, int forked,
+                                   const char *what)
+{
+    lkv_cache_config pc;
+    TU_OK(lkv_cache_get_config(paged, &pc));
+    int32_t cap = paged->cfg.capacity, block = pc.block_size;
+    size_t rows = (size_t)pc.sequences * (size_t)pc.layers * (size_t)paged->heads;
+    size_t kv_row = (size_t)pc.head_dim * lkv_dtype_size(pc.dtype);
+    size_t places = (size_t)pc.pool_blocks * (size_t)block;
+    int32_t *map = malloc(rows * (size_t)cap * 4);
+    unsigned char *dense = malloc(rows * (size_t)cap * kv_row), *pool = malloc(places * kv_row);
+    unsigned char *seen = calloc(places, 1), *used = calloc((size_t)pc.pool_blocks, 1);
+    cr_assert(map && dense && pool && seen && used);
+    TU_OK(paged->ops->read(paged->dev, paged->buf.phys, 0, map, rows * (size_t)cap * 4));
+    TU_OK(paged->ops->read(paged->dev, paged->buf.k, 0, pool, places * kv_row));
+    TU_OK(compact->ops->read(compact->dev, compact->buf.k, 0, dense, rows * (size_t)cap * kv_row));
+    int64_t blocks = 0;
+    for (size_t r = 0; r < rows; r++) {
+        int32_t seq = (int32_t)(r / ((size_t)pc.layers * (size_t)paged->heads));
+        int32_t layer = (int32_t)(r / (size_t)paged->heads % (size_t)pc.layers);
+        int32_t n = paged->seqs[seq].len[layer];
+        for (int32_t j = 0; j < n; j++) {
+            int32_t at = map[r * (size_t)cap + (size_t)j];
+            cr_assert(at >= 0 && (size_t)at < places, "%s: row %zu slot %d at place %d of %zu",
+                      what, r, j, at, places);
+            cr_assert(forked || !seen[at], "%s: place %d serves two slots", what, at);
+            seen[at] = 1;
+            blocks += !used[at / block];
+            used[at / block] = 1;
+            cr_assert(!memcmp(pool + (size_t)at * kv_row,
+                              dense + (r * (size_t)cap + (size_t)j) * kv_row, kv_row),
+                      "%s: row %zu slot %d: K at place %d is not the compacting cache's", what, r,
+                      j, at);
+        }
+    }
+    lkv_cache_stats st;
+    TU_OK(lkv_cache_get_stats(paged, &st));
+    cr_expect_leq(blocks, st.blocks_in_use, "%s: slots use %lld blocks, %lld counted", what,
+                 (long long)blocks, (long long)st.blocks_in_use);
+    cr_expect_leq(st.blocks_in_use, st.blocks_peak);
+    free(map);
+    free(dense);
+    free(pool);
+    free(seen);
+    free(used);
+}
+
+static void every_policy(lkv_runtime *rt, lkv_dtype dtype, lkv_gqa_mode gqa,
+                         lkv_eviction_timing when, int32_t block)
+{
+    for (size_t i = 0; i < TWIN_POLICIES; i++) {
+        lkv_policy_kind kind = twin_every_policy[i];
+        lkv_cache_config cfg = twin_config(kind);
+        cfg.dtype = dtype;
+        cfg.gqa = gqa;
+        cfg.eviction = when;
+        lkv_cache *compact = make(rt, cfg, LKV_PLACEMENT_COMPACT, 0, 0);
+        lkv_cache *paged = make(rt, cfg, LKV_PLACEMENT_PAGED, block, 0);
+        char what[64];
+        snprintf(what, sizeof what, "%s block %d", lkv_policy_name(kind), block);
+        twin_run(compact, paged, 31 + (uint64_t)kind, 60, what);
+        expect_pool_holds_twin(compact, paged, 0, what);
+        lkv_cache_stats st;
+        TU_OK(lkv_cache_get_stats(paged, &st));
+        cr_expect(kind == LKV_POLICY_FULL || st.evictions > 0, "%s: no eviction to test", what);
+        lkv_cache_destroy(compact);
+        lkv_cache_destroy(paged);
+    }
+}
+
+Test(paged, every_policy_on_ref_computes_as_compaction)
+{
+    every_policy(tu_runtime(), LKV_DTYPE_F32, LKV_GQA_GROUPED, LKV_EVICTION_INLINE, 16);
+    every_policy(tu_runtime(), LKV_DTYPE_BF16, LKV_GQA_EXPANDED, LKV_EVICTION_INLINE, 5);
+    /* 7 does not divide the capacity (96): a row's last block is cut */
+    every_policy(tu_runtime(), LKV_DTYPE_F16, LKV_GQA_GROUPED, LKV_EVICTION_BACKGROUND, 7);
+}
+
+Test(paged, every_policy_on_cpu_computes_as_compaction)
+{
+    lkv_runtime *rt = NULL;
+    TU_OK(lkv_runtime_open("cpu", &rt));
+    every_policy(rt, LKV_DTYPE_F32, LKV_GQA_GROUPED, LKV_EVICTION_INLINE, 5);
+    every_policy(rt, LKV_DTYPE_F16, LKV_GQA_EXPANDED, LKV_EVICTION_BACKGROUND, 16);
+    every_policy(rt, LKV_DTYPE_F16, LKV_GQA_GROUPED, LKV_EVICTION_INLINE, 1);
+    lkv_runtime_close(rt);
+}
+
+/* Streaming keeps its sinks and the newest tokens: a prompt of 80 evicted
+ * to 20 (at the first decode step) leaves the middle's blocks empty, and
+ * they go back to the pool. The pool holds one such prompt and 7 blocks a
+ * row besides, so a second sequence's prompt fits only once the first
+ * one's eviction has given its blocks back. */
+Test(paged, an_eviction_that_empties_blocks_gives_them_back)
+{
+    enum { L = 2, QH = 2, KVH = 2, D = 8, CAP = 96, P = 80, BLOCK = 4, ROWS = L * KVH };
+    lkv_cache_config cfg = tu_config(L, QH, KVH, D, CAP);
+    cfg.sequences = 2;
+    lkv_policy_init(&cfg.policy, LKV_POLICY_STREAMING);
+    cfg.policy.budget = 20;
+    lkv_cache *compact = make(tu_runtime(), cfg, LKV_PLACEMENT_COMPACT, 0, 0);
+    lkv_cache *paged =
+        make(tu_runtime(), cfg, LKV_PLACEMENT_PAGED, BLOCK, ROWS * (P / BLOCK + 7));
+    uint64_t rng = 5;
+    float *q = tu_alloc_normal((size_t)P * QH * D, &rng, 2.0);
+    float *k = tu_alloc_normal((size_t)P * KVH * D, &rng, 1.0);
+    float *v = tu_alloc_normal((size_t)P * KVH * D, &rng, 1.0);
+    for (int32_t l = 0; l < L; l++) {
+        lkv_prefill_io io = {.n_tokens = P, .q = q, .k = k, .v = v};
+        TU_OK(lkv_cache_prefill(compact, 0, l, &io));
+        TU_OK(lkv_cache_prefill(paged, 0, l, &io));
+    }
+    lkv_cache_stats st;
+    TU_OK(lkv_cache_get_stats(paged, &st));
+    cr_expect_eq(st.blocks_in_use, ROWS * P / BLOCK, "the prompt took %lld blocks",
+                 (long long)st.blocks_in_use);
+    float oa[QH * D], ob[QH * D];
+    for (int32_t t = 0; t < 100; t++) {
+        tu_fill_normal(q, QH * D, &rng, 2.0);
+        tu_fill_normal(k, KVH * D, &rng, 1.0);
+        tu_fill_normal(v, KVH * D, &rng, 1.0);
+        for (int32_t l = 0; l < L; l++) {
+            lkv_decode_io da = {q, k, v, oa, LKV_MEMORY_HOST}, db = {q, k, v, ob, LKV_MEMORY_HOST};
+            TU_OK(lkv_cache_decode(compact, 0, l, &da));
+            TU_OK(lkv_cache_decode(paged, 0, l, &db));
+            cr_assert(!memcmp(oa, ob, sizeof oa), "step %d layer %d: outputs differ", t, l);
+        }
+        if (t == 0) {
+            TU_OK(lkv_cache_get_stats(paged, &st));
+            cr_expect_leq(st.blocks_in_use, ROWS * 7, "%lld blocks held after the prompt's "
+                          "eviction", (long long)st.blocks_in_use);
+        }
+    }
+    TU_OK(lkv_cache_get_stats(paged, &st));
+    cr_expect_leq(st.blocks_in_use, ROWS * 7, "%lld blocks held", (long long)st.blocks_in_use);
+    expect_pool_holds_twin(compact, paged, 0, "streaming");
+    for (int32_t l = 0; l < L; l++) {
+        lkv_prefill_io io = {.n_tokens = P, .q = q, .k = k, .v = v};
+        TU_OK(lkv_cache_prefill(paged, 1, l, &io));
+    }
+    TU_OK(lkv_cache_reset_sequence(paged, 0));
+    TU_OK(lkv_cache_reset_sequence(paged, 1));
+    TU_OK(lkv_cache_get_stats(paged, &st));
+    cr_expect_eq(st.blocks_in_use, 0, "%lld blocks held after reset", (long long)st.blocks_in_use);
+    free(q);
+    free(k);
+    free(v);
+    lkv_cache_destroy(compact);
+    lkv_cache_destroy(paged);
+}
+
+static void prompt(lkv_cache *c, int32_t seq, int32_t n, uint64_t seed, lkv_status want)
+{
+    enum { QH = 2, KVH = 1, D = 4 };
+    uint64_t rng = seed;
+    float *q = tu_alloc_normal((size_t)n * QH * D, &rng, 1.0);
+    float *k = tu_alloc_normal((size_t)n * KVH * D, &rng, 1.0);
+    float *v = tu_alloc_normal((size_t)n * KVH * D, &rng, 1.0);
+    lkv_prefill_io io = {.n_tokens = n, .q = q, .k = k, .v = v};
+    cr_expect_eq(lkv_cache_prefill(c, seq, 0, &io), want, "%s", lkv_last_error());
+    free(q);
+    free(k);
+    free(v);
+}
+
+/* A pool of 10 blocks of 4 in a cache of 3 sequences: two prompts of 16
+ * take 8; a third is refused, naming the counts, and nothing changes;
+ * once a sequence is reset its blocks serve the third. */
+Test(paged, a_short_pool_refuses_a_call_and_a_reset_frees_room)
+{
+    lkv_cache_config cfg = tu_config(1, 2, 1, 4, 32);
+    cfg.sequences = 3;
+    lkv_cache *c = make(tu_runtime(), cfg, LKV_PLACEMENT_PAGED, 4, 10);
+    prompt(c, 0, 16, 1, LKV_OK);
+    prompt(c, 1, 16, 2, LKV_OK);
+    lkv_cache_stats before, after;
+    TU_OK(lkv_cache_get_stats(c, &before));
+    cr_expect_eq(before.blocks_in_use, 8);
+    prompt(c, 2, 16, 3, LKV_OUT_OF_MEMORY);
+    cr_expect(strstr(lkv_last_error(), "needs 4 blocks") && strstr(lkv_last_error(), "2 free of 10"),
+              "%s", lkv_last_error());
+    TU_OK(lkv_cache_get_stats(c, &after));
+    cr_expect(!memcmp(&before, &after, sizeof before), "the refused call changed the stats");
+    int32_t len = -1, step = -1;
+    TU_OK(lkv_cache_sequence_info(c, 2, &len, &step));
+    cr_expect_eq(len, 0);
+    /* one decode step past the pool: refused the same way */
+    float q[8] = {0}, kv[4] = {0}, out[8];
+    lkv_decode_io io = {q, kv, kv, out, LKV_MEMORY_HOST};
+    prompt(c, 2, 8, 4, LKV_OK); /* 2 blocks: the pool is full */
+    cr_expect_eq(lkv_cache_decode(c, 2, 0, &io), LKV_OUT_OF_MEMORY);
+    TU_OK(lkv_cache_sequence_info(c, 2, &len, &step));
+    cr_expect(len == 8 && step == 0, "sequence 2 holds %d at step %d", len, step);
+    TU_OK(lkv_cache_reset_sequence(c, 0));
+    TU_OK(lkv_cache_decode(c, 2, 0, &io));
+    prompt(c, 0, 12, 5, LKV_OK);
+    TU_OK(lkv_cache_get_stats(c, &after));
+    cr_expect_eq(after.blocks_in_use, 4 + 3 + 3, "%lld", (long long)after.blocks_in_use);
+    lkv_cache_destroy(c);
+}
+
+/* Fork shares blocks: no block is taken at the fork, and the first steps
+ * of the three sequences copy only blocks their new tokens land in (one a
+ * row at most) or take new ones; twins compare as everywhere. */
+Test(paged, fork_shares_blocks_and_copies_one_on_write)
+{
+    lkv_cache_config cfg = twin_config(LKV_POLICY_LAZY);
+    lkv_cache *a = make(tu_runtime(), cfg, LKV_PLACEMENT_COMPACT, 0, 0);
+    lkv_cache *b = make(tu_runtime(), cfg, LKV_PLACEMENT_PAGED, 4, 0);
+    int32_t rows = TWIN_LAYERS * lkv_cache_heads(b);
+    uint64_t rng = 12;
+    enum { QW = TWIN_QH * TWIN_D, KW = TWIN_KVH * TWIN_D };
+    float q[3 * QW], k[3 * KW], v[3 * KW];
+    lkv_cache_stats st;
+    int64_t at_fork = 0;
+    for (int32_t t = 0; t < 70; t++) {
+        int32_t n = t < 30 ? 1 : 3;
+        if (t == 30) {
+            TU_OK(lkv_cache_get_stats(b, &st));
+            at_fork = st.blocks_in_use;
+            for (int32_t s = 1; s < 3; s++) {
+                TU_OK(lkv_cache_fork_sequence(a, 0, s));
+                TU_OK(lkv_cache_fork_sequence(b, 0, s));
+            }
+            TU_OK(lkv_cache_get_stats(b, &st));
+            cr_expect_eq(st.blocks_in_use, at_fork, "fork took blocks: %lld -> %lld",
+                         (long long)at_fork, (long long)st.blocks_in_use);
+        }
+        if (t == 45) {
+            TU_OK(lkv_cache_truncate_sequence(a, 1, 2));
+            TU_OK(lkv_cache_truncate_sequence(b, 1, 2));
+            TU_OK(lkv_cache_reset_sequence(a, 2));
+            TU_OK(lkv_cache_reset_sequence(b, 2));
+        }
+        tu_fill_normal(q, (size_t)n * QW, &rng, 2.0);
+        tu_fill_normal(k, (size_t)n * KW, &rng, 1.0);
+        tu_fill_normal(v, (size_t)n * KW, &rng, 1.0);
+        twin_step(a, b, n, q, k, v, "lazy fork", t);
+        twin_same_state(a, b, "lazy fork", t);
+        if (t == 30) {
+            TU_OK(lkv_cache_get_stats(b, &st));
+            cr_expect_leq(st.blocks_in_use, at_fork + 3 * rows,
+                         "one step after the fork: %lld blocks from %lld", 
+                         (long long)st.blocks_in_use, (long long)at_fork);
+            expect_pool_holds_twin(a, b, 1, "after the fork");
+        }
+    }
+    expect_pool_holds_twin(a, b, 1, "lazy fork");
+    lkv_cache_destroy(a);
+    lkv_cache_destroy(b);
+}
+
+Test(paged, bad_settings_are_refused_naming_them)
+{
+    lkv_cache_config cfg = tu_config(1, 2, 1, 4, 32);
+    lkv_cache *c = NULL;
+    cfg.block_size = 16;
+    cr_expect_eq(lkv_cache_create(tu_runtime(), &cfg, &c), LKV_INVALID_ARGUMENT);
+    cr_expect(strstr(lkv_last_error(), "block_size 16") && strstr(lkv_last_error(), "compact"),
+              "%s", lkv_last_error());
+    cfg.placement = LKV_PLACEMENT_PAGED;
+    cfg.block_size = 33;
+    cr_expect_eq(lkv_cache_create(tu_runtime(), &cfg, &c), LKV_INVALID_ARGUMENT);
+    cr_expect(strstr(lkv_last_error(), "block_size 33"), "%s", lkv_last_error());
+    cfg.block_size = 8;
+    cfg.pool_blocks = 3;
+    cr_expect_eq(lkv_cache_create(tu_runtime(), &cfg, &c), LKV_INVALID_ARGUMENT);
+    cr_expect(strstr(lkv_last_error(), "pool_blocks 3"), "%s", lkv_last_error());
+    cfg.pool_blocks = -1;
+    cr_expect_eq(lkv_cache_create(tu_runtime(), &cfg, &c), LKV_INVALID_ARGUMENT);
+    cfg.pool_blocks = 0;
+    cfg.kv_owner = LKV_KV_ENGINE;
+    cr_expect_eq(lkv_cache_create(tu_runtime(), &cfg, &c), LKV_INVALID_ARGUMENT);
+    cr_expect(strstr(lkv_last_error(), "placement paged"), "%s", lkv_last_error());
+    cr_expect_null(c);
+    cfg.kv_owner = LKV_KV_OWNED;
+    TU_OK(lkv_cache_create(tu_runtime(), &cfg, &c));
+    lkv_cache_config got;
+    TU_OK(lkv_cache_get_config(c, &got));
+    cr_expect(got.block_size == 8 && got.pool_blocks == 4, "block %d pool %d", got.block_size,
+              got.pool_blocks);
+    lkv_cache_destroy(c);
+    lkv_placement p = LKV_PLACEMENT_COMPACT;
+    TU_OK(lkv_placement_from_name("paged", &p));
+    cr_expect_eq(p, LKV_PLACEMENT_PAGED);
+    cr_expect_str_eq(lkv_placement_name(p), "paged");
+}
+
+/* A backend whose kernels address K/V by row (ops->paged 0) refuses a paged
+ * cache, naming itself; so do the GPU backends present here. */
+Test(paged, a_backend_without_a_pool_refuses_it)
+{
+    lkv_backend_ops rows_only = {.name = "rows-only", .holes = 1, .paged = 0};
+    lkv_cache_config cfg = tu_config(1, 2, 1, 4, 8);
+    cfg.placement = LKV_PLACEMENT_PAGED;
+    cr_expect_eq(lkv_placement_check(&cfg, &rows_only), LKV_UNSUPPORTED);
+    cr_expect(strstr(lkv_last_error(), "rows-only"), "%s", lkv_last_error());
+    rows_only.paged = 1;
+    TU_OK(lkv_placement_check(&cfg, &rows_only));
+    const char *gpus[] = {"vulkan", "opencl"};
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+        lkv_runtime *rt = tu_open_backend(gpus[i]);
+        if (!rt)
+            continue;
+        lkv_cache *c = NULL;
+        cr_expect_eq(lkv_cache_create(rt, &cfg, &c), LKV_UNSUPPORTED);
+        cr_expect(strstr(lkv_last_error(), gpus[i]), "%s", lkv_last_error());
+        lkv_runtime_close(rt);
+    }
+}
