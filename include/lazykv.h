@@ -440,8 +440,10 @@ typedef enum lkv_placement {
      * below that and sequences added and removed (reset) without
      * recreating the cache. A call that needs blocks the pool does not
      * have fails with OUT_OF_MEMORY naming the counts and changes nothing.
-     * Backends: ref and cpu; the GPU backends refuse it at create
-     * (UNSUPPORTED, naming themselves). */
+     * Backends: ref, cpu, CUDA and HIP (where the pool's bookkeeping
+     * reads an evicted row's map back, a device round trip per row: off
+     * the step with LKV_EVICTION_BACKGROUND); Vulkan and OpenCL refuse it
+     * at create (UNSUPPORTED, naming themselves). */
     LKV_PLACEMENT_PAGED
 } lkv_placement;
 

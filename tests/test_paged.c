@@ -17,108 +17,24 @@
 #include <string.h>
 
 #include "cache.h"
+#include "paged_checks.h"
 #include "twin_caches.h"
-
-static lkv_cache *make(lkv_runtime *rt, lkv_cache_config cfg, lkv_placement placement,
-                       int32_t block, int32_t pool)
-{
-    cfg.placement = placement;
-    cfg.block_size = block;
-    cfg.pool_blocks = pool;
-    lkv_cache *c = NULL;
-    TU_OK(lkv_cache_create(rt, &cfg, &c));
-    return c;
-}
-
-/* Reads back both caches' K and the paged cache's map: every slot's place
- * is in the pool and holds the compacting cache's K of that slot; without
- * forks no place serves two slots; the blocks the slots use are at most
- * blocks_in_use. */
-static void expect_pool_holds_twin(const lkv_cache *compact, const lkv_cache *paged, int forked,
-                                   const char *what)
-{
-    lkv_cache_config pc;
-    TU_OK(lkv_cache_get_config(paged, &pc));
-    int32_t cap = paged->cfg.capacity, block = pc.block_size;
-    size_t rows = (size_t)pc.sequences * (size_t)pc.layers * (size_t)paged->heads;
-    size_t kv_row = (size_t)pc.head_dim * lkv_dtype_size(pc.dtype);
-    size_t places = (size_t)pc.pool_blocks * (size_t)block;
-    int32_t *map = malloc(rows * (size_t)cap * 4);
-    unsigned char *dense = malloc(rows * (size_t)cap * kv_row), *pool = malloc(places * kv_row);
-    unsigned char *seen = calloc(places, 1), *used = calloc((size_t)pc.pool_blocks, 1);
-    cr_assert(map && dense && pool && seen && used);
-    TU_OK(paged->ops->read(paged->dev, paged->buf.phys, 0, map, rows * (size_t)cap * 4));
-    TU_OK(paged->ops->read(paged->dev, paged->buf.k, 0, pool, places * kv_row));
-    TU_OK(compact->ops->read(compact->dev, compact->buf.k, 0, dense, rows * (size_t)cap * kv_row));
-    int64_t blocks = 0;
-    for (size_t r = 0; r < rows; r++) {
-        int32_t seq = (int32_t)(r / ((size_t)pc.layers * (size_t)paged->heads));
-        int32_t layer = (int32_t)(r / (size_t)paged->heads % (size_t)pc.layers);
-        int32_t n = paged->seqs[seq].len[layer];
-        for (int32_t j = 0; j < n; j++) {
-            int32_t at = map[r * (size_t)cap + (size_t)j];
-            cr_assert(at >= 0 && (size_t)at < places, "%s: row %zu slot %d at place %d of %zu",
-                      what, r, j, at, places);
-            cr_assert(forked || !seen[at], "%s: place %d serves two slots", what, at);
-            seen[at] = 1;
-            blocks += !used[at / block];
-            used[at / block] = 1;
-            cr_assert(!memcmp(pool + (size_t)at * kv_row,
-                              dense + (r * (size_t)cap + (size_t)j) * kv_row, kv_row),
-                      "%s: row %zu slot %d: K at place %d is not the compacting cache's", what, r,
-                      j, at);
-        }
-    }
-    lkv_cache_stats st;
-    TU_OK(lkv_cache_get_stats(paged, &st));
-    cr_expect_leq(blocks, st.blocks_in_use, "%s: slots use %lld blocks, %lld counted", what,
-                 (long long)blocks, (long long)st.blocks_in_use);
-    cr_expect_leq(st.blocks_in_use, st.blocks_peak);
-    free(map);
-    free(dense);
-    free(pool);
-    free(seen);
-    free(used);
-}
-
-static void every_policy(lkv_runtime *rt, lkv_dtype dtype, lkv_gqa_mode gqa,
-                         lkv_eviction_timing when, int32_t block)
-{
-    for (size_t i = 0; i < TWIN_POLICIES; i++) {
-        lkv_policy_kind kind = twin_every_policy[i];
-        lkv_cache_config cfg = twin_config(kind);
-        cfg.dtype = dtype;
-        cfg.gqa = gqa;
-        cfg.eviction = when;
-        lkv_cache *compact = make(rt, cfg, LKV_PLACEMENT_COMPACT, 0, 0);
-        lkv_cache *paged = make(rt, cfg, LKV_PLACEMENT_PAGED, block, 0);
-        char what[64];
-        snprintf(what, sizeof what, "%s block %d", lkv_policy_name(kind), block);
-        twin_run(compact, paged, 31 + (uint64_t)kind, 60, what);
-        expect_pool_holds_twin(compact, paged, 0, what);
-        lkv_cache_stats st;
-        TU_OK(lkv_cache_get_stats(paged, &st));
-        cr_expect(kind == LKV_POLICY_FULL || st.evictions > 0, "%s: no eviction to test", what);
-        lkv_cache_destroy(compact);
-        lkv_cache_destroy(paged);
-    }
-}
 
 Test(paged, every_policy_on_ref_computes_as_compaction)
 {
-    every_policy(tu_runtime(), LKV_DTYPE_F32, LKV_GQA_GROUPED, LKV_EVICTION_INLINE, 16);
-    every_policy(tu_runtime(), LKV_DTYPE_BF16, LKV_GQA_EXPANDED, LKV_EVICTION_INLINE, 5);
+    pc_run_twins(tu_runtime(), LKV_DTYPE_F32, LKV_GQA_GROUPED, LKV_EVICTION_INLINE, 16);
+    pc_run_twins(tu_runtime(), LKV_DTYPE_BF16, LKV_GQA_EXPANDED, LKV_EVICTION_INLINE, 5);
     /* 7 does not divide the capacity (96): a row's last block is cut */
-    every_policy(tu_runtime(), LKV_DTYPE_F16, LKV_GQA_GROUPED, LKV_EVICTION_BACKGROUND, 7);
+    pc_run_twins(tu_runtime(), LKV_DTYPE_F16, LKV_GQA_GROUPED, LKV_EVICTION_BACKGROUND, 7);
 }
 
 Test(paged, every_policy_on_cpu_computes_as_compaction)
 {
     lkv_runtime *rt = NULL;
     TU_OK(lkv_runtime_open("cpu", &rt));
-    every_policy(rt, LKV_DTYPE_F32, LKV_GQA_GROUPED, LKV_EVICTION_INLINE, 5);
-    every_policy(rt, LKV_DTYPE_F16, LKV_GQA_EXPANDED, LKV_EVICTION_BACKGROUND, 16);
-    every_policy(rt, LKV_DTYPE_F16, LKV_GQA_GROUPED, LKV_EVICTION_INLINE, 1);
+    pc_run_twins(rt, LKV_DTYPE_F32, LKV_GQA_GROUPED, LKV_EVICTION_INLINE, 5);
+    pc_run_twins(rt, LKV_DTYPE_F16, LKV_GQA_EXPANDED, LKV_EVICTION_BACKGROUND, 16);
+    pc_run_twins(rt, LKV_DTYPE_F16, LKV_GQA_GROUPED, LKV_EVICTION_INLINE, 1);
     lkv_runtime_close(rt);
 }
 
@@ -134,9 +50,9 @@ Test(paged, an_eviction_that_empties_blocks_gives_them_back)
     cfg.sequences = 2;
     lkv_policy_init(&cfg.policy, LKV_POLICY_STREAMING);
     cfg.policy.budget = 20;
-    lkv_cache *compact = make(tu_runtime(), cfg, LKV_PLACEMENT_COMPACT, 0, 0);
+    lkv_cache *compact = pc_make(tu_runtime(), cfg, LKV_PLACEMENT_COMPACT, 0, 0);
     lkv_cache *paged =
-        make(tu_runtime(), cfg, LKV_PLACEMENT_PAGED, BLOCK, ROWS * (P / BLOCK + 7));
+        pc_make(tu_runtime(), cfg, LKV_PLACEMENT_PAGED, BLOCK, ROWS * (P / BLOCK + 7));
     uint64_t rng = 5;
     float *q = tu_alloc_normal((size_t)P * QH * D, &rng, 2.0);
     float *k = tu_alloc_normal((size_t)P * KVH * D, &rng, 1.0);
@@ -169,7 +85,7 @@ Test(paged, an_eviction_that_empties_blocks_gives_them_back)
     }
     TU_OK(lkv_cache_get_stats(paged, &st));
     cr_expect_leq(st.blocks_in_use, ROWS * 7, "%lld blocks held", (long long)st.blocks_in_use);
-    expect_pool_holds_twin(compact, paged, 0, "streaming");
+    pc_expect_pool_holds_twin(compact, paged, 0, "streaming");
     for (int32_t l = 0; l < L; l++) {
         lkv_prefill_io io = {.n_tokens = P, .q = q, .k = k, .v = v};
         TU_OK(lkv_cache_prefill(paged, 1, l, &io));
@@ -206,7 +122,7 @@ Test(paged, a_short_pool_refuses_a_call_and_a_reset_frees_room)
 {
     lkv_cache_config cfg = tu_config(1, 2, 1, 4, 32);
     cfg.sequences = 3;
-    lkv_cache *c = make(tu_runtime(), cfg, LKV_PLACEMENT_PAGED, 4, 10);
+    lkv_cache *c = pc_make(tu_runtime(), cfg, LKV_PLACEMENT_PAGED, 4, 10);
     prompt(c, 0, 16, 1, LKV_OK);
     prompt(c, 1, 16, 2, LKV_OK);
     lkv_cache_stats before, after;
@@ -241,8 +157,8 @@ Test(paged, a_short_pool_refuses_a_call_and_a_reset_frees_room)
 Test(paged, fork_shares_blocks_and_copies_one_on_write)
 {
     lkv_cache_config cfg = twin_config(LKV_POLICY_LAZY);
-    lkv_cache *a = make(tu_runtime(), cfg, LKV_PLACEMENT_COMPACT, 0, 0);
-    lkv_cache *b = make(tu_runtime(), cfg, LKV_PLACEMENT_PAGED, 4, 0);
+    lkv_cache *a = pc_make(tu_runtime(), cfg, LKV_PLACEMENT_COMPACT, 0, 0);
+    lkv_cache *b = pc_make(tu_runtime(), cfg, LKV_PLACEMENT_PAGED, 4, 0);
     int32_t rows = TWIN_LAYERS * lkv_cache_heads(b);
     uint64_t rng = 12;
     enum { QW = TWIN_QH * TWIN_D, KW = TWIN_KVH * TWIN_D };
@@ -278,10 +194,10 @@ Test(paged, fork_shares_blocks_and_copies_one_on_write)
             cr_expect_leq(st.blocks_in_use, at_fork + 3 * rows,
                          "one step after the fork: %lld blocks from %lld", 
                          (long long)st.blocks_in_use, (long long)at_fork);
-            expect_pool_holds_twin(a, b, 1, "after the fork");
+            pc_expect_pool_holds_twin(a, b, 1, "after the fork");
         }
     }
-    expect_pool_holds_twin(a, b, 1, "lazy fork");
+    pc_expect_pool_holds_twin(a, b, 1, "lazy fork");
     lkv_cache_destroy(a);
     lkv_cache_destroy(b);
 }

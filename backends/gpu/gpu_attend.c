@@ -383,12 +383,13 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
     lkv_gpu_ptr so = l->slot_off + ((lkv_gpu_ptr)b->first + (lkv_gpu_ptr)batch_index) * 4;
     lkv_gpu_ptr sp = l->split_off + ((lkv_gpu_ptr)b->first + (lkv_gpu_ptr)batch_index) * 4;
     int32_t groups = b->count, cap = s.cap, dim = s.dim, heads = a->cache_heads, per = s.per;
+    int32_t kv_cap = c->paged ? 0 : cap; /* a paged cache's K/V: one pool, no row term */
     int32_t split_len = b->split_len, q_heads = a->q_heads, has_out = a->out != NULL;
     int32_t reduce_max = a->reduce == LKV_REDUCE_MAX;
     float scale = a->scale;
 
-    void *split_args[] = {&k,  &v,      &phys, &q,   &logits, &part,      &row0,  &gn, &so,
-                          &sp, &groups, &cap,  &dim, &heads,  &per, &split_len, &scale};
+    void *split_args[] = {&k,   &v,      &phys, &q,      &logits, &part, &row0,      &gn,    &so,
+                          &sp,  &groups, &cap,  &kv_cap, &dim,    &heads, &per, &split_len, &scale};
     lkv_status st = launch(d, split_kernel(a), b->grid[LAUNCH_SPLIT], LKV_ATT_BLOCK, split_args);
     /* Threads over head_dim; whole warps of either width. */
     uint32_t combine_block = (uint32_t)(dim + 63) / 64 * 64;

@@ -258,6 +258,7 @@ void lkv_gpu_locked_counters(const lkv_device *d, lkv_counters *out);
     .move_kept = lkv_gpu_locked_move_kept, .qk_probs = lkv_gpu_locked_qk_probs,                \
     .redundancy = lkv_gpu_locked_redundancy,                                                  \
     .wrap = lkv_gpu_locked_wrap, .counters = lkv_gpu_locked_counters,                         \
-    .holes = 1 /* attend, store and compact take the hole map */
+    .holes = 1, /* attend, store and compact take the hole map */                              \
+    .paged = 1  /* and the pool of a paged cache (kv_cap 0) */
 
 #endif /* LKV_GPU_INTERNAL_H */

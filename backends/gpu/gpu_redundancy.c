@@ -19,10 +19,11 @@ lkv_status lkv_gpu_redundancy(lkv_device *d, const lkv_redundancy_args *a)
     lkv_gpu_ptr k = c->k->ptr, phys = c->phys ? c->phys->ptr : 0;
     lkv_gpu_ptr work = a->work->ptr, match = a->match->ptr, scores = a->scores->ptr;
     int32_t n = a->n_rows, cap = c->capacity, dim = c->head_dim, tail = a->protect_tail;
+    int32_t kv_cap = c->paged ? 0 : cap;
     int32_t kind = c->dtype == LKV_DTYPE_F16 ? 1 : c->dtype == LKV_DTYPE_BF16 ? 2 : 0;
     float threshold = a->threshold, lambda = a->mix_lambda, scale = a->importance_scale;
-    void *args[] = {&list[0], &list[1], &k, &phys, &work, &match, &scores, &n, &cap, &dim,
-                    &kind, &tail, &threshold, &lambda, &scale};
+    void *args[] = {&list[0], &list[1], &k,    &phys, &work,      &match,  &scores, &n,
+                    &cap,     &kv_cap,  &dim,  &kind, &tail, &threshold, &lambda, &scale};
     return lkv_gpu_launch_kernel(d, LKV_GPU_K_lkv_redundancy, 1, lkv_gpu_rows_y(d, n), 1,
                                  LKV_RED_BLOCK, args);
 }

@@ -83,11 +83,12 @@ lkv_status lkv_gpu_store(lkv_device *d, const lkv_store_args *a)
     lkv_gpu_ptr kin = a->k->ptr, vin = a->v->ptr, k = c->k->ptr, v = c->v->ptr, pos = c->pos->ptr;
     lkv_gpu_ptr sa = c->state_a->ptr, sb = c->state_b->ptr, sf = c->state_f->ptr;
     lkv_gpu_ptr phys = c->phys ? c->phys->ptr : 0; /* K/V at their places when holes are filled */
-    int32_t cap = c->capacity, dim = c->head_dim, kv_heads = a->kv_heads;
+    int32_t cap = c->capacity, kv_cap = c->paged ? 0 : cap, dim = c->head_dim;
+    int32_t kv_heads = a->kv_heads;
     int32_t cache_heads = a->cache_heads, n_entries = a->n_entries;
     void *args[] = {&list[0], &list[1], &list[2], &list[3], &list[4], &list[5], &kin,
                     &vin,     &k,       &v,       &pos,     &sa,      &sb,      &sf,
-                    &phys,    &cap,     &dim,     &kv_heads, &cache_heads, &n_entries};
+                    &phys,    &cap,     &kv_cap,  &dim,     &kv_heads, &cache_heads, &n_entries};
     /* a few blocks per multiprocessor in all, over the entries */
     uint32_t gy = lkv_gpu_rows_y(d, n_entries);
     uint32_t gx = lkv_gpu_stride_blocks(longest, LKV_STORE_BLOCK);

@@ -32,7 +32,8 @@
 //       z = groups; block LKV_ATT_BLOCK. exp(logit - lse) combined over the
 //       group.
 // In a cache that fills holes (core/backend.h's phys) the split kernels
-// read slot i's K and V rows at place phys[row][i] of the row instead of at
+// read slot i's K and V rows at place phys[row][i] of the row (of the pool
+// when paged: kv_cap, the K/V row stride in slots, is then 0) instead of at
 // i; everything else (logits, probabilities, partials) stays in slot order.
 // phys is null otherwise.
 // Nothing assumes a warp width: sub-groups, shuffle masks and the warp count
@@ -543,8 +544,8 @@ template <int QB, typename KV, int VEC, int R>
 LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const float *q,
                            float *logits, float *part,
                            const int *row0, const int *group_n, const int *slot_off,
-                           const int *split_off, int n_groups, int cap, int dim, int heads,
-                           int per, int split_len, float scale)
+                           const int *split_off, int n_groups, int cap, int kv_cap, int dim,
+                           int heads, int per, int split_len, float scale)
 {
     __shared__ float weight[QB][LKV_BLOCK_MAX];
     __shared__ float red[QB][LKV_ATT_WARPS];
@@ -560,8 +561,8 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const floa
     int q_heads = heads * per, qh0 = ch * per + j0; // first query head of the block, in g
     // 64-bit offsets: rows * capacity * head_dim passes 2^32 on large caches.
     lkv_att_u64 row = (lkv_att_u64)(row0[g] + ch);
-    const KV *krow = k + row * (lkv_att_u64)cap * (lkv_att_u64)dim;
-    const KV *vrow = v + row * (lkv_att_u64)cap * (lkv_att_u64)dim;
+    const KV *krow = k + row * (lkv_att_u64)kv_cap * (lkv_att_u64)dim;
+    const KV *vrow = v + row * (lkv_att_u64)kv_cap * (lkv_att_u64)dim;
     const int *prow = phys ? phys + row * (lkv_att_u64)cap : nullptr;
     const float *qh = q + ((lkv_att_u64)g * q_heads + qh0) * (lkv_att_u64)dim;
     float *lg = logits + (lkv_att_u64)slot_off[g] * q_heads + (lkv_att_u64)qh0 * n;
@@ -587,11 +588,12 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const floa
     LKV_KERNEL_RESIDENT(name, QB <= 4 || VEC == 1 ? 2 : 1)                                     \
     (const KV *k, const KV *v, const int *phys, const float *q, float *logits, float *part,    \
      const int *row0, const int *group_n, const int *slot_off, const int *split_off,           \
-     int n_groups, int cap, int dim, int heads, int per, int split_len, float scale)           \
+     int n_groups, int cap, int kv_cap, int dim, int heads, int per, int split_len,            \
+     float scale)                                                                              \
     {                                                                                          \
         lkv_att_split<QB, KV, VEC, R>(k, v, phys, q, logits, part, row0, group_n, slot_off,    \
-                                      split_off, n_groups, cap, dim, heads, per, split_len,    \
-                                      scale);                                                  \
+                                      split_off, n_groups, cap, kv_cap, dim, heads, per,       \
+                                      split_len, scale);                                       \
     }
 
 LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_g1, 1, float, 1, LKV_ATT_COLS)

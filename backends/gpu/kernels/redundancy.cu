@@ -25,12 +25,15 @@ LKV_DEV float lkv_red_elem(const unsigned *k, unsigned long long e, int kind)
     return kind == 1 ? lkv_half_to_float(h) : lkv_bf16_to_float(h);
 }
 
-// Where slot j's K row starts, in elements: through the hole map if any.
-LKV_DEV unsigned long long lkv_red_key(const int *phys, int row, int capacity, int dim, int j)
+// Where slot j's K row starts, in elements: through the hole map if any
+// (kv_cap: the K row stride in slots, 0 in a paged cache's pool).
+LKV_DEV unsigned long long lkv_red_key(const int *phys, int row, int capacity, int kv_cap,
+                                       int dim, int j)
 {
     unsigned long long at = (unsigned long long)row * (unsigned long long)capacity;
     int place = phys ? phys[at + (unsigned long long)j] : j;
-    return (at + (unsigned long long)place) * (unsigned long long)dim;
+    unsigned long long base = (unsigned long long)row * (unsigned long long)kv_cap;
+    return (base + (unsigned long long)place) * (unsigned long long)dim;
 }
 
 // S[i][j] given |k_j| + eps: the dot product and |k_i| in one pass.
@@ -74,8 +77,8 @@ LKV_DEV float lkv_red_block(float v, bool take_max, float *red)
 
 LKV_KERNEL(lkv_redundancy)(const int *rows, const int *row_n, const unsigned *k, const int *phys,
                            float *work, int *match, float *scores, int n_rows, int capacity,
-                           int dim, int kind, int protect_tail, float threshold, float lambda,
-                           float scale)
+                           int kv_cap, int dim, int kind, int protect_tail, float threshold,
+                           float lambda, float scale)
 {
     __shared__ float red[LKV_RED_BLOCK];
     int t = (int)threadIdx.x, step = (int)blockDim.x;
@@ -83,14 +86,14 @@ LKV_KERNEL(lkv_redundancy)(const int *rows, const int *row_n, const unsigned *k,
         int row = rows[r], n = row_n[r];
         unsigned long long base = (unsigned long long)row * (unsigned long long)capacity;
         for (int j = t; j < n; j += step) {
-            unsigned long long kj = lkv_red_key(phys, row, capacity, dim, j);
+            unsigned long long kj = lkv_red_key(phys, row, capacity, kv_cap, dim, j);
             float norm_j = lkv_red_norm(k, kj, dim, kind), sum = 0.0f;
             int spared = 0;
             for (int i = 0; i < n; i++) {
                 if (i == j)
                     continue;
-                float s = lkv_red_similarity(k, lkv_red_key(phys, row, capacity, dim, i), kj, dim,
-                                             kind, norm_j);
+                unsigned long long ki = lkv_red_key(phys, row, capacity, kv_cap, dim, i);
+                float s = lkv_red_similarity(k, ki, kj, dim, kind, norm_j);
                 sum += s;
                 if (s > threshold)
                     spared = i;
@@ -100,15 +103,15 @@ LKV_KERNEL(lkv_redundancy)(const int *rows, const int *row_n, const unsigned *k,
         }
         __syncthreads();
         for (int j = t; j < n; j += step) {
-            unsigned long long kj = lkv_red_key(phys, row, capacity, dim, j);
+            unsigned long long kj = lkv_red_key(phys, row, capacity, kv_cap, dim, j);
             float col = work[base + (unsigned long long)j], norm_j = 0.0f;
             for (int i = 0; i < n; i++) {
                 if (i == j || match[base + (unsigned long long)i] != j)
                     continue;
                 if (norm_j == 0.0f)
                     norm_j = lkv_red_norm(k, kj, dim, kind);
-                col -= lkv_red_similarity(k, lkv_red_key(phys, row, capacity, dim, i), kj, dim,
-                                          kind, norm_j);
+                unsigned long long ki = lkv_red_key(phys, row, capacity, kv_cap, dim, i);
+                col -= lkv_red_similarity(k, ki, kj, dim, kind, norm_j);
             }
             work[base + (unsigned long long)j] = col / (float)n;
         }

@@ -5,7 +5,8 @@
 // token j gets pos = position0[e] + j, state_a = last_init[e], state_b = 0,
 // state_f = 0 (backends/cpu/cpu_store.c). In a cache that fills holes
 // (phys not null: core/backend.h) a slot's K/V go to its place
-// phys[row][slot] in the row; positions and states stay at the slot.
+// phys[row][slot] in the row (in the pool when paged: kv_cap, the K/V row
+// stride in slots, is then 0); positions and states stay at the slot.
 //
 // Inputs may come from device memory nobody checked, so the cache is kept
 // finite: NaN and infinities are stored as +0, a finite value beyond the
@@ -85,8 +86,8 @@ struct lkv_store_lists {
 template <typename T, int D>
 LKV_DEV void lkv_store_entry(const lkv_store_lists &l, int e, const float *k_in, const float *v_in,
                              T *k, T *v, int *pos, int *state_a,
-                             int *state_b, float *state_f, int cap, int dim, int kv_heads,
-                             int cache_heads)
+                             int *state_b, float *state_f, int cap, int kv_cap, int dim,
+                             int kv_heads, int cache_heads)
 {
     long long count = l.count[e];
     long long items = (long long)cache_heads * count * (long long)dim;
@@ -99,7 +100,7 @@ LKV_DEV void lkv_store_entry(const lkv_store_lists &l, int e, const float *k_in,
         unsigned long long row = (unsigned long long)(l.row0[e] + h);
         unsigned long long slot = row * (unsigned long long)cap + (unsigned long long)(l.slot0[e] + j);
         unsigned long long src = ((unsigned long long)(l.src_token[e] + j) * kv_heads + kvh) * dim + col;
-        unsigned long long at = l.phys ? row * (unsigned long long)cap +
+        unsigned long long at = l.phys ? row * (unsigned long long)kv_cap +
                                               (unsigned long long)l.phys[slot]
                                        : slot;
         unsigned long long dst = at * (unsigned long long)dim + col;
@@ -119,12 +120,12 @@ LKV_DEV void lkv_store_rows(const int *row0, const int *slot0, const int *count,
                             const int *src_token, const int *position0, const int *last_init,
                             const float *k_in, const float *v_in, T *k, T *v, int *pos,
                             int *state_a, int *state_b, float *state_f, const int *phys, int cap,
-                            int dim, int kv_heads, int cache_heads, int n_entries)
+                            int kv_cap, int dim, int kv_heads, int cache_heads, int n_entries)
 {
     lkv_store_lists l = {row0, slot0, count, src_token, position0, last_init, phys};
     for (int e = (int)blockIdx.y; e < n_entries; e += (int)gridDim.y)
-        lkv_store_entry<T, D>(l, e, k_in, v_in, k, v, pos, state_a, state_b, state_f, cap, dim,
-                            kv_heads, cache_heads);
+        lkv_store_entry<T, D>(l, e, k_in, v_in, k, v, pos, state_a, state_b, state_f, cap,
+                              kv_cap, dim, kv_heads, cache_heads);
 }
 
 // f32 elements are stored as their bits (unsigned int), so the three
@@ -133,12 +134,12 @@ LKV_DEV void lkv_store_rows(const int *row0, const int *slot0, const int *count,
     LKV_KERNEL(name)(const int *row0, const int *slot0, const int *count, const int *src_token, \
                      const int *position0, const int *last_init, const float *k_in,            \
                      const float *v_in, T *k, T *v, int *pos, int *state_a, int *state_b,      \
-                     float *state_f, const int *phys, int cap, int dim, int kv_heads,          \
-                     int cache_heads, int n_entries)                                           \
+                     float *state_f, const int *phys, int cap, int kv_cap, int dim,            \
+                     int kv_heads, int cache_heads, int n_entries)                             \
     {                                                                                          \
         lkv_store_rows<T, D>(row0, slot0, count, src_token, position0, last_init, k_in, v_in,  \
-                             k, v, pos, state_a, state_b, state_f, phys, cap, dim, kv_heads,   \
-                             cache_heads, n_entries);                                          \
+                             k, v, pos, state_a, state_b, state_f, phys, cap, kv_cap, dim,     \
+                             kv_heads, cache_heads, n_entries);                                \
     }
 
 LKV_STORE_KERNEL(lkv_store_f32, unsigned int, LKV_STORE_F32)
