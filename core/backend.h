@@ -382,6 +382,10 @@ typedef struct lkv_backend_ops {
      * the host reads and writes the map between ops); 0: a paged cache is
      * refused at create. */
     int paged;
+    /* NULL: every cache the placement check admits runs here. Else whether
+     * this cache's buffers suit the device (a binding backend: a paged pool
+     * fits one binding), asked once at create, after they are allocated. */
+    lkv_status (*check_cache)(lkv_device *dev, const lkv_cache_buffers *cache);
 
     /* The backend's known deviations, ended by an entry whose `cases` is
      * NULL; NULL when it has none. */

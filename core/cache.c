@@ -151,7 +151,9 @@ static lkv_status alloc_buffers(lkv_cache *c)
     c->buf.capacity = c->cfg.capacity;
     c->buf.paged = paged;
     c->stats.kv_bytes_reserved = engine ? 0 : (int64_t)(2 * kv_bytes);
-    lkv_status st = lkv_placement_init(c);
+    lkv_status st = c->ops->check_cache ? c->ops->check_cache(c->dev, &c->buf) : LKV_OK;
+    if (st == LKV_OK)
+        st = lkv_placement_init(c);
     return st == LKV_OK ? lkv_pages_create(c) : st;
 }
 

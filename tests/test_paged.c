@@ -11,7 +11,9 @@
  * call refuses it naming the counts and changes nothing, and a reset
  * sequence's blocks serve another; fork shares blocks and copies one only
  * when a store lands in it. Bad settings and backends without a pool are
- * refused naming them. */
+ * refused naming them. The same twins on Vulkan (lavapipe) and OpenCL
+ * (PoCL), the latter also with its bindings cut to 64 KiB, where a pool
+ * past one binding is refused at create. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,7 +241,7 @@ Test(paged, bad_settings_are_refused_naming_them)
 }
 
 /* A backend whose kernels address K/V by row (ops->paged 0) refuses a paged
- * cache, naming itself; so do the GPU backends present here. */
+ * cache, naming itself. */
 Test(paged, a_backend_without_a_pool_refuses_it)
 {
     lkv_backend_ops rows_only = {.name = "rows-only", .holes = 1, .paged = 0};
@@ -249,14 +251,45 @@ Test(paged, a_backend_without_a_pool_refuses_it)
     cr_expect(strstr(lkv_last_error(), "rows-only"), "%s", lkv_last_error());
     rows_only.paged = 1;
     TU_OK(lkv_placement_check(&cfg, &rows_only));
+}
+
+/* Vulkan on lavapipe and OpenCL on PoCL where they are (required where
+ * LAZYKV_REQUIRE_BACKENDS names them): attend, store and redundancy read and
+ * write the pool bound whole (kv_cap 0). head_dim 8 takes the 16-byte
+ * kernels. */
+Test(paged, every_policy_on_vulkan_and_opencl_computes_as_compaction, .timeout = 600)
+{
     const char *gpus[] = {"vulkan", "opencl"};
     for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
         lkv_runtime *rt = tu_open_backend(gpus[i]);
         if (!rt)
             continue;
-        lkv_cache *c = NULL;
-        cr_expect_eq(lkv_cache_create(rt, &cfg, &c), LKV_UNSUPPORTED);
-        cr_expect(strstr(lkv_last_error(), gpus[i]), "%s", lkv_last_error());
+        pc_run_twins(rt, LKV_DTYPE_F16, LKV_GQA_GROUPED, LKV_EVICTION_INLINE, 5);
+        pc_run_twins(rt, LKV_DTYPE_BF16, LKV_GQA_EXPANDED, LKV_EVICTION_BACKGROUND, 16);
         lkv_runtime_close(rt);
     }
+}
+
+/* With OpenCL's bindings cut to 64 KiB the metadata and the map are bound
+ * as windows and the pool whole: a pool within one binding runs as
+ * compaction does, one past it is refused at create, naming the sizes. */
+Test(paged, a_pool_past_one_binding_is_refused_at_create)
+{
+    setenv("LAZYKV_OPENCL_MAX_RANGE", "65536", 1);
+    lkv_runtime *rt = tu_open_backend("opencl");
+    if (!rt)
+        return;
+    pc_run_twins(rt, LKV_DTYPE_F32, LKV_GQA_GROUPED, LKV_EVICTION_INLINE, 16);
+    lkv_cache_config cfg = tu_config(1, 4, 4, 64, 256);
+    cfg.placement = LKV_PLACEMENT_PAGED;
+    lkv_cache *c = NULL;
+    cr_expect_eq(lkv_cache_create(rt, &cfg, &c), LKV_UNSUPPORTED);
+    cr_expect(strstr(lkv_last_error(), "pool of 262144 bytes") &&
+                  strstr(lkv_last_error(), "65536"),
+              "%s", lkv_last_error());
+    cr_expect_null(c);
+    cfg.pool_blocks = 16; /* 16 blocks of 16 slots x 64 f32: 64 KiB */
+    TU_OK(lkv_cache_create(rt, &cfg, &c));
+    lkv_cache_destroy(c);
+    lkv_runtime_close(rt);
 }

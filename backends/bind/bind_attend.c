@@ -282,8 +282,8 @@ static lkv_status run_batch(lkv_device *d, const lkv_attend_args *a, const atten
     if (st != LKV_OK)
         return st;
     uint32_t rows = (uint32_t)b->count * b->nch; /* grid y */
-    lkv_bind_window k = lkv_bind_window_of(d, c->k, b->lo, b->hi, s->kv_row, s->elem);
-    lkv_bind_window v = lkv_bind_window_of(d, c->v, b->lo, b->hi, s->kv_row, s->elem);
+    lkv_bind_window k = lkv_bind_kv_window(d, c, c->k, b->lo, b->hi, s->kv_row, s->elem);
+    lkv_bind_window v = lkv_bind_kv_window(d, c, c->v, b->lo, b->hi, s->kv_row, s->elem);
     /* holes: the map's window, bound last (unread without holes) */
     lkv_bind_window phys = c->phys ? lkv_bind_window_of(d, c->phys, b->lo, b->hi,
                                                         (uint64_t)s->cap * 4, 4)
@@ -292,13 +292,18 @@ static lkv_status run_batch(lkv_device *d, const lkv_attend_args *a, const atten
     lkv_bind_buf parts = {lkv_bind_of(d)->partials, 0, b->parts * 4};
     lkv_bind_buf lse = {lkv_bind_of(d)->lse, 0, b->lse * 4};
 
-    struct { uint32_t cap, dim, per, nch, ch_first, kv_skew; float scale; uint32_t phys_skew; } lp =
-        {s->cap, s->dim, s->per, b->nch, b->ch_first, k.skew, a->scale, phys.skew};
+    /* the LKV_HOLES pipelines read phys_skew and kv_cap too */
+    uint32_t kv_cap = lkv_bind_kv_cap(c);
+    struct {
+        uint32_t cap, dim, per, nch, ch_first, kv_skew;
+        float scale;
+        uint32_t phys_skew, kv_cap;
+    } lp = {s->cap, s->dim, s->per, b->nch, b->ch_first, k.skew, a->scale, phys.skew, kv_cap};
     lkv_bind_buf b1[5] = {list, k.bind, lkv_bind_whole(d, a->q), logits, phys.bind};
     st = lkv_bind_dispatch(d, logits_pipe(s, k.skew), b1, &lp,
                            lkv_bind_slot_groups(d, b->max_n, (int64_t)rows * s->qblocks), rows, s->qblocks);
-    struct { uint32_t cap, dim, per, nch, kv_skew, dblocks, phys_skew; } sp =
-        {s->cap, s->dim, s->per, b->nch, v.skew, s->dblocks, phys.skew};
+    struct { uint32_t cap, dim, per, nch, kv_skew, dblocks, phys_skew, kv_cap; } sp =
+        {s->cap, s->dim, s->per, b->nch, v.skew, s->dblocks, phys.skew, kv_cap};
     lkv_bind_buf b2[5] = {list, v.bind, logits, parts, phys.bind};
     int vec = split_vec(d, s, v.skew);
     lkv_bind_pipe split = vec ? s->pipes->split_vec : s->pipes->split;
@@ -352,8 +357,10 @@ static lkv_status prepare(lkv_device *d, const lkv_attend_args *a, const attend_
         st = batch_at(d, a, s, g, ch, &b);
         if (st != LKV_OK)
             break;
-        lkv_bind_window k = lkv_bind_window_of(d, a->cache->k, b.lo, b.hi, s->kv_row, s->elem);
-        lkv_bind_window v = lkv_bind_window_of(d, a->cache->v, b.lo, b.hi, s->kv_row, s->elem);
+        lkv_bind_window k = lkv_bind_kv_window(d, a->cache, a->cache->k, b.lo, b.hi, s->kv_row,
+                                               s->elem);
+        lkv_bind_window v = lkv_bind_kv_window(d, a->cache, a->cache->v, b.lo, b.hi, s->kv_row,
+                                               s->elem);
         st = lkv_bind_pipe_ready(d, logits_pipe(s, k.skew));
         if (st == LKV_OK)
             st = lkv_bind_pipe_ready(d, split_vec(d, s, v.skew) ? s->pipes->split_vec

@@ -183,6 +183,17 @@ lkv_bind_window lkv_bind_window_of(lkv_device *d, const lkv_buffer *b, int64_t r
                                    int64_t row_hi, uint64_t row_bytes, uint32_t elem);
 /* The whole buffer, or as much of it as one binding spans. */
 lkv_bind_buf lkv_bind_whole(lkv_device *d, const lkv_buffer *b);
+/* A cache's K or V buffer `b` for rows row_lo..row_hi: their window, or in a
+ * paged cache the whole pool (skew 0; its places have no row term). */
+lkv_bind_window lkv_bind_kv_window(lkv_device *d, const lkv_cache_buffers *c,
+                                   const lkv_buffer *b, int64_t row_lo, int64_t row_hi,
+                                   uint64_t row_bytes, uint32_t elem);
+/* The K/V row stride in slots the LKV_HOLES kernels take (kv_cap): the
+ * capacity, or 0 in a paged cache. */
+uint32_t lkv_bind_kv_cap(const lkv_cache_buffers *c);
+/* check_cache (core/backend.h): a paged cache's pool fits one binding (the
+ * kernels bind it whole); UNSUPPORTED naming the sizes otherwise. */
+lkv_status lkv_bind_check_cache(lkv_device *d, const lkv_cache_buffers *c);
 /* Splits a row list into runs that fit one dispatch: rows spanning at most
  * `rows_fit` consecutive rows, at most the device's group count, whole
  * multiples of `unit` entries. Returns the run length starting at `first`. */
@@ -254,7 +265,7 @@ void lkv_bind_locked_counters(const lkv_device *d, lkv_counters *out);
     .store = lkv_bind_locked_store, .gather = lkv_bind_locked_gather,                          \
     .reduce_rows = lkv_bind_locked_reduce_rows, .move_kept = lkv_bind_locked_move_kept,        \
     .qk_probs = lkv_bind_locked_qk_probs, .redundancy = lkv_bind_locked_redundancy,            \
-    .wrap = lkv_bind_locked_wrap,                                                             \
+    .wrap = lkv_bind_locked_wrap, .check_cache = lkv_bind_check_cache,                        \
     .counters = lkv_bind_locked_counters
 
 /* Whether a wrap's offset suits the device's binding alignment; otherwise

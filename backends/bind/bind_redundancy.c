@@ -24,7 +24,7 @@ static lkv_status run(lkv_device *d, const lkv_redundancy_args *a, lkv_bind_buf 
     uint32_t elem = (uint32_t)lkv_dtype_size(c->dtype);
     uint64_t meta_row = (uint64_t)c->capacity * 4;
     uint64_t kv_row = (uint64_t)c->capacity * (uint64_t)c->head_dim * elem;
-    lkv_bind_window k = lkv_bind_window_of(d, c->k, lo, hi, kv_row, elem);
+    lkv_bind_window k = lkv_bind_kv_window(d, c, c->k, lo, hi, kv_row, elem);
     lkv_bind_window w = lkv_bind_window_of(d, a->work, lo, hi, meta_row, 4);
     lkv_bind_buf b[5] = {list, k.bind, w.bind,
                          lkv_bind_window_of(d, a->match, lo, hi, meta_row, 4).bind,
@@ -33,9 +33,9 @@ static lkv_status run(lkv_device *d, const lkv_redundancy_args *a, lkv_bind_buf 
     struct {
         uint32_t cap, dim, kv_skew, meta_skew, row_base, n_rows;
         float threshold;
-        uint32_t pass;
+        uint32_t pass, kv_cap; /* kv_cap: read by the LKV_HOLES pipelines only */
     } push = {(uint32_t)c->capacity, (uint32_t)c->head_dim, k.skew, w.skew, (uint32_t)lo,
-              (uint32_t)len, a->threshold, 0};
+              (uint32_t)len, a->threshold, 0, lkv_bind_kv_cap(c)};
     int64_t most = lkv_bind_longest(a->row_n, first, len), gx_max = lkv_bind_lim(d)->max_count[0];
     uint32_t gx = (uint32_t)(most < 1 ? 1 : most > gx_max ? gx_max : most);
     lkv_status st = LKV_OK;

@@ -160,19 +160,22 @@ static lkv_status store_run(lkv_device *d, const lkv_store_args *a, const store_
         return st;
     uint32_t elem = (uint32_t)lkv_dtype_size(c->dtype);
     uint64_t meta_row = (uint64_t)c->capacity * 4;
-    lkv_bind_window k = lkv_bind_window_of(d, c->k, lo, hi, kv_row_bytes(c), elem);
+    lkv_bind_window k = lkv_bind_kv_window(d, c, c->k, lo, hi, kv_row_bytes(c), elem);
     lkv_bind_window pos = lkv_bind_window_of(d, c->pos, lo, hi, meta_row, 4);
     /* the hole map shares the metadata's windows and skew; bound last */
     lkv_bind_buf b[10] = {list, lkv_bind_whole(d, a->k), lkv_bind_whole(d, a->v), k.bind,
-                          lkv_bind_window_of(d, c->v, lo, hi, kv_row_bytes(c), elem).bind, pos.bind,
+                          lkv_bind_kv_window(d, c, c->v, lo, hi, kv_row_bytes(c), elem).bind,
+                          pos.bind,
                           lkv_bind_window_of(d, c->state_a, lo, hi, meta_row, 4).bind,
                           lkv_bind_window_of(d, c->state_b, lo, hi, meta_row, 4).bind,
                           lkv_bind_window_of(d, c->state_f, lo, hi, meta_row, 4).bind,
                           c->phys ? lkv_bind_window_of(d, c->phys, lo, hi, meta_row, 4).bind
                                   : list};
-    struct { uint32_t cap, dim, heads, all_heads, kv_heads, skew, meta_skew, row_base; } push =
+    /* kv_cap: read by the LKV_HOLES pipelines only */
+    struct { uint32_t cap, dim, heads, all_heads, kv_heads, skew, meta_skew, row_base, kv_cap; } push =
         {(uint32_t)c->capacity, (uint32_t)c->head_dim, (uint32_t)p->heads,
-         (uint32_t)a->cache_heads, (uint32_t)a->kv_heads, k.skew, pos.skew, (uint32_t)lo};
+         (uint32_t)a->cache_heads, (uint32_t)a->kv_heads, k.skew, pos.skew, (uint32_t)lo,
+         lkv_bind_kv_cap(c)};
     int64_t items = (int64_t)lkv_bind_longest(p->col[2], first, len) * p->heads * c->head_dim;
     return lkv_bind_dispatch(d, pipe_of(c), b, &push, lkv_bind_groups(d, items, len),
                              (uint32_t)len, 1);

@@ -40,6 +40,35 @@ lkv_bind_buf lkv_bind_whole(lkv_device *d, const lkv_buffer *b)
     return w;
 }
 
+lkv_bind_window lkv_bind_kv_window(lkv_device *d, const lkv_cache_buffers *c,
+                                   const lkv_buffer *b, int64_t row_lo, int64_t row_hi,
+                                   uint64_t row_bytes, uint32_t elem)
+{
+    if (!c->paged)
+        return lkv_bind_window_of(d, b, row_lo, row_hi, row_bytes, elem);
+    lkv_bind_window w = {lkv_bind_whole(d, b), 0};
+    return w;
+}
+
+uint32_t lkv_bind_kv_cap(const lkv_cache_buffers *c)
+{
+    return c->paged ? 0 : (uint32_t)c->capacity;
+}
+
+lkv_status lkv_bind_check_cache(lkv_device *d, const lkv_cache_buffers *c)
+{
+    uint64_t size = c->paged ? lkv_bind_size(d, c->k) : 0;
+    uint64_t range = lkv_bind_lim(d)->max_range, most = (uint64_t)1 << 34;
+    if (size > range || size > most)
+        return lkv_fail(LKV_UNSUPPORTED,
+                        "%s: a paged cache's K/V pool of %llu bytes exceeds one binding "
+                        "(%llu bytes), and the kernels bind the pool whole: make pool_blocks "
+                        "smaller",
+                        lkv_bind_name(d), (unsigned long long)size,
+                        (unsigned long long)(range < most ? range : most));
+    return LKV_OK;
+}
+
 lkv_status lkv_bind_check_fits(lkv_device *d, uint64_t size, const char *op, const char *what)
 {
     /* the kernels index 32-bit words with 32-bit integers */

@@ -46,5 +46,6 @@ const lkv_backend_ops lkv_backend_opencl = {
     LKV_BIND_LOCKED_OPS,
     .row_steps = 1, /* observe and score take each row's step from its list */
     .holes = 1,     /* attend, store and compact take the hole map (LKV_HOLES pipes) */
+    .paged = 1,     /* and a paged cache's pool, bound whole (kv_cap 0) */
     .deviations = cl_deviations,
 };

@@ -17,9 +17,9 @@
 // the chunk][per][n]; row is the slot's cache row in the window.
 static void logits_of_slot(__global const KV_T *k, __global const float *q, __global float *logits,
                            uint i, uint place, uint row, uint chr, uint j0, uint jn, uint qbase,
-                           uint n, uint cap, uint dim, uint per, uint kv_skew, float scale)
+                           uint n, uint kv_row, uint dim, uint per, uint kv_skew, float scale)
 {
-    uint kbase = kv_skew + (row * cap + place) * dim;
+    uint kbase = kv_skew + (kv_row + place) * dim;
     float acc[QBLOCK];
     for (uint j = 0u; j < QBLOCK; j++)
         acc[j] = 0.0f;
@@ -70,6 +70,6 @@ LKV_KERNEL lkv_attend_logits(LKV_BIND(const uint, list), LKV_BIND(const KV_T, k)
     // second dispatch.
     uint stride = (uint)get_num_groups(0) * LKV_WG;
     for (uint i = (uint)get_group_id(0) * LKV_WG + (uint)get_local_id(0); i < n; i += stride)
-        logits_of_slot(k, query, glogits, i, KV_PLACE(row, i), row, chr, j0, jn, qbase, n, cap,
-                       dim, per, kv_skew, scale);
+        logits_of_slot(k, query, glogits, i, KV_PLACE(row, i), row, chr, j0, jn, qbase, n,
+                       KV_ROW(row), dim, per, kv_skew, scale);
 }

@@ -57,7 +57,7 @@ LKV_KERNEL lkv_attend_split(LKV_BIND(const uint, list), LKV_BIND(const KV_T, v),
         uint cn = min((uint)LKV_WG, s1 - c);
         if (e < dim)
             for (uint t = 0u; t < cn; t++) {
-                float val = LOAD_KV(v, kv_skew + (row * cap + KV_PLACE(row, c + t)) * dim + e);
+                float val = LOAD_KV(v, kv_skew + (KV_ROW(row) + KV_PLACE(row, c + t)) * dim + e);
                 for (uint j = 0u; j < jn; j++)
                     acc[j] += weight[j * LKV_WG + t] * val;
             }

@@ -60,7 +60,7 @@ LKV_KERNEL lkv_attend_split_vec(LKV_BIND(const uint, list), LKV_BIND(const KV_T,
         l[j] = 0.0f;
         acc[j] = (float4)(0.0f);
     }
-    uint row4 = (kv_skew + row * cap * dim) / 4u;
+    uint row4 = (kv_skew + KV_ROW(row) * dim) / 4u;
     for (uint c = s0; c < s1; c += LKV_WG) {
         lkv_split_weights(logits, qh0, n, c + tid, s1, jn, m, weight, tid, l);
         barrier(CLK_LOCAL_MEM_FENCE);

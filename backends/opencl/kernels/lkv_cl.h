@@ -88,17 +88,26 @@ static uint lkv_engine_slot(__global const uint *table, uint w, uint tab, uint j
 // also take the map window's skew as their last push field (HOLES_PUSH) and
 // find a place with KV_PLACE (row counted from the window's first, as
 // theirs are); store's map shares the metadata windows' META_INDEX.
-// Without LKV_HOLES every slot is at its own place.
+// Without LKV_HOLES every slot is at its own place. A place's K/V row lies
+// KV_ROW(row) + place rows into the K/V window: every kernel that reads or
+// writes K/V under LKV_HOLES takes the K/V row stride as a push field,
+// kv_cap (attend's in HOLES_PUSH after the map's skew, store's and
+// redundancy's as KV_CAP_PUSH, their last): the capacity, or 0 in a paged
+// cache, whose map holds places of one pool bound whole.
 #ifdef LKV_HOLES
 #define HOLES_BIND , LKV_BIND(const uint, phys)
 #define HOLES_OPEN LKV_OPEN(const uint, phys)
-#define HOLES_PUSH , uint phys_skew
+#define HOLES_PUSH , uint phys_skew, uint kv_cap
+#define KV_CAP_PUSH , uint kv_cap
 #define KV_PLACE(row, i) phys[phys_skew + (row) * cap + (i)]
+#define KV_ROW(row) ((row) * kv_cap)
 #else
 #define HOLES_BIND
 #define HOLES_OPEN
 #define HOLES_PUSH
+#define KV_CAP_PUSH
 #define KV_PLACE(row, i) (i)
+#define KV_ROW(row) ((row) * cap)
 #endif
 
 // Tree reduction of red[j][*] (QBLOCK rows of LKV_WG, a power of two) into

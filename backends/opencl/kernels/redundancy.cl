@@ -82,7 +82,7 @@ static void lkv_red_slots(__global const KV_T *k, __global float *work, __global
 LKV_KERNEL lkv_redundancy(LKV_BIND(uint, list), LKV_BIND(KV_T, k), LKV_BIND(float, work),
                           LKV_BIND(uint, match_of) LKV_RED_HOLES,
                           uint cap, uint dim, uint kv_skew, uint meta_skew, uint row_base,
-                          uint n_rows, float threshold, uint pass)
+                          uint n_rows, float threshold, uint pass KV_CAP_PUSH)
 {
     LKV_OPEN(uint, list);
     LKV_OPEN(KV_T, k);
@@ -95,7 +95,7 @@ LKV_KERNEL lkv_redundancy(LKV_BIND(uint, list), LKV_BIND(KV_T, k), LKV_BIND(floa
     lkv_red_params p = {cap, dim, kv_skew, meta_skew, row_base};
     for (uint r = (uint)get_group_id(1); r < n_rows; r += (uint)get_num_groups(1)) {
         uint row = list[2u * r], n = list[2u * r + 1u];
-        uint krow = kv_skew + (row - row_base) * cap * dim;
+        uint krow = kv_skew + KV_ROW(row - row_base) * dim;
         lkv_red_slots(k, work, match_of, p, row, n, krow, threshold, pass, red
 #ifdef LKV_HOLES
                       , phys

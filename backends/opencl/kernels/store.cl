@@ -74,7 +74,7 @@ LKV_KERNEL lkv_store(LKV_BIND(uint, list), LKV_BIND(uint, kin), LKV_BIND(uint, v
                      LKV_BIND(uint, k), LKV_BIND(uint, v), LKV_BIND(uint, pos),
                      LKV_BIND(uint, sa), LKV_BIND(uint, sb), LKV_BIND(uint, sf) HOLES_BIND,
                      uint cap, uint dim, uint heads, uint all_heads, uint kv_heads, uint skew, uint meta_skew,
-                     uint row_base)
+                     uint row_base KV_CAP_PUSH)
 {
     HOLES_OPEN;
     LKV_OPEN(uint, list);
@@ -106,7 +106,7 @@ LKV_KERNEL lkv_store(LKV_BIND(uint, list), LKV_BIND(uint, kin), LKV_BIND(uint, v
 #else
         uint place = slot;
 #endif
-        uint to = skew + ((row - row_base) * cap + place) * dim + c;
+        uint to = skew + (KV_ROW(row - row_base) + place) * dim + c;
         put(k, to, kept_finite(kin[from]));
         put(v, to, kept_finite(vin[from]));
         if (c == 0u) {

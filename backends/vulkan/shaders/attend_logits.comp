@@ -26,6 +26,7 @@ layout(push_constant) uniform Params {
     float scale;
 #ifdef LKV_HOLES
     uint phys_skew; // the same in the hole map's window
+    uint kv_cap;    // K/V row stride in slots: cap, or 0 (a paged pool)
 #endif
 } pc;
 
@@ -50,7 +51,7 @@ layout(std430, binding = 3) writeonly buffer Logits { float logits[]; };
 // Logits are stored per group from lbase: [cache head of the chunk][per][n].
 void logits_of_slot(uint i, uint row, uint chr, uint j0, uint jn, uint qbase, uint n, uint lbase)
 {
-    uint kbase = pc.kv_skew + (row * pc.cap + KV_PLACE(row, i)) * pc.dim;
+    uint kbase = pc.kv_skew + (KV_ROW(row) + KV_PLACE(row, i)) * pc.dim;
     float acc[QBLOCK];
     for (uint j = 0u; j < QBLOCK; j++)
         acc[j] = 0.0;

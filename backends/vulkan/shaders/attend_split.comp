@@ -26,6 +26,7 @@ layout(push_constant) uniform Params {
     uint dblocks;
 #ifdef LKV_HOLES
     uint phys_skew; // elements before the window's first row in the hole map's binding
+    uint kv_cap;    // K/V row stride in slots: cap, or 0 (a paged pool)
 #endif
 } pc;
 
@@ -102,7 +103,7 @@ void main()
         uint cn = min(WG, s1 - c);
         if (e < pc.dim)
             for (uint t = 0u; t < cn; t++) {
-                float val = LOAD_KV(v, pc.kv_skew + (row * pc.cap + KV_PLACE(row, c + t)) * pc.dim + e);
+                float val = LOAD_KV(v, pc.kv_skew + (KV_ROW(row) + KV_PLACE(row, c + t)) * pc.dim + e);
                 for (uint j = 0u; j < jn; j++)
                     acc[j] += weight[j][t] * val;
             }

@@ -27,6 +27,7 @@ layout(push_constant) uniform Params {
     uint dblocks; // unused here: one block covers every dimension
 #ifdef LKV_HOLES
     uint phys_skew; // elements before the window's first row in the hole map's binding
+    uint kv_cap;    // K/V row stride in slots: cap, or 0 (a paged pool)
 #endif
 } pc;
 
@@ -106,7 +107,7 @@ void main()
         l[j] = 0.0;
         acc[j] = vec4(0.0);
     }
-    uint row4 = (pc.kv_skew + row * pc.cap * pc.dim) / 4u;
+    uint row4 = (pc.kv_skew + KV_ROW(row) * pc.dim) / 4u;
     for (uint c = s0; c < s1; c += WG) {
         uint i = c + tid;
         for (uint j = 0u; j < QBLOCK; j++) {

@@ -33,6 +33,9 @@ layout(push_constant) uniform Params {
     uint n_rows;
     float threshold;
     uint pass;
+#ifdef LKV_HOLES
+    uint kv_cap;    // K row stride in slots: cap, or 0 (a paged pool)
+#endif
 } pc;
 
 layout(std430, binding = 0) readonly buffer List { uint list[]; };
@@ -54,11 +57,11 @@ uint meta_at(uint row, uint j)
 uint key_at(uint row, uint j)
 {
 #ifdef LKV_HOLES
-    uint place = phys[meta_at(row, j)];
+    uint place = phys[meta_at(row, j)], stride = pc.kv_cap;
 #else
-    uint place = j;
+    uint place = j, stride = pc.cap;
 #endif
-    return pc.kv_skew + ((row - pc.row_base) * pc.cap + place) * pc.dim;
+    return pc.kv_skew + ((row - pc.row_base) * stride + place) * pc.dim;
 }
 
 float norm_of(uint kj)

@@ -31,6 +31,9 @@ layout(push_constant) uniform Params {
     uint skew;      // elements before row row_base's slot 0 in the K/V window
     uint meta_skew; // the same in the pos and state windows
     uint row_base;
+#ifdef LKV_HOLES
+    uint kv_cap;    // K/V row stride in slots: cap, or 0 (a paged pool)
+#endif
 } pc;
 
 layout(std430, binding = 0) readonly buffer List { uint list[]; };
@@ -141,7 +144,12 @@ void main()
 #else
         uint place = slot;
 #endif
-        uint to = pc.skew + ((row - pc.row_base) * pc.cap + place) * pc.dim + c;
+#ifdef LKV_HOLES
+        uint kv_row = (row - pc.row_base) * pc.kv_cap;
+#else
+        uint kv_row = (row - pc.row_base) * pc.cap;
+#endif
+        uint to = pc.skew + (kv_row + place) * pc.dim + c;
         put_key(to, kept_finite(kin[from]));
         put_value(to, kept_finite(vin[from]));
         if (c == 0u) {
