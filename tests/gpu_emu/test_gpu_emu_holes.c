@@ -7,23 +7,8 @@
  * read back (a permutation whose places hold the compacting cache's K/V,
  * one place written a row per step); rows of 97 slots. At warp 32 and 64,
  * on 4 multiprocessors and on 132 (more, shorter attention splits). */
-#include <stdlib.h>
-
-#include "emu_driver.h"
+#include "emu_runtime.h"
 #include "holes_checks.h"
-#include "runtime.h"
-
-/* A runtime on the emulator, at the given warp width and multiprocessors. */
-static lkv_runtime *emu_runtime(const char *warp, const char *sms)
-{
-    setenv("LKV_EMU_WARP", warp, 1);
-    setenv("LKV_EMU_MULTIPROCESSORS", sms, 1);
-    lkv_runtime *rt = calloc(1, sizeof *rt);
-    cr_assert(rt);
-    rt->ops = &lkv_backend_gpu_emu;
-    TU_OK(rt->ops->open(0, &rt->dev));
-    return rt;
-}
 
 Test(gpu_emu_holes, every_policy_computes_as_compaction_f16_grouped, .timeout = 900)
 {
