@@ -21,6 +21,8 @@ struct lkv_pages {
      * have places the row never uses */
     int32_t *places;
     int32_t *map;      /* [capacity] one row's map, read and patched here */
+    int32_t *run;      /* trim's maps of a run of rows, grown on demand */
+    size_t run_cap;    /* entries */
     unsigned char *mark; /* [n_blocks] trim's scratch, all 0 between calls */
 };
 
@@ -74,6 +76,7 @@ void lkv_pages_destroy(lkv_pages *p)
     free(p->held);
     free(p->places);
     free(p->map);
+    free(p->run);
     free(p->mark);
     free(p);
 }
@@ -288,29 +291,33 @@ lkv_status lkv_pages_prepare(lkv_cache *c, const int32_t *seqs, const int32_t *c
     return st;
 }
 
-/* One row after its eviction kept k slots: blocks with no kept place go
- * back (mark 2), and the free places left are rewritten after the kept
- * ones. A row's table never holds a block twice, so clearing the marks
- * over it clears them all. */
-static lkv_status trim_row(lkv_cache *c, int32_t row, int32_t k)
+/* The fewest places a block gives a row: a whole block, or the places
+ * of one cut at the capacity. A row with fewer free places than this
+ * cannot have an empty block. */
+static int32_t fewest_places(const lkv_cache *c)
+{
+    int32_t cut = c->cfg.capacity % c->pages->block;
+    return cut ? cut : c->pages->block;
+}
+
+/* One row after its eviction kept k slots, its map (all `places`
+ * entries) in `map`: blocks with no kept place go back (mark 2), and the
+ * free places left are rewritten after the kept ones. A row's table never
+ * holds a block twice, so clearing the marks over it clears them all. */
+static lkv_status trim_row(lkv_cache *c, int32_t row, int32_t k, int32_t *map)
 {
     lkv_pages *p = c->pages;
     int32_t places = p->places[row], held = p->held[row];
-    if (places == k) /* no free place: no block can be empty */
-        return LKV_OK;
-    lkv_status st = read_map(c, row, 0, places);
-    if (st != LKV_OK)
-        return st;
     int32_t *tab = row_table(p, row), kept_blocks = 0;
     for (int32_t j = 0; j < k; j++)
-        p->mark[p->map[j] / p->block] = 1;
+        p->mark[map[j] / p->block] = 1;
     for (int32_t i = 0; i < held; i++)
         if (!p->mark[tab[i]])
             p->mark[tab[i]] = 2;
     int32_t free_at = k;
     for (int32_t j = k; j < places; j++)
-        if (p->mark[p->map[j] / p->block] != 2)
-            p->map[free_at++] = p->map[j];
+        if (p->mark[map[j] / p->block] != 2)
+            map[free_at++] = map[j];
     for (int32_t i = 0; i < held; i++) {
         int32_t b = tab[i];
         if (p->mark[b] == 2)
@@ -321,7 +328,37 @@ static lkv_status trim_row(lkv_cache *c, int32_t row, int32_t k)
     }
     p->held[row] = kept_blocks;
     p->places[row] = free_at;
-    return kept_blocks < held ? write_map(c, row, k, free_at - k) : LKV_OK;
+    if (kept_blocks == held)
+        return LKV_OK;
+    return c->ops->write(c->dev, c->buf.phys, map_offset(c, row) + (size_t)k * 4, map + k,
+                         (size_t)(free_at - k) * 4);
+}
+
+/* rows[first..end) are consecutive row ids (an eviction lists a sequence's
+ * layers and heads in order): their maps come back in one read, so a GPU
+ * waits once per run rather than once per row. */
+static lkv_status trim_run(lkv_cache *c, const int32_t *rows, const int32_t *row_k,
+                           int32_t first, int32_t end)
+{
+    lkv_pages *p = c->pages;
+    int32_t any = 0;
+    for (int32_t i = first; i < end && !any; i++)
+        any = p->places[rows[i]] - row_k[i] >= fewest_places(c);
+    if (!any)
+        return LKV_OK;
+    size_t cap = (size_t)c->cfg.capacity, n = (size_t)(end - first) * cap;
+    if (n > p->run_cap) {
+        int32_t *grown = realloc(p->run, n * sizeof(int32_t));
+        if (!grown)
+            return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for %zu map entries", n);
+        p->run = grown;
+        p->run_cap = n;
+    }
+    lkv_status st = c->ops->read(c->dev, c->buf.phys, map_offset(c, rows[first]), p->run, n * 4);
+    for (int32_t i = first; i < end && st == LKV_OK; i++)
+        if (p->places[rows[i]] - row_k[i] >= fewest_places(c))
+            st = trim_row(c, rows[i], row_k[i], p->run + (size_t)(i - first) * cap);
+    return st;
 }
 
 lkv_status lkv_pages_trim(lkv_cache *c, const int32_t *rows, const int32_t *row_k, int32_t n)
@@ -329,8 +366,11 @@ lkv_status lkv_pages_trim(lkv_cache *c, const int32_t *rows, const int32_t *row_
     if (!c->pages)
         return LKV_OK;
     lkv_status st = LKV_OK;
-    for (int32_t i = 0; i < n && st == LKV_OK; i++)
-        st = trim_row(c, rows[i], row_k[i]);
+    for (int32_t i = 0, end; i < n && st == LKV_OK; i = end) {
+        for (end = i + 1; end < n && rows[end] == rows[end - 1] + 1; end++)
+            ;
+        st = trim_run(c, rows, row_k, i, end);
+    }
     account(c);
     return st;
 }

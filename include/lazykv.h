@@ -441,8 +441,9 @@ typedef enum lkv_placement {
      * recreating the cache. A call that needs blocks the pool does not
      * have fails with OUT_OF_MEMORY naming the counts and changes nothing.
      * Every backend of this build has it; on a GPU the pool's bookkeeping
-     * reads an evicted row's map back (a device round trip per row: off
-     * the step with LKV_EVICTION_BACKGROUND), and Vulkan and OpenCL bind
+     * reads the evicted rows' maps back (a device round trip per evicting
+     * sequence: off the step with LKV_EVICTION_BACKGROUND), and Vulkan and
+     * OpenCL bind
      * the pool whole, so a pool past one storage binding is refused at
      * create (UNSUPPORTED, naming the sizes). */
     LKV_PLACEMENT_PAGED
