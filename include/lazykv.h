@@ -443,9 +443,8 @@ typedef enum lkv_placement {
      * Every backend of this build has it; on a GPU the pool's bookkeeping
      * reads the evicted rows' maps back (a device round trip per evicting
      * sequence: off the step with LKV_EVICTION_BACKGROUND), and Vulkan and
-     * OpenCL bind
-     * the pool whole, so a pool past one storage binding is refused at
-     * create (UNSUPPORTED, naming the sizes). */
+     * OpenCL bind the pool whole, so a pool past one storage binding is
+     * refused at create (UNSUPPORTED, naming the sizes). */
     LKV_PLACEMENT_PAGED
 } lkv_placement;
 
