@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_model.h"
 #include "cli.h"
 
 static const char *const help =
@@ -41,14 +42,19 @@ static const char *const help =
     "  --quick           short lengths and timing, for a smoke test\n"
     "  --json FILE       write every measurement as JSON\n"
     "  --plot FILE       write an SVG plot: time per op vs cache length per\n"
-    "                    backend, the decode step lazy vs full, observation cost\n\n"
+    "                    backend, the decode step lazy vs full, observation cost\n"
+    "  --model LIST      also (alone unless --backends is given) the roofline\n"
+    "                    model of the CUDA/HIP kernels on named GPUs (h200, h100,\n"
+    "                    a100, mi300x): each op's predicted time at the lengths\n"
+    "                    and shapes above, from bytes, waves and launches;\n"
+    "                    estimates, labelled MODEL (bench/README.md)\n\n"
     "Exit status 0; 1 when some measurement failed (see the notes); 2 on bad\n"
     "options or a backend that cannot be opened. bench/README.md explains the\n"
     "bytes model and how to read the output.\n";
 
 typedef struct bench_opts {
     const char *backends, *lengths, *json, *plot, *dtype, *batches, *batch_slots;
-    const char *decode_shape, *window, *budget;
+    const char *decode_shape, *window, *budget, *model;
     int quick;
 } bench_opts;
 
@@ -75,6 +81,7 @@ static int parse(int argc, char **argv, bench_opts *o)
                           : !strcmp(a, "--decode-shape") ? &o->decode_shape
                           : !strcmp(a, "--window")   ? &o->window
                           : !strcmp(a, "--budget")   ? &o->budget
+                          : !strcmp(a, "--model")    ? &o->model
                                                      : NULL;
         if (!slot)
             return cli_error("bench", a[0] == '-' ? "unknown option '%s' (see --help)"
@@ -266,6 +273,31 @@ static int write_output(FILE *f, const char *path, const lkv_bench_results *r,
     return 0;
 }
 
+/* The named model devices of --model. */
+static int parse_models(const char *list, const lkv_bench_gpu **out, int *out_n)
+{
+    const char *p = list;
+    int n = 0;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char name[16];
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), p);
+        const lkv_bench_gpu *g = len < sizeof name ? lkv_bench_gpu_named(name) : NULL;
+        if (!g)
+            return cli_error("bench", "--model '%.*s' is not a modelled GPU (%s)", (int)len, p,
+                             lkv_bench_gpu_names());
+        if (n == LKV_BENCH_MAX_DEVICES)
+            return cli_error("bench", "--model '%s': at most %d devices", list,
+                             LKV_BENCH_MAX_DEVICES);
+        out[n++] = g;
+        p += len + (p[len] == ',');
+    }
+    if (n == 0)
+        return cli_error("bench", "--model is empty: name a GPU (%s)", lkv_bench_gpu_names());
+    *out_n = n;
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     bench_opts o;
@@ -284,6 +316,14 @@ int cmd_bench(int argc, char **argv)
         (o.window && (rc = parse_count("--window", o.window, 1, &s.window))) ||
         (o.budget && (rc = parse_count("--budget", o.budget, 1, &s.decode_budget))))
         return rc;
+    const lkv_bench_gpu *models[LKV_BENCH_MAX_DEVICES];
+    int n_models = 0;
+    if (o.model && (rc = parse_models(o.model, models, &n_models)))
+        return rc;
+    if (o.model && !o.backends) { /* the model alone: nothing to measure */
+        lkv_bench_model_print(stdout, &s, models, n_models);
+        return 0;
+    }
     FILE *json = NULL, *plot = NULL;
     if ((rc = open_output(o.json, &json)) || (rc = open_output(o.plot, &plot))) {
         if (json)
@@ -300,6 +340,7 @@ int cmd_bench(int argc, char **argv)
         return cli_lib_error("bench", st);
     }
     lkv_bench_print_table(stdout, &r);
+    lkv_bench_model_print(stdout, &s, models, n_models);
     fflush(stdout);
     rc = write_output(json, o.json, &r, lkv_bench_write_json);
     int rc_plot = write_output(plot, o.plot, &r, lkv_bench_write_svg);
