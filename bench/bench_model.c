@@ -78,11 +78,13 @@ static void attend_model(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32
 {
     int32_t per = s->q_heads / s->kv_heads, qb = qblock_of(per);
     double e = (double)lkv_dtype_size(s->dtype), d = s->head_dim;
+    int vec = ((int)d * (int)e) % 16 == 0;
+    int resident = qb <= 4 || !vec ? 2 : 1; /* what the occupancy query answers */
     lkv_attend_split_in in = {
         .slots = (uint64_t)n,
         .longest = n,
         .units = lkv_attend_units(s->kv_heads, s->q_heads, qb),
-        .budget = lkv_attend_budget_of_sms(g->sms),
+        .budget = lkv_attend_budget(g->sms, resident),
         .align = LKV_ATT_BLOCK,
         .rounding = LKV_ATTEND_SPREAD,
     };
@@ -94,8 +96,6 @@ static void attend_model(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32
     int32_t qblocks = (per + qb - 1) / qb;
     double kv = 2.0 * s->kv_heads * qblocks * (double)n * d * e;
     double logits = 2.0 * 4.0 * s->q_heads * (double)n;
-    int vec = ((int)d * (int)e) % 16 == 0;
-    int resident = qb <= 4 || !vec ? 2 : 1;
     double in_flight = vec ? 16.0 * g->split_loads : e;
     double t = kernel_s(g, kv + logits, m->blocks, LKV_ATT_BLOCK, in_flight, resident, &m->waves);
     /* the combine: a block per query head looping over its splits, whose

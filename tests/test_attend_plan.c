@@ -56,6 +56,25 @@ Test(attend_plan, the_gpu_budget_is_eight_blocks_per_multiprocessor)
     cr_expect_eq(lkv_attend_budget_of_sms(0), 8, "an unknown count is one multiprocessor");
 }
 
+/* The gpu family's budget from the driver's occupancy: one full wave. */
+Test(attend_plan, an_occupancy_budget_is_one_full_wave)
+{
+    cr_expect_eq(lkv_attend_budget(132, 2), 264);
+    cr_expect_eq(lkv_attend_budget(132, 1), 132);
+    cr_expect_eq(lkv_attend_budget(0, 3), 3, "an unknown count is one multiprocessor");
+    cr_expect_eq(lkv_attend_budget(132, 0), 1056, "not known: the default");
+    cr_expect_eq(lkv_attend_budget(132, -1), 1056, "the driver could not say: the default");
+    /* 32K slots x 8 units over 264 blocks: ceil(992.97) = 993 -> 1024, 32
+     * splits in one wave of 256 blocks, where the default's 1056 gave 256
+     * slots and 128 splits in four */
+    lkv_attend_split_in in = {.slots = 32768, .longest = 32768, .units = 8,
+                              .budget = lkv_attend_budget(132, 2), .align = 256,
+                              .rounding = LKV_ATTEND_SPREAD};
+    cr_expect_eq(lkv_attend_split_len(&in), 1024);
+    in.budget = lkv_attend_budget(132, 0);
+    cr_expect_eq(lkv_attend_split_len(&in), 256);
+}
+
 Test(attend_plan, spread_fills_the_budget_in_whole_blocks)
 {
     /* 100000 slots x 8 units over 1056 blocks: ceil(757.6) = 758 -> 768 */

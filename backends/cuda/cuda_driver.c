@@ -120,6 +120,18 @@ static lkv_status cu_launch(void *api, const lkv_gpu_launch *l)
     return lkv_cu_check(&a->lib, r, what);
 }
 
+static lkv_status cu_occupancy(void *api, lkv_gpu_kernel_id kernel, uint32_t block,
+                               int *out_blocks)
+{
+    lkv_cu_api *a = api;
+    if (!a->lib.fn.cuOccupancyMaxActiveBlocksPerMultiprocessor)
+        return LKV_UNSUPPORTED;
+    return lkv_cu_check(&a->lib,
+                        a->lib.fn.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                            out_blocks, a->kernels[kernel], (int)block, 0),
+                        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+}
+
 static lkv_status cu_event_create(void *api, void **out_event)
 {
     lkv_cu_api *a = api;
@@ -200,6 +212,7 @@ const lkv_gpu_driver lkv_cu_driver = {
     .dtoh = cu_dtoh,
     .dtod = cu_dtod,
     .launch = cu_launch,
+    .occupancy = cu_occupancy,
     .event_create = cu_event_create,
     .event_destroy = cu_event_destroy,
     .event_record = cu_event_record,

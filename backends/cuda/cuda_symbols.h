@@ -50,5 +50,9 @@ LKV_SYM(cuda, REQ, CUresult, cuLaunchKernel, (CUfunction, unsigned int, unsigned
 LKV_SYM(cuda, OPT, CUresult, cuDeviceGetUuid_v2, (CUuuid *, CUdevice))
 LKV_SYM(cuda, OPT, CUresult, cuDeviceGetUuid, (CUuuid *, CUdevice))
 LKV_SYM(cuda, OPT, CUresult, cuDeviceGetPCIBusId, (char *, int, CUdevice))
+/* Resident blocks a multiprocessor: the attention's split planning (absent:
+ * the planner's default). */
+LKV_SYM(cuda, OPT, CUresult, cuOccupancyMaxActiveBlocksPerMultiprocessor,
+        (int *, CUfunction, int, size_t))
 LKV_SYM(cuda, OPT, CUresult, cuGetErrorName, (CUresult, const char **))
 LKV_SYM(cuda, OPT, CUresult, cuGetErrorString, (CUresult, const char **))

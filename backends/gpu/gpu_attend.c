@@ -198,16 +198,35 @@ static int32_t batch_groups_max(const lkv_device *d, const lkv_attend_args *a)
     return most < 1 ? 1 : (int32_t)most;
 }
 
-/* Splits (backends/plan/attend_plan.h): the batch's slots spread over the
- * device's blocks, in whole split blocks of slots. */
-static int32_t split_len_of(const lkv_device *d, const lkv_attend_args *a, const attend_batch *b)
+static lkv_gpu_kernel_id split_kernel(const lkv_attend_args *a);
+
+/* The split blocks of one full wave: the device's multiprocessors times the
+ * blocks of the call's split kernel one holds (the driver's occupancy
+ * query, asked once per kernel), or the planner's default where the driver
+ * cannot say. */
+static uint64_t split_budget(lkv_device *d, const lkv_attend_args *a)
+{
+    lkv_gpu_kernel_id k = split_kernel(a);
+    if (d->resident[k] == 0) {
+        int blocks = 0;
+        lkv_status st = d->drv->occupancy ? d->drv->occupancy(d->api, k, LKV_ATT_BLOCK, &blocks)
+                                          : LKV_UNSUPPORTED;
+        d->resident[k] = st == LKV_OK && blocks > 0 ? blocks : -1;
+        lkv_clear_error(); /* a driver that cannot say is not a failure of the call */
+    }
+    return lkv_attend_budget(d->lim.multiprocessors, d->resident[k]);
+}
+
+/* Splits (backends/plan/attend_plan.h): the batch's slots spread over one
+ * wave of the device's split blocks, in whole split blocks of slots. */
+static int32_t split_len_of(const lkv_attend_args *a, const attend_batch *b, uint64_t budget)
 {
     lkv_attend_split_in in = {
         .slots = (uint64_t)b->slots,
         .longest = b->max_n,
         .units = lkv_attend_units(a->cache_heads, a->q_heads,
                                   qblock_of(a->q_heads / a->cache_heads)),
-        .budget = lkv_attend_budget_of_sms(d->lim.multiprocessors),
+        .budget = budget,
         .align = LKV_ATT_BLOCK,
         .rounding = LKV_ATTEND_SPREAD,
     };
@@ -217,7 +236,8 @@ static int32_t split_len_of(const lkv_device *d, const lkv_attend_args *a, const
 
 /* The batch that starts at group `first`: as many groups as fit the scratch
  * budget and batch_groups_max, at least one. */
-static attend_batch batch_at(const lkv_device *d, const lkv_attend_args *a, int32_t first)
+static attend_batch batch_at(const lkv_device *d, const lkv_attend_args *a, int32_t first,
+                             uint64_t budget)
 {
     attend_batch b = {.first = first};
     int32_t most = batch_groups_max(d, a);
@@ -231,7 +251,7 @@ static attend_batch batch_at(const lkv_device *d, const lkv_attend_args *a, int3
         b.max_n = n > b.max_n ? n : b.max_n;
         b.count++;
     }
-    b.split_len = split_len_of(d, a, &b);
+    b.split_len = split_len_of(a, &b, budget);
     for (int32_t g = first; g < first + b.count; g++)
         b.splits += (int64_t)lkv_attend_splits((uint64_t)a->group_n[g], (uint64_t)b.split_len);
     return b;
@@ -303,8 +323,9 @@ static void free_plan(attend_plan *p)
     free(p->slot_off);
 }
 
-static lkv_status plan_call(const lkv_device *d, const lkv_attend_args *a, attend_plan *p)
+static lkv_status plan_call(lkv_device *d, const lkv_attend_args *a, attend_plan *p)
 {
+    uint64_t budget = split_budget(d, a);
     size_t groups = (size_t)a->n_groups;
     p->batches = malloc(sizeof(attend_batch) * groups);
     p->slot_off = malloc(sizeof(int32_t) * 4 * groups); /* at most 2 * groups entries each */
@@ -315,7 +336,7 @@ static lkv_status plan_call(const lkv_device *d, const lkv_attend_args *a, atten
     p->n_batches = 0;
     p->logits_bytes = p->partial_bytes = p->lse_bytes = 16;
     for (int32_t first = 0; first < a->n_groups;) {
-        attend_batch b = batch_at(d, a, first);
+        attend_batch b = batch_at(d, a, first, budget);
         lkv_status st = grids_of(d, a, &b);
         if (st != LKV_OK)
             return st;

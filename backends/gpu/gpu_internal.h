@@ -64,6 +64,11 @@ typedef struct lkv_gpu_driver {
     lkv_status (*dtoh)(void *api, void *dst, lkv_gpu_ptr src, size_t bytes);
     lkv_status (*dtod)(void *api, lkv_gpu_ptr dst, lkv_gpu_ptr src, size_t bytes);
     lkv_status (*launch)(void *api, const lkv_gpu_launch *launch);
+    /* Blocks of `block` threads of `kernel` one multiprocessor holds at once
+     * (cuOccupancyMaxActiveBlocksPerMultiprocessor); NULL, or a failure,
+     * leaves the planner its default (backends/plan/attend_plan.h). */
+    lkv_status (*occupancy)(void *api, lkv_gpu_kernel_id kernel, uint32_t block,
+                            int *out_blocks);
     /* Events on the stream: record marks everything queued so far; done
      * asks without waiting (*out_done 1 once it passed); wait blocks. */
     lkv_status (*event_create)(void *api, void **out_event);
@@ -133,6 +138,10 @@ struct lkv_device {
     /* Op scratch, grown on demand and kept (lkv_gpu_reserve). */
     lkv_buffer *logits, *partials, *lse, *compact_scratch;
     int64_t attend_batch_bytes; /* scratch budget of an attend batch (gpu_attend.c) */
+    /* Each kernel's resident blocks a multiprocessor at the launch block
+     * the host uses, asked once (drv->occupancy): 0 not asked yet, -1 the
+     * driver could not say. */
+    int resident[LKV_GPU_KERNEL_COUNT];
 };
 
 /* gpu_device.c: wraps an opened driver into a device, and tears it down. On

@@ -139,6 +139,17 @@ static lkv_status hip_launch(void *api, const lkv_gpu_launch *l)
     return lkv_hip_check(&a->lib, e, "hipModuleLaunchKernel");
 }
 
+static lkv_status hip_occupancy(void *api, lkv_gpu_kernel_id kernel, uint32_t block,
+                                int *out_blocks)
+{
+    lkv_hip_api *a = api;
+    if (!a->lib.fn.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor)
+        return LKV_UNSUPPORTED;
+    hipError_t e = a->lib.fn.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(
+        out_blocks, a->fn[kernel], (int)block, 0);
+    return lkv_hip_check(&a->lib, e, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor");
+}
+
 static lkv_status hip_event_create(void *api, void **out_event)
 {
     lkv_hip_api *a = api;
@@ -220,6 +231,7 @@ const lkv_gpu_driver lkv_hip_driver = {
     .dtoh = hip_dtoh,
     .dtod = hip_dtod,
     .launch = hip_launch,
+    .occupancy = hip_occupancy,
     .event_create = hip_event_create,
     .event_destroy = hip_event_destroy,
     .event_record = hip_event_record,

@@ -54,6 +54,10 @@ LKV_SYM(hip, OPT, hipError_t, hipGetDevicePropertiesR0600, (void *props, int dev
 LKV_SYM(hip, OPT, hipError_t, hipDeviceGetPCIBusId, (char *pci_bus_id, int len, int device))
 LKV_SYM(hip, OPT, hipError_t, hipGetDeviceProperties, (void *props, int device))
 LKV_SYM(hip, OPT, hipError_t, hipDeviceGetUuid, (hipUUID *uuid, hipDevice_t device)) /* ROCm 5.1+ */
+/* Resident blocks a CU: the attention's split planning (absent: the
+ * planner's default). */
+LKV_SYM(hip, OPT, hipError_t, hipModuleOccupancyMaxActiveBlocksPerMultiprocessor,
+        (int *num_blocks, hipFunction_t fn, int block_size, size_t shared_bytes))
 LKV_SYM(hip, OPT, const char *, hipGetErrorName, (hipError_t error))
 LKV_SYM(hip, OPT, const char *, hipGetErrorString, (hipError_t error))
 

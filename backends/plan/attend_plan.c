@@ -28,6 +28,13 @@ uint64_t lkv_attend_budget_of_sms(int multiprocessors)
     return (uint64_t)(multiprocessors > 0 ? multiprocessors : 1) * LKV_ATTEND_BLOCKS_PER_SM;
 }
 
+uint64_t lkv_attend_budget(int multiprocessors, int resident)
+{
+    if (resident < 1)
+        return lkv_attend_budget_of_sms(multiprocessors);
+    return (uint64_t)(multiprocessors > 0 ? multiprocessors : 1) * (uint64_t)resident;
+}
+
 /* The length the budget asks for, before the bounds every plan shares. */
 static uint64_t wanted_len(const lkv_attend_split_in *in)
 {

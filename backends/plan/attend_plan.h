@@ -7,8 +7,8 @@
  * Both families want the same thing: enough split workgroups in flight to
  * fill the device, no split shorter than LKV_ATTEND_SPLIT_MIN slots, at most
  * LKV_ATTEND_MAX_SPLITS splits of a group, lengths in whole kernel blocks.
- * They reach it by two roundings, kept as they were so that neither family's
- * dispatches change (a different split length reorders the combine's sums):
+ * They reach it by two roundings (a different split length reorders the
+ * combine's sums; each family's conformance covers its own):
  *
  *   spread (gpu)  many groups are planned as one batch, so the batch's slots
  *                 are spread over the budget: ceil(slots * units / budget),
@@ -26,7 +26,8 @@
 
 #define LKV_ATTEND_SPLIT_MIN 256    /* a shorter split costs more to merge than it saves */
 #define LKV_ATTEND_MAX_SPLITS 1024  /* per group, so the combine's loops stay short */
-#define LKV_ATTEND_BLOCKS_PER_SM 8  /* split blocks wanted per multiprocessor (gpu) */
+#define LKV_ATTEND_BLOCKS_PER_SM 8  /* split blocks per multiprocessor where the occupancy
+                                       is not known (gpu) */
 
 typedef enum lkv_attend_rounding {
     LKV_ATTEND_SPREAD, /* ceil(slots * units / budget), capped at the longest group */
@@ -50,6 +51,13 @@ uint64_t lkv_attend_units(int32_t cache_heads, int32_t q_heads, int32_t qblock);
 /* The workgroup budget of a device with `multiprocessors` SMs or CUs
  * (LKV_ATTEND_BLOCKS_PER_SM each; at least one multiprocessor). */
 uint64_t lkv_attend_budget_of_sms(int multiprocessors);
+
+/* The budget of one full wave: `resident` split blocks a multiprocessor,
+ * as the driver's occupancy query says for the split kernel the call takes
+ * (gpu); resident < 1 (not known) falls back to lkv_attend_budget_of_sms.
+ * Splits then run in one wave, as long as they need to be, and the
+ * combine loops over fewer of them. */
+uint64_t lkv_attend_budget(int multiprocessors, int resident);
 
 /* The split length, in slots: at least 1, a multiple of align. A caller
  * narrows it to its kernels' parameter type. */

@@ -291,6 +291,20 @@ static lkv_status run_kernel(emu_api *a, const lkv_emu_kernel *k, const uint32_t
     return LKV_OK;
 }
 
+/* The emulator has no registers to count: it answers 2 for every kernel,
+ * the kernel report's figure for the split kernels the conformance shapes
+ * take (sm_90, up to 4 query heads a block), so the planner's occupancy
+ * path runs here as on a GPU. */
+static lkv_status emu_occupancy(void *api, lkv_gpu_kernel_id kernel, uint32_t block,
+                                int *out_blocks)
+{
+    (void)api;
+    (void)kernel;
+    (void)block;
+    *out_blocks = 2;
+    return LKV_OK;
+}
+
 static lkv_status emu_launch(void *api, const lkv_gpu_launch *l)
 {
     if ((int)l->kernel < 0 || (int)l->kernel >= lkv_emu_kernel_count)
@@ -395,6 +409,7 @@ const lkv_gpu_driver lkv_emu_driver = {
     .dtoh = emu_dtoh,
     .dtod = emu_dtod,
     .launch = emu_launch,
+    .occupancy = emu_occupancy,
     .event_create = emu_event_create,
     .event_destroy = emu_event_destroy,
     .event_record = emu_event_record,
