@@ -123,14 +123,15 @@ static double per_slot_s(const lkv_bench_gpu *g, double bytes, const lkv_bench_s
 }
 
 /* select: a block per row, four radix passes and a last one over the row,
- * thread 0 scanning each pass's 256 bins. */
+ * each pass's digit found by a block scan of its 256 bins (log2 256 = 8
+ * steps). */
 static double select_s(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32_t n, int32_t k,
                        lkv_bench_model *m)
 {
     m->blocks = s->kv_heads;
     m->bytes = 5.0 * 4.0 * s->kv_heads * (double)n + 4.0 * s->kv_heads * (double)k;
     return kernel_s(g, m->bytes, m->blocks, LKV_SELECT_BLOCK, 4.0, 8, &m->waves) +
-           4.0 * 256.0 * g->scan_step_s;
+           4.0 * 8.0 * g->scan_step_s;
 }
 
 void lkv_bench_model_op(const lkv_bench_gpu *g, lkv_bench_op op, const lkv_bench_shape *s,

@@ -31,7 +31,7 @@ typedef struct lkv_bench_gpu {
     double launch_s;         /* each launch of an op, back to back */
     double sync_s;           /* the op's final wait, host-observed */
     double combine_step_s;   /* the combine's serial loop, per split */
-    double scan_step_s;      /* select's serial bin scan, per bin */
+    double scan_step_s;      /* a step of select's block scan of its bins */
 } lkv_bench_gpu;
 
 /* The named device ("h200", "h100", "a100", "mi300x"), or NULL. */

@@ -4,8 +4,9 @@
 // (backends/cpu/cpu_select.c; backends/vulkan/shaders/select.comp is the same algorithm).
 // Each score maps to a 32-bit key whose ascending order is the oracle's
 // ranking (descending score, -0 equal to +0, every NaN the largest key). A
-// radix select, four passes of 8 bits with the histogram in shared memory,
-// finds the k-th smallest key T and how many of the keys equal to T are
+// radix select, four passes of 8 bits with the histogram in shared memory
+// (each pass's digit found by a block scan of the bins), finds the k-th
+// smallest key T and how many of the keys equal to T are
 // kept; a last pass over the row in slot order keeps every key < T and the
 // first `need` keys == T, placing each with a block prefix sum (warp
 // shuffles, then the per-warp totals). The kept set is exactly the oracle's:
@@ -56,11 +57,31 @@ LKV_DEV unsigned int lkv_select_scan(unsigned int v, unsigned int *warp_sum,
     return before;
 }
 
+// The digit where the running count of the 256 bins reaches `need` (the
+// keys of lower digits are all kept) into sh[0], and what is left of `need`
+// in it into sh[1]: a block scan of the bins, a block at a time, so no
+// thread walks them alone. Exactly one bin holds the crossing, as the bins
+// count at least `need` keys.
+LKV_DEV void lkv_select_digit(const unsigned int *hist, unsigned int need, unsigned int *sh,
+                              unsigned int *warp_sum)
+{
+    unsigned int below = 0u;
+    for (unsigned int c = 0u; c < 256u; c += blockDim.x) {
+        unsigned int b = c + threadIdx.x, v = b < 256u ? hist[b] : 0u, total;
+        unsigned int before = below + lkv_select_scan(v, warp_sum, &total);
+        if (b < 256u && before < need && need <= before + v) {
+            sh[0] = b;
+            sh[1] = need - before;
+        }
+        below += total;
+    }
+}
+
 // The radix select: the k-th smallest key of the row (into *out_key) and
 // how many keys equal to it are kept (the return value).
 LKV_DEV unsigned int lkv_select_threshold(const float *s, unsigned int n, unsigned int k,
                                           unsigned int *hist, unsigned int *sh,
-                                          unsigned int *out_key)
+                                          unsigned int *warp_sum, unsigned int *out_key)
 {
     unsigned int prefix = 0u, mask = 0u, need = k;
     for (int shift = 24; shift >= 0; shift -= 8) {
@@ -73,17 +94,7 @@ LKV_DEV unsigned int lkv_select_threshold(const float *s, unsigned int n, unsign
                 atomicAdd(&hist[(key >> shift) & 255u], 1u);
         }
         __syncthreads();
-        if (threadIdx.x == 0) {
-            // the digit where the count reaches `need`; the keys below it are all kept
-            unsigned int cum = 0u, b = 0u;
-            for (; b < 255u; b++) {
-                if (cum + hist[b] >= need)
-                    break;
-                cum += hist[b];
-            }
-            sh[0] = b;
-            sh[1] = need - cum;
-        }
+        lkv_select_digit(hist, need, sh, warp_sum);
         __syncthreads();
         prefix |= sh[0] << shift;
         mask |= 255u << shift;
@@ -113,7 +124,7 @@ LKV_KERNEL(lkv_select_rows)(const int *rows, const int *row_n, const int *row_k,
             continue;
         }
         unsigned int key_k;
-        unsigned int need = lkv_select_threshold(s, n, k, hist, sh, &key_k);
+        unsigned int need = lkv_select_threshold(s, n, k, hist, sh, warp_sum, &key_k);
         // keep keys < key_k and the first `need` keys == key_k, in slot order;
         // a chunk's counts (at most a block each) pack into one word
         unsigned int kept_total = 0u, eq_total = 0u;

@@ -4,7 +4,8 @@
 // in `kept`.
 // One work-group per row. Each score maps to a 32-bit key whose ascending
 // order is the ranking; a radix select (4 passes of 8 bits, histograms in
-// local memory) finds the k-th key T and how many slots with key == T to
+// local memory, each pass's digit found by a work-group scan of the bins)
+// finds the k-th key T and how many slots with key == T to
 // take; a last pass in slot order keeps every key < T and the first of the
 // keys == T, placing them with a work-group prefix sum. The result is
 // exactly the CPU oracle's (same keys, same tie rule).
@@ -21,10 +22,32 @@ static uint key_of(uint b)
     return ~ord;
 }
 
+static uint group_scan(uint mine, uint *total, __local uint *scan);
+
+// The digit where the running count of the 256 bins reaches `need` (the
+// keys of lower digits are all kept) into sh[0], and what is left of `need`
+// in it into sh[1]: a work-group scan of the bins, LKV_WG at a time, so no
+// work-item walks them alone. Exactly one bin holds the crossing.
+static void find_digit(__local const uint *hist, uint need, __local uint *sh,
+                       __local uint *scan)
+{
+    uint tid = (uint)get_local_id(0), below = 0u;
+    for (uint c = 0u; c < 256u; c += LKV_WG) {
+        uint b = c + tid, v = b < 256u ? hist[b] : 0u, total;
+        uint before = below + group_scan(v, &total, scan) - v;
+        if (b < 256u && before < need && need <= before + v) {
+            sh[0] = b;
+            sh[1] = need - before;
+        }
+        below += total;
+        barrier(CLK_LOCAL_MEM_FENCE); // scan is rewritten by the next chunk
+    }
+}
+
 // The k-th smallest key of the row's n and how many keys equal to it the
 // k best take (*need). Every work-item returns the same.
 static uint kth_key(__global const uint *scores, uint base, uint n, uint k, uint *need,
-                    __local uint *hist, __local uint *sh)
+                    __local uint *hist, __local uint *sh, __local uint *scan)
 {
     uint tid = (uint)get_local_id(0);
     uint prefix = 0u, mask = 0u;
@@ -39,16 +62,7 @@ static uint kth_key(__global const uint *scores, uint base, uint n, uint k, uint
                 atomic_inc(&hist[(key >> (uint)shift) & 255u]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (tid == 0u) {
-            uint cum = 0u, b = 0u;
-            for (; b < 255u; b++) {
-                if (cum + hist[b] >= *need)
-                    break;
-                cum += hist[b];
-            }
-            sh[0] = b;
-            sh[1] = *need - cum;
-        }
+        find_digit(hist, *need, sh, scan);
         barrier(CLK_LOCAL_MEM_FENCE);
         prefix |= sh[0] << (uint)shift;
         mask |= 255u << (uint)shift;
@@ -95,7 +109,7 @@ LKV_KERNEL lkv_select(LKV_BIND(uint, list), LKV_BIND(uint, scores), LKV_BIND(uin
     bool take_all = k >= n;
     uint need = k, prefix = 0u;
     if (!take_all)
-        prefix = kth_key(scores, base, n, k, &need, hist, sh);
+        prefix = kth_key(scores, base, n, k, &need, hist, sh, scan);
     // prefix is now the k-th key; keep keys < prefix and `need` of the keys
     // == prefix, the lowest slots first.
     uint kept_total = 0u, eq_total = 0u;

@@ -5,7 +5,8 @@
 // ascending order to the first k entries of the row in `kept`.
 // One workgroup per row. Each score maps to a 32-bit key whose ascending
 // order is the ranking; a radix select (4 passes of 8 bits, histograms in
-// shared memory) finds the k-th key T and how many slots with key == T to
+// shared memory, each pass's digit found by a workgroup scan of the bins)
+// finds the k-th key T and how many slots with key == T to
 // take; a last pass in slot order keeps every key < T and the first of the
 // keys == T, placing them with a workgroup prefix sum. No subgroup size is
 // assumed. The result is exactly the CPU oracle's (same keys, same tie rule).
@@ -28,6 +29,42 @@ layout(std430, binding = 2) writeonly buffer Kept { uint kept[]; };
 shared uint hist[256];
 shared uint sh_digit, sh_need;
 shared uint scan[WG];
+
+// Inclusive prefix sum of `mine` over the workgroup (Hillis-Steele in
+// shared memory); the workgroup's total in *total.
+uint group_scan(uint tid, uint mine, out uint total)
+{
+    scan[tid] = mine;
+    barrier();
+    for (uint off = 1u; off < WG; off <<= 1u) {
+        uint add = tid >= off ? scan[tid - off] : 0u;
+        barrier();
+        scan[tid] += add;
+        barrier();
+    }
+    uint incl = scan[tid];
+    total = scan[WG - 1u];
+    barrier(); // scan is rewritten by the next call
+    return incl;
+}
+
+// The digit where the running count of the 256 bins reaches `need` (the
+// keys of lower digits are all kept) into sh_digit, and what is left of
+// `need` in it into sh_need: a workgroup scan of the bins, WG at a time, so
+// no invocation walks them alone. Exactly one bin holds the crossing.
+void find_digit(uint tid, uint need)
+{
+    uint below = 0u;
+    for (uint c = 0u; c < 256u; c += WG) {
+        uint b = c + tid, v = b < 256u ? hist[b] : 0u, total;
+        uint before = below + group_scan(tid, v, total) - v;
+        if (b < 256u && before < need && need <= before + v) {
+            sh_digit = b;
+            sh_need = need - before;
+        }
+        below += total;
+    }
+}
 
 // Ascending key = descending score; -0 ties +0; every NaN is the last key.
 uint key_of(uint b)
@@ -61,16 +98,7 @@ void main()
                     atomicAdd(hist[(key >> uint(shift)) & 255u], 1u);
             }
             barrier();
-            if (tid == 0u) {
-                uint cum = 0u, b = 0u;
-                for (; b < 255u; b++) {
-                    if (cum + hist[b] >= need)
-                        break;
-                    cum += hist[b];
-                }
-                sh_digit = b;
-                sh_need = need - cum;
-            }
+            find_digit(tid, need);
             barrier();
             prefix |= sh_digit << uint(shift);
             mask |= 255u << uint(shift);
@@ -93,23 +121,13 @@ void main()
                 eq = key == prefix ? 1u : 0u;
             }
         }
-        uint mine = less | (eq << 16u);
-        scan[tid] = mine;
-        barrier();
-        for (uint off = 1u; off < WG; off <<= 1u) {
-            uint add = tid >= off ? scan[tid - off] : 0u;
-            barrier();
-            scan[tid] += add;
-            barrier();
-        }
-        uint before = scan[tid] - mine;
-        uint total = scan[WG - 1u];
+        uint mine = less | (eq << 16u), total;
+        uint before = group_scan(tid, mine, total) - mine;
         uint take_left = need > eq_total ? need - eq_total : 0u;
         uint less_before = before & 0xffffu, eq_before = before >> 16u;
         if (less == 1u || (eq == 1u && eq_before < take_left))
             kept[base + kept_total + less_before + min(eq_before, take_left)] = i;
         kept_total += (total & 0xffffu) + min(total >> 16u, take_left);
         eq_total += total >> 16u;
-        barrier();
     }
 }
