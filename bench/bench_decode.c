@@ -127,9 +127,9 @@ static void record_failure(lkv_bench_decode *out, lkv_status st, const char *whi
 
 /* The lazy run again with hole filling, inline and in the background, on a
  * backend that has it; then paged, inline, on one that has a pool. */
-static lkv_status run_holes(lkv_runtime *rt, const lkv_bench_settings *s,
-                            const lkv_bench_decode_inputs *in, lkv_cache_config cfg,
-                            lkv_bench_decode *out)
+static lkv_status run_placements(lkv_runtime *rt, const lkv_bench_settings *s,
+                                 const lkv_bench_decode_inputs *in, lkv_cache_config cfg,
+                                 lkv_bench_decode *out)
 {
     if (!rt->ops->holes)
         return LKV_OK;
@@ -190,7 +190,7 @@ static lkv_status run_lazy(lkv_runtime *rt, const lkv_bench_settings *s,
     out->bg_evict_call_ms = evicting_ms(&b);
     out->bg_eviction_ms = stats.evictions ? 1e3 * stats.eviction_seconds / (double)stats.evictions
                                           : 0.0;
-    return run_holes(rt, s, in, cfg, out);
+    return run_placements(rt, s, in, cfg, out);
 }
 
 static lkv_status run_full(lkv_runtime *rt, const lkv_bench_settings *s,

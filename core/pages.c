@@ -91,16 +91,19 @@ static size_t map_offset(const lkv_cache *c, int32_t row)
     return (size_t)row * (size_t)c->cfg.capacity * sizeof(int32_t);
 }
 
-static lkv_status read_map(lkv_cache *c, int32_t row, int32_t first, int32_t n)
+/* Map entries [first, first + n) of `row` (past its end: the next rows')
+ * to and from map[first ..]: p->map for one row, trim's run for several. */
+static lkv_status read_map(lkv_cache *c, int32_t row, int32_t first, size_t n, int32_t *map)
 {
     return c->ops->read(c->dev, c->buf.phys, map_offset(c, row) + (size_t)first * 4,
-                        c->pages->map + first, (size_t)n * 4);
+                        map + first, n * 4);
 }
 
-static lkv_status write_map(lkv_cache *c, int32_t row, int32_t first, int32_t n)
+static lkv_status write_map(lkv_cache *c, int32_t row, int32_t first, size_t n,
+                            const int32_t *map)
 {
     return c->ops->write(c->dev, c->buf.phys, map_offset(c, row) + (size_t)first * 4,
-                         c->pages->map + first, (size_t)n * 4);
+                         map + first, n * 4);
 }
 
 static void give_back(lkv_pages *p, int32_t block)
@@ -156,7 +159,7 @@ static lkv_status row_need(lkv_cache *c, int32_t row, int32_t len, int32_t count
         return LKV_OK;
     if (!row_has_shared(p, row))
         return LKV_OK;
-    lkv_status st = read_map(c, row, len, last - len);
+    lkv_status st = read_map(c, row, len, (size_t)(last - len), p->map);
     if (st != LKV_OK)
         return st;
     *out_need += count_shared(c, len, last);
@@ -164,8 +167,14 @@ static lkv_status row_need(lkv_cache *c, int32_t row, int32_t len, int32_t count
     return LKV_OK;
 }
 
-lkv_status lkv_pages_need(lkv_cache *c, const int32_t *seqs, const int32_t *counts, int32_t n,
-                          int32_t layer, int worst, int64_t *out_need)
+/* Blocks that storing counts[i] tokens into `layer` of sequence seqs[i]
+ * would take from the pool (new blocks past each row's places, and copies
+ * of shared blocks the tokens would land in), into *out_need. With
+ * `worst`, a sequence whose layer is full (an early eviction comes first,
+ * its freed places unknown yet) counts what is left to grow and a copy per
+ * token and head. */
+static lkv_status pages_need(lkv_cache *c, const int32_t *seqs, const int32_t *counts,
+                             int32_t n, int32_t layer, int worst, int64_t *out_need)
 {
     int64_t need = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -189,13 +198,13 @@ lkv_status lkv_pages_need(lkv_cache *c, const int32_t *seqs, const int32_t *coun
     return LKV_OK;
 }
 
-lkv_status lkv_pages_check(lkv_cache *c, const int32_t *seqs, const int32_t *counts, int32_t n,
-                           int32_t layer, const char *call)
+/* The pool holds what the listed stores need (pages_need), or
+ * OUT_OF_MEMORY naming the counts; `call` starts the message. */
+static lkv_status pool_holds(lkv_cache *c, const int32_t *seqs, const int32_t *counts, int32_t n,
+                             int32_t layer, int worst, const char *call)
 {
-    if (!c->pages)
-        return LKV_OK;
     int64_t need = 0;
-    lkv_status st = lkv_pages_need(c, seqs, counts, n, layer, 1, &need);
+    lkv_status st = pages_need(c, seqs, counts, n, layer, worst, &need);
     if (st == LKV_OK && need > c->pages->n_free)
         st = lkv_fail(LKV_OUT_OF_MEMORY,
                       "%s: layer %d needs %lld blocks of %d slots and the pool has %d free of "
@@ -203,6 +212,12 @@ lkv_status lkv_pages_check(lkv_cache *c, const int32_t *seqs, const int32_t *cou
                       call, layer, (long long)need, c->pages->block, c->pages->n_free,
                       c->pages->n_blocks);
     return st;
+}
+
+lkv_status lkv_pages_check(lkv_cache *c, const int32_t *seqs, const int32_t *counts, int32_t n,
+                           int32_t layer, const char *call)
+{
+    return c->pages ? pool_holds(c, seqs, counts, n, layer, 1, call) : LKV_OK;
 }
 
 /* Blocks for places [places, end) of the row (end <= capacity), its map
@@ -219,7 +234,7 @@ static lkv_status grow_row(lkv_cache *c, int32_t row, int32_t end)
             p->map[at++] = b * p->block + o;
     }
     p->places[row] = at;
-    return at > first ? write_map(c, row, first, at - first) : LKV_OK;
+    return at > first ? write_map(c, row, first, (size_t)(at - first), p->map) : LKV_OK;
 }
 
 /* A private copy of shared block `old` for the row: K/V copied, the table
@@ -242,11 +257,11 @@ static lkv_status copy_block(lkv_cache *c, int32_t row, int32_t old)
             tab[i] = b;
     int32_t places = p->places[row];
     if (st == LKV_OK)
-        st = read_map(c, row, 0, places);
+        st = read_map(c, row, 0, (size_t)places, p->map);
     for (int32_t j = 0; j < places && st == LKV_OK; j++)
         if (p->map[j] / p->block == old)
             p->map[j] = b * p->block + p->map[j] % p->block;
-    return st == LKV_OK ? write_map(c, row, 0, places) : st;
+    return st == LKV_OK ? write_map(c, row, 0, (size_t)places, p->map) : st;
 }
 
 /* Copies of the shared blocks that places [len, end) of the row lie in.
@@ -257,7 +272,7 @@ static lkv_status unshare(lkv_cache *c, int32_t row, int32_t len, int32_t end)
     lkv_pages *p = c->pages;
     if (end <= len || !row_has_shared(p, row))
         return LKV_OK;
-    lkv_status st = read_map(c, row, len, end - len);
+    lkv_status st = read_map(c, row, len, (size_t)(end - len), p->map);
     for (int32_t j = len; j < end && st == LKV_OK; j++)
         if (p->refs[p->map[j] / p->block] > 1)
             st = copy_block(c, row, p->map[j] / p->block);
@@ -270,13 +285,8 @@ lkv_status lkv_pages_prepare(lkv_cache *c, const int32_t *seqs, const int32_t *c
     lkv_pages *p = c->pages;
     if (!p)
         return LKV_OK;
-    int64_t need = 0;
-    lkv_status st = lkv_pages_need(c, seqs, counts, n, layer, 0, &need);
-    if (st == LKV_OK && need > p->n_free)
-        st = lkv_fail(LKV_OUT_OF_MEMORY,
-                      "layer %d needs %lld blocks of %d slots and the pool has %d free of %d "
-                      "(pool_blocks)",
-                      layer, (long long)need, p->block, p->n_free, p->n_blocks);
+    /* the call's lkv_pages_check made sure at worst; this is the exact need */
+    lkv_status st = pool_holds(c, seqs, counts, n, layer, 0, "store");
     for (int32_t i = 0; i < n && st == LKV_OK; i++) {
         int32_t len = c->seqs[seqs[i]].len[layer], end = len + counts[i];
         for (int32_t h = 0; h < c->heads && st == LKV_OK; h++) {
@@ -328,10 +338,7 @@ static lkv_status trim_row(lkv_cache *c, int32_t row, int32_t k, int32_t *map)
     }
     p->held[row] = kept_blocks;
     p->places[row] = free_at;
-    if (kept_blocks == held)
-        return LKV_OK;
-    return c->ops->write(c->dev, c->buf.phys, map_offset(c, row) + (size_t)k * 4, map + k,
-                         (size_t)(free_at - k) * 4);
+    return kept_blocks < held ? write_map(c, row, k, (size_t)(free_at - k), map) : LKV_OK;
 }
 
 /* rows[first..end) are consecutive row ids (an eviction lists a sequence's
@@ -354,7 +361,7 @@ static lkv_status trim_run(lkv_cache *c, const int32_t *rows, const int32_t *row
         p->run = grown;
         p->run_cap = n;
     }
-    lkv_status st = c->ops->read(c->dev, c->buf.phys, map_offset(c, rows[first]), p->run, n * 4);
+    lkv_status st = read_map(c, rows[first], 0, n, p->run);
     for (int32_t i = first; i < end && st == LKV_OK; i++)
         if (p->places[rows[i]] - row_k[i] >= fewest_places(c))
             st = trim_row(c, rows[i], row_k[i], p->run + (size_t)(i - first) * cap);

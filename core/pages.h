@@ -25,17 +25,10 @@ typedef struct lkv_pages lkv_pages;
 lkv_status lkv_pages_create(lkv_cache *c);
 void lkv_pages_destroy(lkv_pages *p);
 
-/* Blocks that storing counts[i] tokens into `layer` of sequence seqs[i]
- * would take from the pool (new blocks past each row's places, and copies
- * of shared blocks the tokens would land in), into *out_need. With
- * `worst`, a sequence whose layer is full (an early eviction comes first,
- * its freed places unknown yet) counts one copy per token and head. */
-lkv_status lkv_pages_need(lkv_cache *c, const int32_t *seqs, const int32_t *counts, int32_t n,
-                          int32_t layer, int worst, int64_t *out_need);
-
 /* OUT_OF_MEMORY naming the counts when the pool lacks what a store of
- * these tokens would need (lkv_pages_need with worst set); else OK. The
- * check a call makes before it changes anything. */
+ * these tokens would need (at worst, where a layer is full and an early
+ * eviction comes first); else OK. The check a call makes before it
+ * changes anything. */
 lkv_status lkv_pages_check(lkv_cache *c, const int32_t *seqs, const int32_t *counts, int32_t n,
                            int32_t layer, const char *call);
 
