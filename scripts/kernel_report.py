@@ -1,23 +1,29 @@
 #!/usr/bin/env python3
 """The kernel report: what the compilers say of backends/gpu/kernels/lazykv.cu.
 
-For sm_80 and sm_90 (nvcc, ptxas -v) and gfx90a (hipcc, clang's
-kernel-resource-usage remarks and its ISA), per kernel: registers, spills,
-shared memory (LDS), the blocks per multiprocessor (CU) that fit at the
-block size the host launches it with, and on gfx90a the 16-byte loads the
-attend split kernels issue before their first wait for them. No GPU is
-needed: these are the compilers' own numbers, with the occupancy worked out
-from each architecture's limits.
+For sm_80 and sm_90 (nvcc, ptxas -v, and the SASS from nvdisasm) and
+gfx90a (hipcc, clang's kernel-resource-usage remarks and its ISA), per
+kernel: registers, spills, shared memory (LDS), the blocks per
+multiprocessor (CU) that fit at the block size the host launches it with,
+and the 16-byte loads the attend split kernels have in flight: on NVIDIA
+the most K loads (and, separately, V loads) issued before the first of
+them is used, the smaller of the two; on gfx90a the most a loop has in
+flight (vmcnt). No GPU is needed: these are the compilers' own
+numbers, with the occupancy worked out from each architecture's limits.
 
 It fails (exit 1) on a regression: a spill to memory in a hot kernel (the
 ones every decode step runs: attend, store, qk_probs, reduce_rows; and
 compact) on any target (ptxas's spill stores and loads; clang's VGPR spills:
 its SGPR spills go to vector register lanes, not memory), or
-an attend split kernel on sm_90 that the 4:1 and smaller GQA groups (or the
-element loads at any group) use with fewer than 2 resident blocks. A target
-whose compiler is absent is reported as skipped; with neither, exit 77.
-$LKV_NVCC and $LKV_HIPCC name the compilers (default: nvcc and hipcc on
-PATH).
+an attend split kernel on sm_90 with fewer than 2 resident blocks (all but
+the 16-bit 16-byte kernels at 8 query heads), or a 16-byte attend split
+kernel on sm_80 or sm_90 with fewer than 4 loads in flight in either pass.
+A target whose compiler is absent is reported as skipped; with neither,
+exit 77; without nvdisasm (NVIDIA's wheel nvidia-cuda-nvdisasm, which
+scripts/install-deps.sh installs) the NVIDIA loads are reported as not
+checked. $LKV_NVCC, $LKV_HIPCC and $LKV_NVDISASM name the tools (default:
+nvcc, hipcc and nvdisasm on PATH; nvdisasm also where install-deps.sh puts
+it).
 
     scripts/kernel-report.sh [--markdown FILE]
 """
@@ -75,10 +81,100 @@ NVCC = os.environ.get("LKV_NVCC") or shutil.which("nvcc")
 HIPCC = os.environ.get("LKV_HIPCC") or shutil.which("hipcc")
 
 
+def tool(name):
+    """$LKV_<NAME>, else on PATH, else where scripts/install-deps.sh puts
+    NVIDIA's wheels ($LAZYKV_TOOLS_DIR, default ~/.cache/lazykv-tools)."""
+    tools = os.environ.get("LAZYKV_TOOLS_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "lazykv-tools")
+    wheel = os.path.join(tools, name, "nvidia", "cu13", "bin", name)
+    return (os.environ.get("LKV_" + name.upper()) or shutil.which(name)
+            or (wheel if os.access(wheel, os.X_OK) else None))
+
+
+NVDISASM = tool("nvdisasm")
+ATTEND = os.path.join(KERNELS, "attend.cu")
+LOAD16 = re.compile(r"\bLDG\.[\w.]*128\b")
+REG = re.compile(r"\bR(\d+)(\.64)?")
+
+
+def body_lines(path, function):
+    """The source lines of every definition of `function` in path (each
+    from its first line to the '}' in column 0 that closes it)."""
+    lines, found = open(path).read().splitlines(), set()
+    for i, line in enumerate(lines):
+        if line.startswith("LKV_DEV") and re.search(r"\b%s\(" % function, line):
+            j = next(j for j in range(i, len(lines)) if lines[j].startswith("}"))
+            found |= set(range(i + 1, j + 2))
+    if not found:
+        sys.exit("kernel-report: %s not found in %s" % (function, path))
+    return found
+
+
+def sass_kernels(sass):
+    """Per kernel: its instructions in order, each as (text, the attend.cu
+    lines of its inlining chain), from nvdisasm -gi."""
+    kernels, name, chain, fresh = {}, None, set(), True
+    for line in sass.splitlines():
+        m = re.match(r"^(lkv_\w+):\s*$", line)
+        if m:
+            name, chain, fresh = m.group(1), set(), True
+            kernels[name] = []
+            continue
+        if name is None:
+            continue
+        if line.lstrip().startswith("//##"):
+            if fresh:
+                chain, fresh = set(), False
+            chain |= {int(n) for f, n in re.findall(r'File "([^"]*)", line (\d+)', line)
+                      if f.endswith("attend.cu")}
+            continue
+        m = re.match(r"^\s*/\*[0-9a-f]+\*/\s+(.*?);", line)
+        if m:
+            kernels[name].append((m.group(1), chain))
+            fresh = True
+    return kernels
+
+
+def in_flight(code, fetch, lines):
+    """The most 16-byte loads of `fetch` inlined into `lines` (a K/V chunk
+    load of one pass) a thread has issued and not yet
+    used at any point of the straight-line order of `code`: a load leaves
+    flight at the first later instruction naming one of its four
+    registers (a use, or a write the hardware makes wait for it)."""
+    flight, most = [], 0
+    for text, chain in code:
+        regs = set()
+        for r, wide in REG.findall(text):
+            regs.update((int(r), int(r) + 1) if wide else (int(r),))
+        op = text.split()[1] if text.startswith("@") else text.split()[0]
+        flight = [d for d in flight if not set(range(d, d + 4)) & regs]
+        if LOAD16.match(op) and chain & fetch and chain & lines:
+            flight.append(int(REG.search(text[text.index(op) + len(op):]).group(1)))
+            most = max(most, len(flight))
+    return most
+
+
+def nvidia_loads(cubin):
+    """Per 16-byte attend split kernel: the smaller of the most K loads
+    (lkv_att_logits) and the most V loads (lkv_att_accumulate) in flight."""
+    if not NVDISASM:
+        return {}
+    sass = run([NVDISASM, "-c", "-gi", cubin])
+    fetch = body_lines(ATTEND, "lkv_att_fetch")
+    k_lines = body_lines(ATTEND, "lkv_att_logits")
+    v_lines = body_lines(ATTEND, "lkv_att_accumulate")
+    return {name: min(in_flight(code, fetch, k_lines), in_flight(code, fetch, v_lines))
+            for name, code in sass_kernels(sass).items()
+            if name.startswith("lkv_attend_split") and "_vec_" in name}
+
+
 def nvidia(arch, blocks):
     with tempfile.TemporaryDirectory() as tmp:
-        text = run([NVCC, "-arch=" + arch, "-cubin", "-O3", "-std=c++17", "-Xptxas", "-v",
-                    *INCLUDES, SOURCE, "-o", os.path.join(tmp, "k.cubin")])
+        # -lineinfo only annotates: the code is the fatbin's
+        cubin = os.path.join(tmp, "k.cubin")
+        text = run([NVCC, "-arch=" + arch, "-cubin", "-O3", "-std=c++17", "-lineinfo",
+                    "-Xptxas", "-v", *INCLUDES, SOURCE, "-o", cubin])
+        loads = nvidia_loads(cubin)
     rows, cur = {}, None
     for line in text.splitlines():
         m = re.search(r"Compiling entry function '(\w+)'", line)
@@ -101,28 +197,44 @@ def nvidia(arch, blocks):
         fit = [lim["threads"] // b, lim["blocks"], lim["regs"] // (per_warp * warps)]
         if r["smem"]:
             fit.append(lim["smem"] // r["smem"])
-        r.update(block=b, resident=min(fit), loads="-")
+        vec = name.startswith("lkv_attend_split") and "_vec_" in name
+        r.update(block=b, resident=min(fit),
+                 loads=loads.get(name, "not checked" if vec else "-") if vec else "-")
     return rows
 
 
 def amd_loads(asm):
-    """Per kernel: the most 16-byte global loads issued between two waits for
-    all of them (s_waitcnt vmcnt(0)), a floor on the loads a wave has in flight."""
-    most, cur, name = {}, 0, None
+    """Per kernel: the most 16-byte global loads a loop has in flight at once
+    (loads count up; s_waitcnt vmcnt(N) leaves at most N, as the counter
+    runs in order). Only loads inside loops count (clang's block comments
+    name each block's innermost loop header), so not the loads of q before
+    the passes; the ISA text carries no inlining chain to tell the K pass's
+    loads from the V pass's, as NVIDIA's does."""
+    most, name, loop, flight = {}, None, None, 0
     for line in asm.splitlines():
         m = re.match(r"^(\w+):\s*(;.*)?$", line)
         if m and m.group(1).startswith("lkv_"):
-            name, cur = m.group(1), 0
-            most[name] = 0
+            name, loop, flight = m.group(1), None, 0
+            most[name] = {}
             continue
         if name is None:
             continue
+        m = re.match(r"^\.(LBB\w+):\s*(;.*)?$", line)
+        if m:
+            note = m.group(2) or ""
+            h = re.search(r"Header=(BB\w+)", note)
+            loop = m.group(1)[1:] if "Loop Header" in note or "Parent Loop" in note else (
+                h.group(1) if h else None)
+            continue
         if "global_load_dwordx4" in line:
-            cur += 1
-            most[name] = max(most[name], cur)
-        elif re.search(r"s_waitcnt\s+vmcnt\(0\)", line):
-            cur = 0
-    return most
+            flight += 1
+            if loop is not None:
+                most[name][loop] = max(most[name].get(loop, 0), flight)
+            continue
+        m = re.search(r"s_waitcnt\s+vmcnt\((\d+)\)", line)
+        if m:
+            flight = min(flight, int(m.group(1)))
+    return {k: max(v.values()) for k, v in most.items() if v}
 
 
 def amd(arch, blocks):
@@ -167,10 +279,20 @@ HOT = ("lkv_attend_", "lkv_store_", "lkv_qk_probs", "lkv_reduce_rows", "lkv_comp
 
 
 def gated(arch, name):
-    """The attend split kernels that must keep 2 blocks per SM on sm_90."""
+    """The attend split kernels that must keep 2 blocks per SM on sm_90: all
+    but the 16-bit 16-byte ones at 8 query heads (150+ registers)."""
     if arch != "sm_90" or not name.startswith("lkv_attend_split"):
         return False
-    return not name.endswith("_vec_g8")
+    return not re.search(r"_(f16|bf16)_vec_g8$", name)
+
+
+LOADS_WANTED = 4
+
+
+def loads_short(arch, r):
+    """A 16-byte attend split kernel on NVIDIA with fewer loads in flight
+    than wanted (not when nvdisasm was absent to count them)."""
+    return arch in NVIDIA and isinstance(r["loads"], int) and r["loads"] < LOADS_WANTED
 
 
 def main():
@@ -193,7 +315,7 @@ def main():
     for arch, rows in targets:
         out += ["## " + arch, "",
                 "| kernel | block | registers | spilled bytes | shared/LDS bytes | "
-                "resident blocks | 16-byte loads before a wait |",
+                "resident blocks | 16-byte loads in flight |",
                 "|---|---:|---:|---:|---:|---:|---:|"]
         for name in sorted(rows):
             r = rows[name]
@@ -205,10 +327,20 @@ def main():
             if gated(arch, name) and r["resident"] < 2:
                 failures.append("%s %s: %d resident block(s) of %d threads, 2 wanted" % (
                     arch, name, r["resident"], r["block"]))
+            if loads_short(arch, r):
+                failures.append("%s %s: %d 16-byte loads in flight, %d wanted" % (
+                    arch, name, r["loads"], LOADS_WANTED))
         out.append("")
+    unchecked = [a for a, rows in targets if a in NVIDIA
+                 and any(r["loads"] == "not checked" for r in rows.values())]
+    if unchecked:
+        out += ["NVIDIA loads in flight not checked (nvdisasm absent): " + ", ".join(unchecked),
+                ""]
     out.append("check: no spills in the hot kernels (%s); the sm_90 attend split kernels but "
-               "the 16-byte ones at 8 query heads keep 2 blocks per SM: %s"
-               % (", ".join(h.rstrip("_") + "*" for h in HOT), "FAIL" if failures else "PASS"))
+               "the 16-bit 16-byte ones at 8 query heads keep 2 blocks per SM; the 16-byte "
+               "attend split kernels keep %d loads in flight in each pass on sm_80 and sm_90: %s"
+               % (", ".join(h.rstrip("_") + "*" for h in HOT), LOADS_WANTED,
+                  "FAIL" if failures else "PASS"))
     out += ["- " + f for f in failures]
     text = "\n".join(out) + "\n"
     sys.stdout.write(text)

@@ -24,11 +24,13 @@ export LAZYKV_REQUIRE_BACKENDS=${LAZYKV_REQUIRE_BACKENDS-vulkan,opencl}
 # install-deps.sh installs (backends/cpu/debian-packages): required here too
 export LAZYKV_REQUIRE_AARCH64=${LAZYKV_REQUIRE_AARCH64-1}
 cd "$(dirname "$0")/.."
-# cuobjdump from PyPI where install-deps.sh put it (see there)
+# cuobjdump and nvdisasm from PyPI where install-deps.sh put them (see there)
 tools=${LAZYKV_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lazykv-tools}
-if [ -x "$tools/cuobjdump/nvidia/cu13/bin/cuobjdump" ]; then
-  export PATH="$PATH:$tools/cuobjdump/nvidia/cu13/bin"
-fi
+for tool in cuobjdump nvdisasm; do
+  if [ -x "$tools/$tool/nvidia/cu13/bin/$tool" ]; then
+    export PATH="$PATH:$tools/$tool/nvidia/cu13/bin"
+  fi
+done
 jobs=$(nproc 2>/dev/null || echo 2)
 if [ "${LAZYKV_TEST_MODEL:-}" = skip ]; then
   unset LAZYKV_TEST_MODEL

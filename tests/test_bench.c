@@ -25,17 +25,18 @@ static const lkv_bench_shape llama = {"Llama-3-8B", 32, 8, 128, LKV_DTYPE_F16};
 
 /* ---- the roofline model (bench/bench_model.c), worked by hand ---- */
 
-/* H200 (4.3 TB/s, 132 SMs, 0.8 us, one 16-byte load in flight a split
+/* H200 (4.3 TB/s, 132 SMs, 0.8 us, four 16-byte loads in flight a split
  * thread), hq32/hkv8/d128 f16 at 32K slots. Split plan: one wave, 132 x 2
  * resident blocks = 264, 8 units (a block of 4 query heads per cache head),
  * so ceil(32768 x 8 / 264) = 993 -> 1024 slots a split, 32 splits, 256
  * blocks in one wave. They move K and V (2 x 8 x 32768 x 128 x 2) and the
- * logits out and back (2 x 4 x 32 x 32768), 142606336 bytes, at 256 blocks
- * x 256 threads x 16 B / 0.8 us = 1.31072 TB/s: 108.8 us. The combine: 32
- * steps of 70 ns = 2.24 us. probs: 4 x 32 x 32768 + 4 x 8 x 32768 =
- * 5242880 bytes at copy bandwidth (1024 blocks of 256 threads with 16 bytes
- * in flight reach 5.2 TB/s): 1.219 us. Launches 3 x 2 us and the sync 3
- * us: 9 us. In all 121.26 us; ideal 134250496 bytes / 4.3 TB/s. */
+ * logits out and back (2 x 4 x 32 x 32768), 142606336 bytes; 256 blocks x
+ * 256 threads x 64 B / 0.8 us = 5.24 TB/s is past the copy bandwidth, so
+ * at 4.3 TB/s: 33.16 us. The combine: 32 steps of 70 ns = 2.24 us. probs:
+ * 4 x 32 x 32768 + 4 x 8 x 32768 = 5242880 bytes at copy bandwidth (1024
+ * blocks of 256 threads with 16 bytes in flight reach 5.2 TB/s): 1.219 us.
+ * Launches 3 x 2 us and the sync 3 us: 9 us. In all 45.62 us; ideal
+ * 134250496 bytes / 4.3 TB/s. */
 Test(bench_model, attend_probs_on_h200_is_the_hand_computed_time)
 {
     const lkv_bench_gpu *g = lkv_bench_gpu_named("h200");
@@ -46,10 +47,10 @@ Test(bench_model, attend_probs_on_h200_is_the_hand_computed_time)
     cr_expect_eq(m.blocks, 256);
     cr_expect_eq(m.waves, 1);
     cr_expect_eq(m.launches, 3);
-    double split = 142606336.0 / (256.0 * 256.0 * 16.0 / 0.8e-6);
+    double split = 142606336.0 / 4.3e12;
     double want = split + 32 * 70e-9 + 5242880.0 / 4.3e12 + 9e-6;
     cr_expect(fabs(m.seconds - want) < 1e-9, "%.9g s, want %.9g", m.seconds, want);
-    cr_expect(fabs(m.seconds - 121.26e-6) < 0.05e-6, "%.9g s", m.seconds);
+    cr_expect(fabs(m.seconds - 45.62e-6) < 0.05e-6, "%.9g s", m.seconds);
     double ideal = lkv_bench_op_bytes(LKV_BENCH_ATTEND_PROBS, &llama, 32768, 16384) / 4.3e12;
     cr_expect(fabs(m.ideal_s - ideal) < 1e-12);
 }
@@ -592,14 +593,14 @@ Test(bench_cli, an_unknown_model_device_is_one_line_naming_it)
     cr_assert_eq(count(out, "\n"), 1, "%s", out);
 }
 
-/* The model alone (no --backends): the hand-computed 121 us of
+/* The model alone (no --backends): the hand-computed 45.6 us of
  * bench_model/attend_probs_on_h200_is_the_hand_computed_time, labelled. */
 Test(bench_cli, the_model_alone_prints_its_table_labelled)
 {
     char out[65536];
     cr_assert_eq(run("bench --model h200 --lengths 32K", out, sizeof out), 0);
     cr_assert_not_null(strstr(out, "MODEL (estimates"), "%s", out);
-    cr_assert_not_null(strstr(out, "attend + probs      32K |     121 us"), "%s", out);
+    cr_assert_not_null(strstr(out, "attend + probs      32K |    45.6 us"), "%s", out);
     cr_assert_null(strstr(out, "copy roofline"), "measured something: %s", out);
 }
 

@@ -63,13 +63,13 @@
 // LKV_ATT_QBLOCK, LKV_ATT_COLS, the chunk widths and LKV_ATT_SCALES are in
 // lkv_kernel_abi.h: the host plans launches by them.
 #define LKV_ATT_WARPS (LKV_BLOCK_MAX / 32)   // most warps in a block (warp 32)
-// K or V rows a thread has in flight in each pass, by chunk width and
-// query heads per block. The 16-bit vector kernels at 8 heads (8-wide
-// chunks: 64 q values per lane in the pass over K) run one block per
-// multiprocessor and need more loads in flight per warp; elsewhere two
-// blocks share it, and 4 would push nvcc past the 128 registers that allow
-// two (spills on sm_80 at 4 heads).
-#define LKV_ATT_INFLIGHT(vec, qb) ((vec) == LKV_ATT_KV16_VEC && (qb) > 4 ? 4 : 2)
+// K or V rows a thread has in flight in each pass: every 16-byte chunk
+// kernel keeps 4 loads in flight (the kernel report checks it in the SASS
+// and the gfx90a ISA: scripts/kernel_report.py); the element kernels, whose
+// loads are 2 or 4 bytes, 2. A round's loads are all issued before any is
+// widened or used (lkv_att_chunk), or the compiler consumes each load at
+// the next instruction and the next load waits for it.
+#define LKV_ATT_INFLIGHT(vec) ((vec) > 1 ? 4 : 2)
 
 typedef unsigned long long lkv_att_u64;
 
@@ -100,11 +100,7 @@ LKV_DEV float lkv_att_widen(lkv_att_bf16 b)
     return lkv_bf16_to_float(b.bits);
 }
 
-// Loads of one chunk of a K/V row (or q) into floats: f32 below, then the
-// 16-bit types (KV16: unsigned short for f16, lkv_att_bf16) through
-// lkv_att_widen. The f32 overloads are not templates, so they win for
-// float. GPUs are little-endian: the 16-bit element 2i sits in the low 16
-// bits of word i.
+// Loads of one chunk of q (f32 whatever K/V's storage) into floats.
 LKV_DEV void lkv_att_load(const float *p, float (&x)[1])
 {
     x[0] = *p;
@@ -133,12 +129,8 @@ LKV_DEV void lkv_att_load(const float *p, float (&x)[8])
     x[7] = b.w;
 }
 
-template <typename KV16>
-LKV_DEV void lkv_att_load(const KV16 *p, float (&x)[1])
-{
-    x[0] = lkv_att_widen(*p);
-}
-
+// Two 16-bit K/V elements of one 32-bit word. GPUs are little-endian: the
+// element 2i sits in the low 16 bits of word i.
 template <typename KV16>
 LKV_DEV void lkv_att_unpack2(unsigned w, float *x)
 {
@@ -146,14 +138,67 @@ LKV_DEV void lkv_att_unpack2(unsigned w, float *x)
     x[1] = lkv_att_widen(KV16{(unsigned short)(w >> 16)});
 }
 
-template <typename KV16>
-LKV_DEV void lkv_att_load(const KV16 *p, float (&x)[LKV_ATT_KV16_VEC])
+// One chunk of a K/V row as stored (KV: float, unsigned short for f16,
+// lkv_att_bf16), fetched whole and widened later: lkv_att_fetch only loads,
+// so a thread issues the loads of all its slots of a round before the
+// first lkv_att_widen_chunk, and they are in flight together. One element
+// (VEC 1), a float4 (f32, VEC 4) or a uint4 of eight 16-bit values.
+template <typename KV, int VEC> struct lkv_att_chunk {
+    KV raw;
+};
+
+template <> struct lkv_att_chunk<float, LKV_ATT_F32_VEC> {
+    float4 raw;
+};
+
+template <typename KV> struct lkv_att_chunk<KV, LKV_ATT_KV16_VEC> {
+    uint4 raw;
+};
+
+template <typename KV> LKV_DEV void lkv_att_fetch(lkv_att_chunk<KV, 1> &c, const KV *p)
 {
-    uint4 u = *reinterpret_cast<const uint4 *>(p);
-    lkv_att_unpack2<KV16>(u.x, x);
-    lkv_att_unpack2<KV16>(u.y, x + 2);
-    lkv_att_unpack2<KV16>(u.z, x + 4);
-    lkv_att_unpack2<KV16>(u.w, x + 6);
+    c.raw = *p;
+}
+
+LKV_DEV void lkv_att_fetch(lkv_att_chunk<float, LKV_ATT_F32_VEC> &c, const float *p)
+{
+    c.raw = *reinterpret_cast<const float4 *>(p);
+}
+
+template <typename KV>
+LKV_DEV void lkv_att_fetch(lkv_att_chunk<KV, LKV_ATT_KV16_VEC> &c, const KV *p)
+{
+    c.raw = *reinterpret_cast<const uint4 *>(p);
+}
+
+LKV_DEV void lkv_att_widen_chunk(const lkv_att_chunk<float, 1> &c, float (&x)[1])
+{
+    x[0] = c.raw;
+}
+
+template <typename KV16>
+LKV_DEV void lkv_att_widen_chunk(const lkv_att_chunk<KV16, 1> &c, float (&x)[1])
+{
+    x[0] = lkv_att_widen(c.raw);
+}
+
+LKV_DEV void lkv_att_widen_chunk(const lkv_att_chunk<float, LKV_ATT_F32_VEC> &c,
+                                 float (&x)[LKV_ATT_F32_VEC])
+{
+    x[0] = c.raw.x;
+    x[1] = c.raw.y;
+    x[2] = c.raw.z;
+    x[3] = c.raw.w;
+}
+
+template <typename KV16>
+LKV_DEV void lkv_att_widen_chunk(const lkv_att_chunk<KV16, LKV_ATT_KV16_VEC> &c,
+                                 float (&x)[LKV_ATT_KV16_VEC])
+{
+    lkv_att_unpack2<KV16>(c.raw.x, x);
+    lkv_att_unpack2<KV16>(c.raw.y, x + 2);
+    lkv_att_unpack2<KV16>(c.raw.z, x + 4);
+    lkv_att_unpack2<KV16>(c.raw.w, x + 6);
 }
 
 // Reduces v[0..NV) over the whole block, max or sum; every thread gets the
@@ -293,63 +338,58 @@ LKV_DEV lkv_att_u64 lkv_att_place(const int *prow, int i)
     return (lkv_att_u64)(prow ? prow[i] : i);
 }
 
-// One round of the pass over K: this lane's part of the dot products of KU
-// slots (i0 + u * step, u < KU) with each head's q, in acc[u][j]. Slots
-// past s1 read nothing and add zeros. prow: the row's hole map, or null.
-template <int QB, typename KV, int VEC, int KU>
-LKV_DEV void lkv_att_dots(const KV *krow, const int *prow, const float *qh,
-                          const float (&qreg)[QB][VEC], int i0, int step, int s1,
-                          int s, int sl, int nch, int dim, int jn,
-                          float (&acc)[KU][QB])
+// The places of KU slots (i0 + u * step) in their row: slots past s1 take
+// slot s0's (always in the split), so that every load of a round can be
+// issued unconditionally. All are read before any K/V load is issued: on
+// AMD a wait for one hole-map read is a wait for every load before it.
+// prow: the row's hole map, or null.
+template <int KU>
+LKV_DEV void lkv_att_places(const int *prow, int i0, int step, int s0, int s1,
+                            unsigned (&at)[KU])
 {
-    float kx[KU][VEC];
-    lkv_att_u64 at[KU]; // each slot's place, read once for all its chunks
     for (int u = 0; u < KU; u++) {
         int i = i0 + u * step;
-        at[u] = i < s1 ? lkv_att_place(prow, i) * dim : 0;
+        at[u] = (unsigned)lkv_att_place(prow, i < s1 ? i : s0);
     }
-    for (int u = 0; u < KU; u++) {
-        int i = i0 + u * step;
-        if (i < s1 && sl < nch)
-            lkv_att_load(krow + at[u] + sl * VEC, kx[u]);
-        else
-            for (int e = 0; e < VEC; e++)
-                kx[u][e] = 0.0f;
-    }
-    for (int u = 0; u < KU; u++)
-        for (int j = 0; j < QB; j++) {
-            acc[u][j] = 0.0f;
-            for (int e = 0; e < VEC; e++)
-                acc[u][j] += qreg[j][e] * kx[u][e];
-        }
-    // Rows of more chunks than lanes (long head_dim): the rest, with q
-    // from memory (once per chunk for all the rows of the round).
-    for (int c = sl + s; c < nch; c += s) {
-        float kc[KU][VEC];
-        for (int u = 0; u < KU; u++) {
-            int i = i0 + u * step;
-            if (i < s1)
-                lkv_att_load(krow + at[u] + c * VEC, kc[u]);
-            else
-                for (int e = 0; e < VEC; e++)
-                    kc[u][e] = 0.0f;
-        }
-        for (int j = 0; j < QB; j++)
-            if (j < jn) {
-                float qx[VEC];
-                lkv_att_load(qh + (lkv_att_u64)j * dim + c * VEC, qx);
-                for (int u = 0; u < KU; u++)
-                    for (int e = 0; e < VEC; e++)
-                        acc[u][j] += qx[e] * kc[u][e];
+}
+
+// Where chunk c of the row at place `at` lies (chunk 0 for chunks past the
+// row, which read something and add zeros).
+LKV_DEV lkv_att_u64 lkv_att_chunk_at(unsigned at, int c, int nch, int dim, int vec)
+{
+    return (lkv_att_u64)at * dim + (c < nch ? c * vec : 0);
+}
+
+// The per-slot end of the pass over K: acc holds this lane's part of slot
+// i's dot products with each head's q; sums them over the sub-group (see
+// lkv_att_reduce_scatter), stores the logits of the heads this lane holds
+// and folds them into its maxima mloc.
+template <int QB>
+LKV_DEV void lkv_att_emit(float (&acc)[QB], int i, int s1, int count, int s, int sl, int jn,
+                          float scale, float *lg, int n, int *first, int *held,
+                          float (&mloc)[QB])
+{
+    int dup;
+    lkv_att_reduce_scatter<QB>(acc, count, s, sl, first, held, &dup);
+    if (i < s1 && (sl & dup) == 0)
+        for (int x = 0; x < QB; x++)
+            if (x < *held && *first + x < jn) {
+                float logit = acc[x] * scale;
+                lg[(lkv_att_u64)(*first + x) * n + i] = logit;
+                mloc[x] = fmaxf(mloc[x], logit);
             }
-    }
 }
 
 // Pass over K: logits of slots [s0, s1) for query heads j0 .. j0 + jn - 1,
 // stored to lg[j * n + i]; returns each head's maximum in m (every thread).
 // A sub-group of s lanes takes one slot: lane sl reads chunks sl, sl + s, ...
-// of the row, so a warp reads consecutive rows end to end. The q chunk of the
-// lane's first K chunk stays in registers.
+// of the row, so a warp reads consecutive rows end to end. Each sub-group
+// takes KU slots a round and issues their loads together, so KU are in
+// flight. Rows of at most one chunk a lane keep the lane's q chunk in
+// registers and finish each slot as soon as it is widened (a slot's
+// partial dot products are the only ones live); longer rows (more chunks
+// than a warp has lanes) read q from memory and sum every chunk of the
+// round's KU slots before finishing them.
 template <int QB, typename KV, int VEC>
 LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, float *lg, int n,
                             int s0, int s1,
@@ -360,33 +400,66 @@ LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, fl
     int nch = dim / VEC;
     int s = lkv_att_pow2(nch, lkv_warp());
     int sl = tid % s, step = bs / s;
-    float qreg[QB][VEC];
-    lkv_att_load_q<QB, VEC>(qh, dim, jn, sl, nch, qreg);
     // jn <= QB: the count is at most QB, so the halvings QB cannot need
     // fold away with the array entries they would touch
     int count = jn <= 1 || QB == 1 ? 1 : jn <= 2 || QB == 2 ? 2 : jn <= 4 || QB == 4 ? 4 : 8;
-    const int KUNROLL = LKV_ATT_INFLIGHT(VEC, QB);
+    const int KU = LKV_ATT_INFLIGHT(VEC);
     float mloc[QB];
     for (int x = 0; x < QB; x++)
         mloc[x] = -INFINITY;
     int first = 0, held = 0;
-    // The loop bound is uniform over the block, so every lane reaches the
-    // shuffles; lanes past s1 add zeros. Each sub-group takes KUNROLL slots
-    // per round and issues their loads together, so several are in flight.
-    for (int base = s0; base < s1; base += KUNROLL * step) {
-        float acc[KUNROLL][QB];
-        lkv_att_dots<QB, KV, VEC, KUNROLL>(krow, prow, qh, qreg, base + tid / s, step, s1, s, sl, nch,
-                                       dim, jn, acc);
-        for (int u = 0; u < KUNROLL; u++) {
-            int i = base + tid / s + u * step, dup;
-            lkv_att_reduce_scatter<QB>(acc[u], count, s, sl, &first, &held, &dup);
-            if (i < s1 && (sl & dup) == 0)
-                for (int x = 0; x < QB; x++)
-                    if (x < held && first + x < jn) {
-                        float logit = acc[u][x] * scale;
-                        lg[(lkv_att_u64)(first + x) * n + i] = logit;
-                        mloc[x] = fmaxf(mloc[x], logit);
+    // The loop bounds are uniform over the block, so every lane reaches the
+    // shuffles; lanes past s1 or the row add zeros.
+    if (nch <= s) {
+        float qreg[QB][VEC];
+        lkv_att_load_q<QB, VEC>(qh, dim, jn, sl, nch, qreg);
+        for (int base = s0 + tid / s; base - tid / s < s1; base += KU * step) {
+            unsigned at[KU];
+            lkv_att_places<KU>(prow, base, step, s0, s1, at);
+            lkv_att_chunk<KV, VEC> kc[KU];
+            for (int u = 0; u < KU; u++)
+                lkv_att_fetch(kc[u], krow + lkv_att_chunk_at(at[u], sl, nch, dim, VEC));
+            for (int u = 0; u < KU; u++) {
+                int i = base + u * step;
+                float kx[VEC], acc[QB];
+                lkv_att_widen_chunk(kc[u], kx);
+                for (int j = 0; j < QB; j++) {
+                    acc[j] = 0.0f;
+                    for (int e = 0; e < VEC; e++)
+                        acc[j] += qreg[j][e] * kx[e];
+                    acc[j] = i < s1 && sl < nch ? acc[j] : 0.0f;
+                }
+                lkv_att_emit<QB>(acc, i, s1, count, s, sl, jn, scale, lg, n, &first, &held,
+                                 mloc);
+            }
+        }
+    } else {
+        for (int base = s0 + tid / s; base - tid / s < s1; base += KU * step) {
+            unsigned at[KU];
+            lkv_att_places<KU>(prow, base, step, s0, s1, at);
+            float acc[KU][QB];
+            for (int u = 0; u < KU; u++)
+                for (int j = 0; j < QB; j++)
+                    acc[u][j] = 0.0f;
+            for (int c = sl; c < nch; c += s) {
+                lkv_att_chunk<KV, VEC> kc[KU];
+                for (int u = 0; u < KU; u++)
+                    lkv_att_fetch(kc[u], krow + lkv_att_chunk_at(at[u], c, nch, dim, VEC));
+                for (int j = 0; j < QB; j++)
+                    if (j < jn) {
+                        float qx[VEC];
+                        lkv_att_load(qh + (lkv_att_u64)j * dim + c * VEC, qx);
+                        for (int u = 0; u < KU; u++) {
+                            float kx[VEC];
+                            lkv_att_widen_chunk(kc[u], kx);
+                            for (int e = 0; e < VEC; e++)
+                                acc[u][j] += qx[e] * kx[e];
+                        }
                     }
+            }
+            for (int u = 0; u < KU; u++)
+                lkv_att_emit<QB>(acc[u], base + u * step, s1, count, s, sl, jn, scale, lg, n,
+                                 &first, &held, mloc);
         }
     }
     // The lane's maxima are of heads first + x; spread them back by head.
@@ -399,37 +472,39 @@ LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, fl
     lkv_att_block_reduce(m, true, red);
 }
 
-// Pass over V, U slots of a tile at once (c + t, c + t + lanes, ...; their
-// loads are issued together so they are in flight together): acc[j] +=
-// weight of the slot for head j times the thread's columns of its V row.
-// Columns past the row read nothing and add zeros. prow: the row's hole
-// map, or null.
+// Pass over V, U slots of a tile at once (c + t, c + t + lanes, ...; all
+// in the tile): acc[j] += weight of the slot for head j times the thread's
+// columns of its V row. The U slots' loads are issued before the first is
+// widened, so they are in flight together; columns past the row read the
+// row's first chunk, so that no load is conditional.
+// prow: the row's hole map, or null.
 template <int QB, int U, typename KV, int VEC, int R>
 LKV_DEV void lkv_att_accumulate(const KV *vrow, const int *prow, int c, int dim, int t,
-                                int lanes, int col, int p, int cols, int nch, int jn,
+                                int lanes, int col, int p, int cols, int nch,
                                 const float (*weight)[LKV_BLOCK_MAX],
                                 float (&acc)[QB][VEC * R])
 {
-    float vx[U][R][VEC];
-    for (int u = 0; u < U; u++) {
-        lkv_att_u64 at = lkv_att_place(prow, c + t + u * lanes) * dim;
-        for (int r = 0; r < R; r++) {
-            int cc = col + r * p;
-            if (r < cols && cc < nch)
-                lkv_att_load(vrow + at + cc * VEC, vx[u][r]);
-            else
-                for (int e = 0; e < VEC; e++)
-                    vx[u][r][e] = 0.0f;
-        }
-    }
+    unsigned at[U];
+    lkv_att_places<U>(prow, c + t, lanes, c, c + t + U * lanes, at);
+    lkv_att_chunk<KV, VEC> vc[U][R];
     for (int u = 0; u < U; u++)
-        for (int j = 0; j < QB; j++)
-            if (j < jn) {
+        for (int r = 0; r < R; r++)
+            lkv_att_fetch(vc[u][r], vrow + lkv_att_chunk_at(at[u], r < cols ? col + r * p : nch,
+                                                            nch, dim, VEC));
+    // Every product is added, even those of columns past the row (their
+    // sums are never written: lkv_att_write_partials) and of heads past jn
+    // (weight 0): a load whose use is conditional is one the compiler
+    // moves under the condition, out of the others' flight.
+    for (int u = 0; u < U; u++)
+        for (int r = 0; r < R; r++) {
+            float vx[VEC];
+            lkv_att_widen_chunk(vc[u][r], vx);
+            for (int j = 0; j < QB; j++) {
                 float wt = weight[j][t + u * lanes];
-                for (int r = 0; r < R; r++)
-                    for (int e = 0; e < VEC; e++)
-                        acc[j][r * VEC + e] += wt * vx[u][r][e];
+                for (int e = 0; e < VEC; e++)
+                    acc[j][r * VEC + e] += wt * vx[e];
             }
+        }
 }
 
 // Pass over V: thread = (lane, column); a column is VEC consecutive
@@ -470,14 +545,14 @@ LKV_DEV void lkv_att_values(const KV *vrow, const int *prow, const float *lg, in
         }
         __syncthreads();
         int cn = s1 - c < bs ? s1 - c : bs;
-        const int U = LKV_ATT_INFLIGHT(VEC, QB);
+        const int U = LKV_ATT_INFLIGHT(VEC);
         int t = lane;
         for (; t + (U - 1) * lanes < cn; t += U * lanes)
-            lkv_att_accumulate<QB, U, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch, jn,
-                                              weight, acc);
+            lkv_att_accumulate<QB, U, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch,
+                                                  weight, acc);
         for (; t < cn; t += lanes)
-            lkv_att_accumulate<QB, 1, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch, jn,
-                                              weight, acc);
+            lkv_att_accumulate<QB, 1, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch,
+                                                  weight, acc);
         __syncthreads();
     }
     lkv_att_block_reduce(l, false, red);
@@ -580,12 +655,12 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const floa
 // lkv_att_bf16), chunk width (one element, or 16 bytes: _vec) and query
 // heads per block (_g1, _g2, _g4, _g8: the host takes the smallest that
 // holds a cache head's group, so 4:1 GQA keeps registers for 4 heads, not
-// 8). Up to 4 heads a block, and the element kernels at 8, fit 128
-// registers without spilling on sm_80 and sm_90, so two blocks share a
-// multiprocessor; the 16-byte kernels at 8 heads need 150-210 (one block;
-// the 16-bit ones with more loads in flight: LKV_ATT_INFLIGHT).
+// 8). All but the 16-bit 16-byte kernels at 8 heads fit 128 registers
+// without spilling on sm_80 and sm_90, so two blocks share a
+// multiprocessor; those need about 150 (one block). The kernel report
+// (scripts/kernel-report.sh) checks both and the loads in flight.
 #define LKV_ATT_SPLIT_KERNEL(name, QB, KV, VEC, R)                                             \
-    LKV_KERNEL_RESIDENT(name, QB <= 4 || VEC == 1 ? 2 : 1)                                     \
+    LKV_KERNEL_RESIDENT(name, QB == 8 && VEC == LKV_ATT_KV16_VEC ? 1 : 2)                       \
     (const KV *k, const KV *v, const int *phys, const float *q, float *logits, float *part,    \
      const int *row0, const int *group_n, const int *slot_off, const int *split_off,           \
      int n_groups, int cap, int kv_cap, int dim, int heads, int per, int split_len,            \
