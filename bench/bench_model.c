@@ -124,15 +124,21 @@ static double per_slot_s(const lkv_bench_gpu *g, double bytes, const lkv_bench_s
     return kernel_s(g, bytes, *blocks, 256, 4.0 * loads, 8, waves);
 }
 
-/* select: a block per row, four radix passes and a last one over the row,
- * each pass's digit found by a block scan of its 256 bins (log2 256 = 8
- * steps). */
+/* select: a block per row; four radix passes over the row's scores with
+ * LKV_SELECT_INFLIGHT 4-byte loads in flight a thread (8: the kernel
+ * report reads them in the SASS), each pass's digit by a block scan of its
+ * 256 bins (log2 256 = 8 steps); then the last pass over the row writing
+ * the kept slots, with 4 in flight (the report's figure: nvcc issues its 8
+ * loads in two halves there). */
 static double select_s(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32_t n, int32_t k,
                        lkv_bench_model *m)
 {
+    double pass = 4.0 * s->kv_heads * (double)n, kept = 4.0 * s->kv_heads * (double)k;
     m->blocks = s->kv_heads;
-    m->bytes = 5.0 * 4.0 * s->kv_heads * (double)n + 4.0 * s->kv_heads * (double)k;
-    return kernel_s(g, m->bytes, m->blocks, LKV_SELECT_BLOCK, 4.0, 8, &m->waves) +
+    m->bytes = 5.0 * pass + kept;
+    return kernel_s(g, 4.0 * pass, m->blocks, LKV_SELECT_BLOCK, 4.0 * LKV_SELECT_INFLIGHT, 8,
+                    &m->waves) +
+           kernel_s(g, pass + kept, m->blocks, LKV_SELECT_BLOCK, 4.0 * 4.0, 8, NULL) +
            4.0 * 8.0 * g->scan_step_s;
 }
 

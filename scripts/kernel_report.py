@@ -7,7 +7,8 @@ kernel: registers, spills, shared memory (LDS), the blocks per
 multiprocessor (CU) that fit at the block size the host launches it with,
 and the 16-byte loads the attend split kernels have in flight: on NVIDIA
 the most K loads (and, separately, V loads) issued before the first of
-them is used, the smaller of the two; on gfx90a the most a loop has in
+them is used, the smaller of the two (for select, its 4-byte scores: in
+the radix passes, then in the last pass); on gfx90a the most a loop has in
 flight (vmcnt). No GPU is needed: these are the compilers' own
 numbers, with the occupancy worked out from each architecture's limits.
 
@@ -93,26 +94,29 @@ def tool(name):
 
 NVDISASM = tool("nvdisasm")
 ATTEND = os.path.join(KERNELS, "attend.cu")
+SELECT = os.path.join(KERNELS, "select.cu")
 LOAD16 = re.compile(r"\bLDG\.[\w.]*128\b")
+LOAD4 = re.compile(r"\bLDG\.E(\.(CONSTANT|EL|LU|STRONG\.\w+))*$")
 REG = re.compile(r"\bR(\d+)(\.64)?")
 
 
 def body_lines(path, function):
-    """The source lines of every definition of `function` in path (each
-    from its first line to the '}' in column 0 that closes it)."""
+    """The (file, line) pairs of every definition of `function` in path
+    (each from its first line to the '}' in column 0 that closes it)."""
     lines, found = open(path).read().splitlines(), set()
     for i, line in enumerate(lines):
-        if line.startswith("LKV_DEV") and re.search(r"\b%s\(" % function, line):
+        if (line.startswith("LKV_DEV") and re.search(r"\b%s\(" % function, line)
+                or line.startswith("LKV_KERNEL(%s)" % function)):
             j = next(j for j in range(i, len(lines)) if lines[j].startswith("}"))
-            found |= set(range(i + 1, j + 2))
+            found |= {(os.path.basename(path), n) for n in range(i + 1, j + 2)}
     if not found:
         sys.exit("kernel-report: %s not found in %s" % (function, path))
     return found
 
 
 def sass_kernels(sass):
-    """Per kernel: its instructions in order, each as (text, the attend.cu
-    lines of its inlining chain), from nvdisasm -gi."""
+    """Per kernel: its instructions in order, each as (text, the (file,
+    line) pairs of its inlining chain), from nvdisasm -gi."""
     kernels, name, chain, fresh = {}, None, set(), True
     for line in sass.splitlines():
         m = re.match(r"^(lkv_\w+):\s*$", line)
@@ -125,8 +129,8 @@ def sass_kernels(sass):
         if line.lstrip().startswith("//##"):
             if fresh:
                 chain, fresh = set(), False
-            chain |= {int(n) for f, n in re.findall(r'File "([^"]*)", line (\d+)', line)
-                      if f.endswith("attend.cu")}
+            chain |= {(os.path.basename(f), int(n))
+                      for f, n in re.findall(r'File "([^"]*)", line (\d+)', line)}
             continue
         m = re.match(r"^\s*/\*[0-9a-f]+\*/\s+(.*?);", line)
         if m:
@@ -135,20 +139,21 @@ def sass_kernels(sass):
     return kernels
 
 
-def in_flight(code, fetch, lines):
-    """The most 16-byte loads of `fetch` inlined into `lines` (a K/V chunk
-    load of one pass) a thread has issued and not yet
-    used at any point of the straight-line order of `code`: a load leaves
-    flight at the first later instruction naming one of its four
-    registers (a use, or a write the hardware makes wait for it)."""
+def in_flight(code, fetch, lines, load=LOAD16, width=4, without=frozenset()):
+    """The most loads (`load`: 16-byte by default, `width` registers each)
+    of `fetch` inlined into `lines` (and not through `without`) a thread
+    has issued and not yet used at
+    any point of the straight-line order of `code`: a load leaves flight at
+    the first later instruction naming one of its registers (a use, or a
+    write the hardware makes wait for it)."""
     flight, most = [], 0
     for text, chain in code:
         regs = set()
         for r, wide in REG.findall(text):
             regs.update((int(r), int(r) + 1) if wide else (int(r),))
         op = text.split()[1] if text.startswith("@") else text.split()[0]
-        flight = [d for d in flight if not set(range(d, d + 4)) & regs]
-        if LOAD16.match(op) and chain & fetch and chain & lines:
+        flight = [d for d in flight if not set(range(d, d + width)) & regs]
+        if load.match(op) and chain & fetch and chain & lines and not chain & without:
             flight.append(int(REG.search(text[text.index(op) + len(op):]).group(1)))
             most = max(most, len(flight))
     return most
@@ -163,9 +168,18 @@ def nvidia_loads(cubin):
     fetch = body_lines(ATTEND, "lkv_att_fetch")
     k_lines = body_lines(ATTEND, "lkv_att_logits")
     v_lines = body_lines(ATTEND, "lkv_att_accumulate")
-    return {name: min(in_flight(code, fetch, k_lines), in_flight(code, fetch, v_lines))
-            for name, code in sass_kernels(sass).items()
-            if name.startswith("lkv_attend_split") and "_vec_" in name}
+    kernels = sass_kernels(sass)
+    loads = {name: min(in_flight(code, fetch, k_lines), in_flight(code, fetch, v_lines))
+             for name, code in kernels.items()
+             if name.startswith("lkv_attend_split") and "_vec_" in name}
+    # select's scores, 4 bytes each: the radix passes' and the last pass's
+    fetch = body_lines(SELECT, "lkv_select_fetch")
+    passes = body_lines(SELECT, "lkv_select_threshold")
+    last = body_lines(SELECT, "lkv_select_rows")
+    code = kernels.get("lkv_select_rows", [])
+    loads["lkv_select_rows"] = "%d, %d x 4 B" % (in_flight(code, fetch, passes, LOAD4, 1),
+                                                in_flight(code, fetch, last, LOAD4, 1, passes))
+    return loads
 
 
 def nvidia(arch, blocks):
@@ -197,9 +211,10 @@ def nvidia(arch, blocks):
         fit = [lim["threads"] // b, lim["blocks"], lim["regs"] // (per_warp * warps)]
         if r["smem"]:
             fit.append(lim["smem"] // r["smem"])
-        vec = name.startswith("lkv_attend_split") and "_vec_" in name
+        counted = name == "lkv_select_rows" or (name.startswith("lkv_attend_split")
+                                                 and "_vec_" in name)
         r.update(block=b, resident=min(fit),
-                 loads=loads.get(name, "not checked" if vec else "-") if vec else "-")
+                 loads=loads.get(name, "not checked") if counted else "-")
     return rows
 
 
@@ -315,7 +330,7 @@ def main():
     for arch, rows in targets:
         out += ["## " + arch, "",
                 "| kernel | block | registers | spilled bytes | shared/LDS bytes | "
-                "resident blocks | 16-byte loads in flight |",
+                "resident blocks | loads in flight (16 B unless said) |",
                 "|---|---:|---:|---:|---:|---:|---:|"]
         for name in sorted(rows):
             r = rows[name]

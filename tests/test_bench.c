@@ -55,15 +55,16 @@ Test(bench_model, attend_probs_on_h200_is_the_hand_computed_time)
     cr_expect(fabs(m.ideal_s - ideal) < 1e-12);
 }
 
-/* select: a block per row (8), five passes of 4-byte scores with one load
- * in flight a thread (8 x 256 x 4 B / 0.8 us = 10.24 GB/s), 4 passes' block
- * scans of 8 steps of 20 ns, one launch and the sync. */
+/* select: a block per row (8); four radix passes of 4-byte scores with 8
+ * loads in flight a thread (8 x 256 x 32 B / 0.8 us = 81.92 GB/s), the last
+ * pass (the scores again and the kept slots) with 4 (40.96 GB/s), 4
+ * passes' block scans of 8 steps of 20 ns, one launch and the sync. */
 Test(bench_model, select_is_bound_by_its_eight_blocks)
 {
     lkv_bench_model m;
     lkv_bench_model_op(lkv_bench_gpu_named("h200"), LKV_BENCH_SELECT, &llama, 4096, 2048, &m);
-    double bytes = 5.0 * 4 * 8 * 4096 + 4.0 * 8 * 2048;
-    double want = bytes / (8 * 256 * 4 / 0.8e-6) + 32 * 20e-9 + 5e-6;
+    double want = 4.0 * 4 * 8 * 4096 / (8 * 256 * 32 / 0.8e-6) +
+                  (4.0 * 8 * 4096 + 4.0 * 8 * 2048) / (8 * 256 * 16 / 0.8e-6) + 32 * 20e-9 + 5e-6;
     cr_expect_eq(m.blocks, 8);
     cr_expect(fabs(m.seconds - want) < 1e-12, "%.9g s, want %.9g", m.seconds, want);
 }

@@ -34,6 +34,7 @@
 #define LKV_OBSERVE_BLOCK 256
 #define LKV_SCORE_BLOCK 256
 #define LKV_SELECT_BLOCK 256
+#define LKV_SELECT_INFLIGHT 8  /* scores a select thread loads before it uses the first */
 
 /* compact (backends/gpu/kernels/compact.cu, backends/gpu/gpu_compact.c): a block moves a
  * slice of at most LKV_COMPACT_PER_THREAD units per thread of each slot. */
@@ -76,6 +77,8 @@ LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_ATT_BLOCK), "attend block: whole warps, <= L
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_OBSERVE_BLOCK), "observe block: whole warps, <= LKV_BLOCK_MAX");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_SCORE_BLOCK), "score block: whole warps, <= LKV_BLOCK_MAX");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_SELECT_BLOCK), "select block: whole warps, <= LKV_BLOCK_MAX");
+LKV_ABI_ASSERT(LKV_SELECT_INFLIGHT * LKV_BLOCK_MAX < 65536,
+               "select packs a tile's counts in 16 bits");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_STORE_BLOCK), "store block: whole warps, <= LKV_BLOCK_MAX");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_COMPACT_BLOCK), "compact block: whole warps, <= LKV_BLOCK_MAX");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_GATHER_BLOCK), "gather block: whole warps, <= LKV_BLOCK_MAX");

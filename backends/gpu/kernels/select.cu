@@ -9,7 +9,9 @@
 // smallest key T and how many of the keys equal to T are
 // kept; a last pass over the row in slot order keeps every key < T and the
 // first `need` keys == T, placing each with a block prefix sum (warp
-// shuffles, then the per-warp totals). The kept set is exactly the oracle's:
+// shuffles, then the per-warp totals) of the threads' counts, each thread
+// holding LKV_SELECT_INFLIGHT consecutive slots. Every pass loads
+// LKV_SELECT_INFLIGHT scores a thread before it uses one (lkv_select_fetch). The kept set is exactly the oracle's:
 // the keys order the slots as its comparison does and equal keys go to the
 // lower slot; there is no arithmetic. k >= n keeps every slot; k == 0
 // writes nothing. Works at any warp width and any block of whole warps.
@@ -77,6 +79,19 @@ LKV_DEV void lkv_select_digit(const unsigned int *hist, unsigned int need, unsig
     }
 }
 
+// The scores of slots c + u * stride (u < LKV_SELECT_INFLIGHT; c < n), all
+// loaded before any is used so that they are in flight together: a slot
+// past n reads slot c instead (its key is not counted), as a load that
+// might not happen is one the compiler waits for alone.
+LKV_DEV void lkv_select_fetch(const float *s, unsigned int n, unsigned int c, unsigned int stride,
+                              float (&v)[LKV_SELECT_INFLIGHT])
+{
+    for (int u = 0; u < LKV_SELECT_INFLIGHT; u++) {
+        unsigned int i = c + u * stride;
+        v[u] = s[i < n ? i : c];
+    }
+}
+
 // The radix select: the k-th smallest key of the row (into *out_key) and
 // how many keys equal to it are kept (the return value).
 LKV_DEV unsigned int lkv_select_threshold(const float *s, unsigned int n, unsigned int k,
@@ -88,10 +103,15 @@ LKV_DEV unsigned int lkv_select_threshold(const float *s, unsigned int n, unsign
         for (unsigned int b = threadIdx.x; b < 256u; b += blockDim.x)
             hist[b] = 0u;
         __syncthreads();
-        for (unsigned int i = threadIdx.x; i < n; i += blockDim.x) {
-            unsigned int key = lkv_select_key(s[i]);
-            if ((key & mask) == prefix)
-                atomicAdd(&hist[(key >> shift) & 255u], 1u);
+        for (unsigned int c = threadIdx.x; c < n; c += LKV_SELECT_INFLIGHT * blockDim.x) {
+            float v[LKV_SELECT_INFLIGHT];
+            lkv_select_fetch(s, n, c, blockDim.x, v);
+            for (int u = 0; u < LKV_SELECT_INFLIGHT; u++) {
+                unsigned int key = lkv_select_key(v[u]);
+                bool in = c + u * blockDim.x < n;
+                if (in & ((key & mask) == prefix))
+                    atomicAdd(&hist[(key >> shift) & 255u], 1u);
+            }
         }
         __syncthreads();
         lkv_select_digit(hist, need, sh, warp_sum);
@@ -125,22 +145,36 @@ LKV_KERNEL(lkv_select_rows)(const int *rows, const int *row_n, const int *row_k,
         }
         unsigned int key_k;
         unsigned int need = lkv_select_threshold(s, n, k, hist, sh, warp_sum, &key_k);
-        // keep keys < key_k and the first `need` keys == key_k, in slot order;
-        // a chunk's counts (at most a block each) pack into one word
+        // keep keys < key_k and the first `need` keys == key_k, in slot order:
+        // a tile of U x block slots at a time, U consecutive slots a thread
+        // (loaded together); one block scan of the threads' counts (at most
+        // a tile each, packed in one word) places them
+        const unsigned int U = LKV_SELECT_INFLIGHT;
         unsigned int kept_total = 0u, eq_total = 0u;
-        for (unsigned int c = 0u; c < n; c += blockDim.x) {
-            unsigned int i = c + threadIdx.x, less = 0u, eq = 0u;
-            if (i < n) {
-                unsigned int key = lkv_select_key(s[i]);
-                less = key < key_k ? 1u : 0u;
-                eq = key == key_k ? 1u : 0u;
+        for (unsigned int c = 0u; c < n; c += U * blockDim.x) {
+            unsigned int first = c + threadIdx.x * U;
+            float v[LKV_SELECT_INFLIGHT];
+            lkv_select_fetch(s, n, first < n ? first : c, 1u, v);
+            unsigned int less = 0u, eq = 0u;
+            for (unsigned int u = 0u; u < U; u++) {
+                unsigned int key = lkv_select_key(v[u]);
+                bool in = first + u < n;
+                less += (in & (key < key_k)) ? 1u : 0u;
+                eq += (in & (key == key_k)) ? 1u : 0u;
             }
-            unsigned int mine = less | (eq << 16), total;
-            unsigned int before = lkv_select_scan(mine, warp_sum, &total);
+            unsigned int total;
+            unsigned int before = lkv_select_scan(less | (eq << 16), warp_sum, &total);
             unsigned int take = need > eq_total ? need - eq_total : 0u;
-            unsigned int less_before = before & 0xffffu, eq_before = before >> 16;
-            if (less == 1u || (eq == 1u && eq_before < take))
-                out[kept_total + less_before + (eq_before < take ? eq_before : take)] = (int)i;
+            unsigned int lb = before & 0xffffu, eb = before >> 16;
+            for (unsigned int u = 0u; u < U; u++) {
+                unsigned int key = lkv_select_key(v[u]);
+                if (first + u >= n)
+                    break;
+                if (key < key_k || (key == key_k && eb < take))
+                    out[kept_total + lb + (eb < take ? eb : take)] = (int)(first + u);
+                lb += key < key_k ? 1u : 0u;
+                eb += key == key_k ? 1u : 0u;
+            }
             kept_total += (total & 0xffffu) + ((total >> 16) < take ? (total >> 16) : take);
             eq_total += total >> 16;
             if (kept_total == k) // the same in every thread: the rest keeps nothing
