@@ -171,6 +171,19 @@ typedef struct lkv_bench_batch_side {
     lkv_bench_batch_counters counters; /* per step */
 } lkv_bench_batch_side;
 
+/* The same n sequences at mixed lengths (bench_pool.h): K/V memory and the
+ * mean step per sequence, every row reserved at capacity against paged. */
+typedef struct lkv_bench_pool {
+    lkv_status status;
+    char error[160];
+    double compact_step_s, paged_step_s; /* per sequence-step, mean of W */
+    int64_t compact_kv_bytes; /* kv_bytes_reserved: every row at capacity */
+    int64_t paged_kv_bytes;   /* the blocks held at the peak */
+    int64_t live_kv_bytes;    /* the most valid slots' K/V at once (kv_bytes_peak) */
+    int64_t peak_blocks;
+    int sized_ok;             /* the run again in a pool of peak_blocks served */
+} lkv_bench_pool;
+
 /* n sequences stepped by one lkv_cache_decode_batch call per step, and by n
  * lkv_cache_decode calls, on caches in the same state. */
 typedef struct lkv_bench_batch {
@@ -181,6 +194,7 @@ typedef struct lkv_bench_batch {
     int counted;                      /* the backend keeps counters (else they read 0) */
     lkv_bench_batch_side batched;
     lkv_bench_batch_side per_sequence;
+    lkv_bench_pool pool;
 } lkv_bench_batch;
 
 /* An engine-owned cache of n sequences standing at `slots` slots (lazy at

@@ -15,18 +15,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_pool.h"
 #include "bench_timer.h"
 #include "error.h"
 
-/* Sequence j takes token i + j at step i: steps issued (warm-up and timed),
- * plus the largest batch's spread. */
+/* Sequence j takes token i + j at step i: steps issued (warm-up and timed,
+ * or the pool's W), plus the largest batch's spread. */
 int32_t lkv_bench_batch_tokens(const lkv_bench_settings *s)
 {
     int32_t most = 1;
     for (int b = 0; b < s->n_batches; b++)
         if (s->batches[b] > most)
             most = s->batches[b];
-    return s->max_warmup + s->max_reps + most - 1;
+    int32_t steps = s->max_warmup + s->max_reps;
+    return (steps > s->window ? steps : s->window) + most - 1;
 }
 
 typedef struct batch_ctx {
@@ -176,6 +178,8 @@ void lkv_bench_batch_run(lkv_runtime *rt, const lkv_bench_settings *s,
     run_side(rt, s, in, sequences, 1, o, seqs, &out->batched);
     lkv_bench_progress_step(progress, "%s batch of %d, %d calls", label, sequences, sequences);
     run_side(rt, s, in, sequences, 0, o, seqs, &out->per_sequence);
+    lkv_bench_progress_step(progress, "%s batch of %d, mixed lengths", label, sequences);
+    lkv_bench_pool_run(rt, s, in, sequences, &out->pool);
     free(o);
     free(seqs);
     const lkv_bench_timing *bad = out->batched.step.status != LKV_OK ? &out->batched.step

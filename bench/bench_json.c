@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "bench.h"
+#include "bench_pool.h"
 #include "bench_engine.h"
 #include "json_writer.h"
 
@@ -249,6 +250,31 @@ static void write_batch_side(lkv_jw *w, const char *key, const lkv_bench_batch *
     lkv_jw_end_object(w);
 }
 
+/* The same batch at mixed lengths (bench_pool.h), compacting vs paged. */
+static void write_pool(lkv_jw *w, const lkv_bench_settings *s, const lkv_bench_batch *b)
+{
+    const lkv_bench_pool *p = &b->pool;
+    lkv_jw_begin_object(w, "mixed_lengths", 0);
+    lkv_jw_int(w, "shortest_prompt", lkv_bench_pool_prompt(0, b->sequences, s->batch_slots));
+    lkv_jw_int(w, "longest_prompt", s->batch_slots);
+    lkv_jw_int(w, "budget", s->batch_slots);
+    lkv_jw_int(w, "capacity", s->batch_slots + s->window);
+    lkv_jw_int(w, "block_size", LKV_BENCH_POOL_BLOCK);
+    lkv_jw_string(w, "status", lkv_status_name(p->status));
+    if (p->status != LKV_OK) {
+        lkv_jw_string(w, "error", p->error);
+    } else {
+        lkv_jw_int(w, "compact_kv_bytes", p->compact_kv_bytes);
+        lkv_jw_int(w, "paged_kv_bytes", p->paged_kv_bytes);
+        lkv_jw_int(w, "live_kv_bytes", p->live_kv_bytes);
+        lkv_jw_int(w, "paged_peak_blocks", p->peak_blocks);
+        lkv_jw_number(w, "compact_step_s", p->compact_step_s);
+        lkv_jw_number(w, "paged_step_s", p->paged_step_s);
+        lkv_jw_bool(w, "peak_pool_served", p->sized_ok);
+    }
+    lkv_jw_end_object(w);
+}
+
 static void write_batch(lkv_jw *w, const lkv_bench_results *r)
 {
     const lkv_bench_settings *s = &r->settings;
@@ -277,6 +303,7 @@ static void write_batch(lkv_jw *w, const lkv_bench_results *r)
             write_batch_side(w, "per_sequence", b, &b->per_sequence);
             lkv_jw_number(w, "per_sequence_over_batched",
                           b->per_sequence.step.median_s / b->batched.step.median_s);
+            write_pool(w, s, b);
             lkv_jw_end_object(w);
         }
     lkv_jw_end_array(w);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_pool.h"
 #include "bench_engine.h"
 #include "table.h"
 
@@ -289,6 +290,49 @@ static void print_batch(FILE *f, const lkv_bench_results *r)
             print_batch_row(f, r->devices[d].label, lkv_bench_batch_at(r, d, b));
 }
 
+static void print_pool_row(FILE *f, const char *label, const lkv_bench_batch *b)
+{
+    const lkv_bench_pool *p = &b->pool;
+    fprintf(f, "%-10s %5d |", label, b->sequences);
+    if (p->status != LKV_OK) {
+        fprintf(f, " %s\n", p->status == LKV_UNSUPPORTED ? "skipped (see notes)" : "FAIL (see notes)");
+        return;
+    }
+    char ck[16], pk[16], lk[16], cs[16], ps[16];
+    lkv_bench_format_bytes((double)p->compact_kv_bytes, ck, sizeof ck);
+    lkv_bench_format_bytes((double)p->paged_kv_bytes, pk, sizeof pk);
+    lkv_bench_format_bytes((double)p->live_kv_bytes, lk, sizeof lk);
+    lkv_bench_format_time(p->compact_step_s, cs, sizeof cs);
+    lkv_bench_format_time(p->paged_step_s, ps, sizeof ps);
+    fprintf(f, " %10s %10s %10s %8.2fx | %9s %9s | %s\n", ck, pk, lk,
+            p->compact_kv_bytes ? (double)p->paged_kv_bytes / (double)p->compact_kv_bytes : 0.0,
+            cs, ps, p->sized_ok ? "yes" : "no");
+}
+
+static void print_pool(FILE *f, const lkv_bench_results *r)
+{
+    const lkv_bench_settings *s = &r->settings;
+    if (s->n_batches == 0)
+        return;
+    char shape[48], lo[16], hi[16];
+    lkv_bench_shape_label(&s->decode_shape, shape, sizeof shape);
+    lkv_bench_format_length(lkv_bench_pool_prompt(0, 2, s->batch_slots), lo, sizeof lo);
+    lkv_bench_format_length(s->batch_slots, hi, sizeof hi);
+    fprintf(f, "\nmixed lengths under one cache, %s, 1 layer: n sequences prefilled with %s .. %s "
+               "tokens\n(one: %s), lazy at budget %d, window %d, capacity %d; then %d batched "
+               "steps (one eviction period).\nK/V memory: compacting reserves every row at "
+               "capacity; paged holds blocks of %d slots (the peak);\nlive: the most valid "
+               "slots at once; step: mean per sequence-step; the paged run again in a pool of\n"
+               "exactly its peak blocks: served?\n",
+            shape, lo, hi, hi, s->batch_slots, s->window, s->batch_slots + s->window,
+            s->window, LKV_BENCH_POOL_BLOCK);
+    fprintf(f, "%-16s | %10s %10s %10s %9s | %9s %9s | %s\n", "backend     seqs", "compact KV",
+            "paged KV", "live KV", "paged/cmp", "compact", "paged", "peak pool");
+    for (int d = 0; d < r->n_devices; d++)
+        for (int b = 0; b < s->n_batches; b++)
+            print_pool_row(f, r->devices[d].label, lkv_bench_batch_at(r, d, b));
+}
+
 /* One line per measurement that has no figure; "notes" heads the first. */
 static void note(FILE *f, int *count, const char *what, lkv_status st, const char *error)
 {
@@ -329,6 +373,10 @@ static void print_notes(FILE *f, const lkv_bench_results *r)
                                                                                   : s->batches[b]);
             if (bt->status != LKV_OK)
                 note(f, &count, what, bt->status, bt->error);
+            snprintf(what, sizeof what, "%s mixed lengths, %d sequences", dv->label,
+                     bt->sequences ? bt->sequences : s->batches[b]);
+            if (bt->status == LKV_OK && bt->pool.status != LKV_OK)
+                note(f, &count, what, bt->pool.status, bt->pool.error);
             else if (!bt->counted && b == 0)
                 note(f, &count, what, LKV_UNSUPPORTED, "the backend keeps no device counters "
                      "(lkv_runtime_get_counters reads 0): counters shown as -");
@@ -350,6 +398,7 @@ void lkv_bench_print_table(FILE *f, const lkv_bench_results *r)
     print_observation(f, r);
     print_decode(f, r);
     print_batch(f, r);
+    print_pool(f, r);
     lkv_bench_print_engine(f, r);
     print_notes(f, r);
     char rss[32];

@@ -87,3 +87,61 @@ void pc_run_twins(lkv_runtime *rt, lkv_dtype dtype, lkv_gqa_mode gqa, lkv_evicti
     }
 }
 
+/* paged_checks.h says what and why. */
+void pc_expect_blocks_come_back(lkv_runtime *rt)
+{
+    enum { L = 2, QH = 2, KVH = 2, D = 8, CAP = 96, P = 80, BLOCK = 4, ROWS = L * KVH };
+    lkv_cache_config cfg = tu_config(L, QH, KVH, D, CAP);
+    cfg.sequences = 2;
+    lkv_policy_init(&cfg.policy, LKV_POLICY_STREAMING);
+    cfg.policy.budget = 20;
+    lkv_cache *compact = pc_make(rt, cfg, LKV_PLACEMENT_COMPACT, 0, 0);
+    lkv_cache *paged =
+        pc_make(rt, cfg, LKV_PLACEMENT_PAGED, BLOCK, ROWS * (P / BLOCK + 7));
+    uint64_t rng = 5;
+    float *q = tu_alloc_normal((size_t)P * QH * D, &rng, 2.0);
+    float *k = tu_alloc_normal((size_t)P * KVH * D, &rng, 1.0);
+    float *v = tu_alloc_normal((size_t)P * KVH * D, &rng, 1.0);
+    for (int32_t l = 0; l < L; l++) {
+        lkv_prefill_io io = {.n_tokens = P, .q = q, .k = k, .v = v};
+        TU_OK(lkv_cache_prefill(compact, 0, l, &io));
+        TU_OK(lkv_cache_prefill(paged, 0, l, &io));
+    }
+    lkv_cache_stats st;
+    TU_OK(lkv_cache_get_stats(paged, &st));
+    cr_expect_eq(st.blocks_in_use, ROWS * P / BLOCK, "the prompt took %lld blocks",
+                 (long long)st.blocks_in_use);
+    float oa[QH * D], ob[QH * D];
+    for (int32_t t = 0; t < 100; t++) {
+        tu_fill_normal(q, QH * D, &rng, 2.0);
+        tu_fill_normal(k, KVH * D, &rng, 1.0);
+        tu_fill_normal(v, KVH * D, &rng, 1.0);
+        for (int32_t l = 0; l < L; l++) {
+            lkv_decode_io da = {q, k, v, oa, LKV_MEMORY_HOST}, db = {q, k, v, ob, LKV_MEMORY_HOST};
+            TU_OK(lkv_cache_decode(compact, 0, l, &da));
+            TU_OK(lkv_cache_decode(paged, 0, l, &db));
+            cr_assert(!memcmp(oa, ob, sizeof oa), "step %d layer %d: outputs differ", t, l);
+        }
+        if (t == 0) {
+            TU_OK(lkv_cache_get_stats(paged, &st));
+            cr_expect_leq(st.blocks_in_use, ROWS * 7, "%lld blocks held after the prompt's "
+                          "eviction", (long long)st.blocks_in_use);
+        }
+    }
+    TU_OK(lkv_cache_get_stats(paged, &st));
+    cr_expect_leq(st.blocks_in_use, ROWS * 7, "%lld blocks held", (long long)st.blocks_in_use);
+    pc_expect_pool_holds_twin(compact, paged, 0, "streaming");
+    for (int32_t l = 0; l < L; l++) {
+        lkv_prefill_io io = {.n_tokens = P, .q = q, .k = k, .v = v};
+        TU_OK(lkv_cache_prefill(paged, 1, l, &io));
+    }
+    TU_OK(lkv_cache_reset_sequence(paged, 0));
+    TU_OK(lkv_cache_reset_sequence(paged, 1));
+    TU_OK(lkv_cache_get_stats(paged, &st));
+    cr_expect_eq(st.blocks_in_use, 0, "%lld blocks held after reset", (long long)st.blocks_in_use);
+    free(q);
+    free(k);
+    free(v);
+    lkv_cache_destroy(compact);
+    lkv_cache_destroy(paged);
+}

@@ -24,4 +24,13 @@ void pc_expect_pool_holds_twin(const lkv_cache *compact, const lkv_cache *paged,
 void pc_run_twins(lkv_runtime *rt, lkv_dtype dtype, lkv_gqa_mode gqa, lkv_eviction_timing when,
                   int32_t block);
 
+/* Streaming keeps its sinks and the newest tokens: a prompt of 80 evicted
+ * to 20 (at the first decode step) leaves the middle's blocks empty, and
+ * they go back to the pool. The pool holds one such prompt and 7 blocks a
+ * row besides (108 blocks of 4, short of the 8 rows x 96 slots the cache's
+ * rows would take at capacity), so a second sequence's prompt fits only
+ * once the first one's eviction has given its blocks back. Outputs equal a
+ * compacting twin's at every step, on rt. */
+void pc_expect_blocks_come_back(lkv_runtime *rt);
+
 #endif

@@ -15,6 +15,7 @@
 #include "bench_decode.h"
 #include "bench_inputs.h"
 #include "bench_model.h"
+#include "bench_pool.h"
 #include "bench_svg_scale.h"
 #include "bench_timer.h"
 #include "bf16.h"
@@ -422,6 +423,48 @@ Test(bench_json, a_bf16_shape_is_labelled_and_typed_bf16)
     lkv_json_free(&doc);
     free(text);
     lkv_bench_results_free(&r);
+}
+
+/* ---- mixed lengths under one cache (bench_pool.c), worked by hand ---- */
+
+/* 4 sequences, budget 64 and window 8 (capacity 72), the decode shape
+ * 9/3/64 f16 (3 cache heads; a slot's K and V are 256 bytes): prompts of
+ * 8 + 56 j / 3 = 8, 26, 45, 64 tokens; after the 8 steps the rows hold 16,
+ * 34, 53 and 72 slots (the longest reaches B + W at its eighth step and
+ * evicts back to 64 after storing). Compacting reserves every row at
+ * capacity: 4 x 3 x 72 x 256 = 221184 bytes. Paged holds ceil(len / 16)
+ * blocks a row at the peak, 1 + 3 + 4 + 5 = 13 a cache head, 39 blocks of
+ * 16 x 256 bytes = 159744; live, 175 slots a head: 3 x 175 x 256 = 134400.
+ * A pool of exactly 39 blocks serves the same run. */
+Test(bench_pool, memory_is_the_hand_counted_rows_and_blocks)
+{
+    lkv_bench_settings s;
+    lkv_bench_settings_init(&s, 1);
+    s.batch_slots = 64;
+    s.window = 8;
+    s.n_batches = 1;
+    s.batches[0] = 4;
+    cr_assert_eq(lkv_bench_pool_prompt(0, 4, 64), 8);
+    cr_assert_eq(lkv_bench_pool_prompt(1, 4, 64), 26);
+    cr_assert_eq(lkv_bench_pool_prompt(2, 4, 64), 45);
+    cr_assert_eq(lkv_bench_pool_prompt(3, 4, 64), 64);
+    cr_assert_eq(lkv_bench_pool_prompt(0, 1, 64), 64, "one sequence: the longest");
+    lkv_runtime *rt = NULL;
+    TU_OK(lkv_runtime_open("cpu", &rt));
+    lkv_bench_decode_inputs in;
+    TU_OK(lkv_bench_decode_inputs_make(&s.decode_shape, s.batch_slots, lkv_bench_batch_tokens(&s),
+                                       s.seed, &in));
+    lkv_bench_pool p;
+    lkv_bench_pool_run(rt, &s, &in, 4, &p);
+    cr_assert_eq(p.status, LKV_OK, "%s", p.error);
+    cr_expect_eq(p.compact_kv_bytes, 221184);
+    cr_expect_eq(p.peak_blocks, 39);
+    cr_expect_eq(p.paged_kv_bytes, 159744);
+    cr_expect_eq(p.live_kv_bytes, 134400);
+    cr_expect(p.sized_ok, "a pool of the peak blocks serves the run");
+    cr_expect(p.compact_step_s > 0.0 && p.paged_step_s > 0.0);
+    lkv_bench_decode_inputs_free(&in);
+    lkv_runtime_close(rt);
 }
 
 /* ---- the batched decode step on the cpu oracle ---- */

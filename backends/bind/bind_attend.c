@@ -121,7 +121,8 @@ static attend_shape shape_of(lkv_device *d, const lkv_attend_args *a)
     s.qblocks = (s.per + LKV_BIND_ATT_QBLOCK - 1) / LKV_BIND_ATT_QBLOCK;
     s.dblocks = (s.dim + lkv_bind_lim(d)->wg - 1) / lkv_bind_lim(d)->wg;
     s.kv_row = (uint64_t)s.cap * s.dim * s.elem;
-    s.rows_fit = min64(lkv_bind_rows_fit(d, s.kv_row), lkv_bind_rows_fit(d, (uint64_t)s.cap * 4));
+    s.rows_fit = min64(lkv_bind_kv_rows_fit(d, c, s.kv_row),
+                       lkv_bind_rows_fit(d, (uint64_t)s.cap * 4));
     s.pipes = c->phys ? &holes_pipes_of_dtype[c->dtype] /* check_args checked the dtype */
                       : &pipes_of_dtype[c->dtype];
     return s;

@@ -188,6 +188,9 @@ lkv_bind_buf lkv_bind_whole(lkv_device *d, const lkv_buffer *b);
 lkv_bind_window lkv_bind_kv_window(lkv_device *d, const lkv_cache_buffers *c,
                                    const lkv_buffer *b, int64_t row_lo, int64_t row_hi,
                                    uint64_t row_bytes, uint32_t elem);
+/* Cache rows of row_bytes of K or V one window spans; unbounded in a paged
+ * cache, whose pool is bound whole (lkv_bind_check_cache). */
+int64_t lkv_bind_kv_rows_fit(lkv_device *d, const lkv_cache_buffers *c, uint64_t row_bytes);
 /* The K/V row stride in slots the LKV_HOLES kernels take (kv_cap): the
  * capacity, or 0 in a paged cache. */
 uint32_t lkv_bind_kv_cap(const lkv_cache_buffers *c);

@@ -59,7 +59,8 @@ lkv_status lkv_bind_redundancy(lkv_device *d, const lkv_redundancy_args *a)
         return LKV_OK;
     const lkv_cache_buffers *c = a->cache;
     uint64_t kv_row = (uint64_t)c->capacity * (uint64_t)c->head_dim * lkv_dtype_size(c->dtype);
-    int64_t fit = lkv_bind_rows_fit(d, kv_row), meta_fit = lkv_bind_rows_fit(d, (uint64_t)c->capacity * 4);
+    int64_t fit = lkv_bind_kv_rows_fit(d, c, kv_row);
+    int64_t meta_fit = lkv_bind_rows_fit(d, (uint64_t)c->capacity * 4);
     fit = fit < meta_fit ? fit : meta_fit;
     if (fit < 1)
         return lkv_fail(LKV_UNSUPPORTED, "%s redundancy: one row's keys (%llu bytes) exceed "

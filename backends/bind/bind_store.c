@@ -61,7 +61,9 @@ static lkv_status check_entry(lkv_device *d, const lkv_store_args *a, int32_t e,
 {
     const lkv_cache_buffers *c = a->cache;
     int64_t n = a->count[e], slot = a->slot0[e], row = a->row0[e], tok = a->src_token[e];
-    uint64_t rows = lkv_bind_size(d, c->k) / kv_row_bytes(c);
+    /* a paged cache's K/V is a pool of places, not rows: the rows are the
+     * metadata's (the places come from core's block tables) */
+    uint64_t rows = c->paged ? UINT64_MAX : lkv_bind_size(d, c->k) / kv_row_bytes(c);
     uint64_t meta_rows = lkv_bind_size(d, c->pos) / ((uint64_t)c->capacity * 4);
     rows = meta_rows < rows ? meta_rows : rows;
     uint64_t token_bytes = (uint64_t)a->kv_heads * (uint64_t)c->head_dim * 4;
@@ -113,7 +115,7 @@ static lkv_status check(lkv_device *d, const lkv_store_args *a)
 /* Rows one window holds of K, V and the per-slot buffers alike. */
 static int64_t rows_fit(lkv_device *d, const lkv_store_args *a)
 {
-    int64_t kv = lkv_bind_rows_fit(d, kv_row_bytes(a->cache));
+    int64_t kv = lkv_bind_kv_rows_fit(d, a->cache, kv_row_bytes(a->cache));
     int64_t meta = lkv_bind_rows_fit(d, (uint64_t)a->cache->capacity * 4);
     return kv < meta ? kv : meta;
 }

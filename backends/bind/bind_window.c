@@ -50,6 +50,11 @@ lkv_bind_window lkv_bind_kv_window(lkv_device *d, const lkv_cache_buffers *c,
     return w;
 }
 
+int64_t lkv_bind_kv_rows_fit(lkv_device *d, const lkv_cache_buffers *c, uint64_t row_bytes)
+{
+    return c->paged ? INT64_MAX : lkv_bind_rows_fit(d, row_bytes);
+}
+
 uint32_t lkv_bind_kv_cap(const lkv_cache_buffers *c)
 {
     return c->paged ? 0 : (uint32_t)c->capacity;

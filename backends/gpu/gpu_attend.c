@@ -158,7 +158,9 @@ static lkv_status check_buffers(const lkv_device *d, const lkv_attend_args *a)
                         "bytes of %d groups x %d query heads x head_dim %d", drv,
                         (unsigned long long)io, a->n_groups, a->q_heads, s.dim);
     uint64_t kv_row = (uint64_t)s.cap * (uint64_t)s.dim * s.elem;
-    uint64_t kv_rows = (c->k->size < c->v->size ? c->k->size : c->v->size) / kv_row;
+    /* a paged cache's K/V is a pool of places: its rows are the hole map's */
+    uint64_t kv_rows = c->paged ? c->phys->size / ((uint64_t)s.cap * 4)
+                                : (c->k->size < c->v->size ? c->k->size : c->v->size) / kv_row;
     uint64_t prob_rows = a->probs ? a->probs->size / ((uint64_t)s.cap * 4) : UINT64_MAX;
     uint64_t rows = kv_rows < prob_rows ? kv_rows : prob_rows;
     for (int32_t g = 0; g < a->n_groups; g++) {

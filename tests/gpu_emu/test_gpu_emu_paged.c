@@ -25,3 +25,12 @@ Test(gpu_emu_paged, every_policy_computes_as_compaction_f32_expanded_wave64, .ti
     pc_run_twins(rt, LKV_DTYPE_F32, LKV_GQA_EXPANDED, LKV_EVICTION_BACKGROUND, 7);
     lkv_runtime_close(rt);
 }
+
+/* A pool short of every row at capacity on the CUDA/HIP host code, whose
+ * store and attend once bounded a paged cache's rows by its K/V pool. */
+Test(gpu_emu_paged, a_short_pool_gives_emptied_blocks_back, .timeout = 900)
+{
+    lkv_runtime *rt = emu_runtime("32", "4");
+    pc_expect_blocks_come_back(rt);
+    lkv_runtime_close(rt);
+}
