@@ -98,6 +98,11 @@ typedef struct lkv_bench_settings {
 /* The default run, or the quick one (two short lengths, shorter timing). */
 void lkv_bench_settings_init(lkv_bench_settings *s, int quick);
 
+/* The cache the measurements at each batch size open (batched step, mixed
+ * lengths, engine-owned): `sequences` sequences of the decode shape, lazy
+ * at budget batch_slots and window W, capacity batch_slots + W. */
+lkv_cache_config lkv_bench_batch_config(const lkv_bench_settings *s, int32_t sequences);
+
 /* Slots kept by select/compact and the decode budget at `length`. */
 int32_t lkv_bench_keep(const lkv_bench_settings *s, int32_t length);
 

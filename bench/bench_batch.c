@@ -96,17 +96,7 @@ static lkv_status issue_step(void *ctx)
 static lkv_status open_cache(lkv_runtime *rt, const lkv_bench_settings *s,
                              const lkv_bench_decode_inputs *in, int32_t n, lkv_cache **out)
 {
-    lkv_cache_config cfg;
-    lkv_cache_config_init(&cfg);
-    cfg.q_heads = in->shape.q_heads;
-    cfg.kv_heads = in->shape.kv_heads;
-    cfg.head_dim = in->shape.head_dim;
-    cfg.dtype = in->shape.dtype;
-    cfg.sequences = n;
-    cfg.capacity = s->batch_slots + s->window;
-    lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY);
-    cfg.policy.budget = s->batch_slots;
-    cfg.policy.window = s->window;
+    lkv_cache_config cfg = lkv_bench_batch_config(s, n);
     lkv_cache *c = NULL;
     lkv_status st = lkv_cache_create(rt, &cfg, &c);
     if (st == LKV_OK) {

@@ -58,17 +58,8 @@ static lkv_status fail(lkv_bench_engine *out, lkv_status st, const char *what)
 static lkv_status open_cache(lkv_runtime *rt, const lkv_bench_settings *s, int32_t n,
                              lkv_cache **out)
 {
-    lkv_cache_config cfg;
-    lkv_cache_config_init(&cfg);
-    cfg.q_heads = s->decode_shape.q_heads;
-    cfg.kv_heads = s->decode_shape.kv_heads;
-    cfg.head_dim = s->decode_shape.head_dim;
-    cfg.sequences = n;
-    cfg.capacity = s->batch_slots + s->window;
+    lkv_cache_config cfg = lkv_bench_batch_config(s, n);
     cfg.kv_owner = LKV_KV_ENGINE;
-    lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY);
-    cfg.policy.budget = s->batch_slots;
-    cfg.policy.window = s->window;
     return lkv_cache_create(rt, &cfg, out);
 }
 

@@ -34,20 +34,10 @@ static lkv_status open_cache(lkv_runtime *rt, const lkv_bench_settings *s,
                              const lkv_bench_decode_inputs *in, int32_t n,
                              lkv_placement placement, int32_t pool_blocks, lkv_cache **out)
 {
-    lkv_cache_config cfg;
-    lkv_cache_config_init(&cfg);
-    cfg.q_heads = in->shape.q_heads;
-    cfg.kv_heads = in->shape.kv_heads;
-    cfg.head_dim = in->shape.head_dim;
-    cfg.dtype = in->shape.dtype;
-    cfg.sequences = n;
-    cfg.capacity = s->batch_slots + s->window;
+    lkv_cache_config cfg = lkv_bench_batch_config(s, n);
     cfg.placement = placement;
     cfg.block_size = placement == LKV_PLACEMENT_PAGED ? LKV_BENCH_POOL_BLOCK : 0;
     cfg.pool_blocks = pool_blocks;
-    lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY);
-    cfg.policy.budget = s->batch_slots;
-    cfg.policy.window = s->window;
     lkv_cache *c = NULL;
     lkv_status st = lkv_cache_create(rt, &cfg, &c);
     for (int32_t j = 0; j < n && st == LKV_OK; j++) {

@@ -43,3 +43,19 @@ int32_t lkv_bench_keep(const lkv_bench_settings *s, int32_t length)
     int32_t keep = (int32_t)((int64_t)length * s->keep_percent / 100);
     return keep < 1 ? 1 : keep;
 }
+
+lkv_cache_config lkv_bench_batch_config(const lkv_bench_settings *s, int32_t sequences)
+{
+    lkv_cache_config cfg;
+    lkv_cache_config_init(&cfg);
+    cfg.q_heads = s->decode_shape.q_heads;
+    cfg.kv_heads = s->decode_shape.kv_heads;
+    cfg.head_dim = s->decode_shape.head_dim;
+    cfg.dtype = s->decode_shape.dtype;
+    cfg.sequences = sequences;
+    cfg.capacity = s->batch_slots + s->window;
+    lkv_policy_init(&cfg.policy, LKV_POLICY_LAZY);
+    cfg.policy.budget = s->batch_slots;
+    cfg.policy.window = s->window;
+    return cfg;
+}

@@ -36,19 +36,19 @@ $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 echo "install-deps: ${packages[*]} installed"
 
 tools=${LAZYKV_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lazykv-tools}
-if ! command -v cuobjdump >/dev/null && [ ! -x "$tools/cuobjdump/nvidia/cu13/bin/cuobjdump" ]; then
-  if python3 -m pip install -q --disable-pip-version-check --target "$tools/cuobjdump" \
-       nvidia-cuda-cuobjdump==13.2.51 >/dev/null 2>&1; then
-    echo "install-deps: cuobjdump installed in $tools/cuobjdump"
-  else
-    echo "install-deps: could not install cuobjdump from PyPI; its cross-check will be skipped"
+# NVIDIA's wheel of one CUDA tool into $tools/NAME, unless the toolkit has
+# it; without it, what uses it is skipped (WHAT says which).
+wheel_tool() {
+  local name=$1 what=$2
+  if command -v "$name" >/dev/null || [ -x "$tools/$name/nvidia/cu13/bin/$name" ]; then
+    return
   fi
-fi
-if ! command -v nvdisasm >/dev/null && [ ! -x "$tools/nvdisasm/nvidia/cu13/bin/nvdisasm" ]; then
-  if python3 -m pip install -q --disable-pip-version-check --target "$tools/nvdisasm" \
-       nvidia-cuda-nvdisasm==13.2.51 >/dev/null 2>&1; then
-    echo "install-deps: nvdisasm installed in $tools/nvdisasm"
+  if python3 -m pip install -q --disable-pip-version-check --target "$tools/$name" \
+       "nvidia-cuda-$name==13.2.51" >/dev/null 2>&1; then
+    echo "install-deps: $name installed in $tools/$name"
   else
-    echo "install-deps: could not install nvdisasm from PyPI; the SASS checks will be skipped"
+    echo "install-deps: could not install $name from PyPI; $what will be skipped"
   fi
-fi
+}
+wheel_tool cuobjdump "its cross-check"
+wheel_tool nvdisasm "the SASS checks"
