@@ -72,8 +72,8 @@ static int32_t qblock_of(int32_t per)
     return qb;
 }
 
-/* attend: the split kernel (K pass writing logits, V pass reading them),
- * the combine, and with probabilities the probs pass. */
+/* attend: the split kernel (K pass writing logits, V pass reading them,
+ * its last blocks combining), and with probabilities the probs pass. */
 static void attend_model(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32_t n, int probs,
                          lkv_bench_model *m)
 {
@@ -100,18 +100,19 @@ static void attend_model(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32
     double logits = 2.0 * 4.0 * s->q_heads * (double)n;
     double in_flight = vec ? 16.0 * g->split_loads : e;
     double t = kernel_s(g, kv + logits, m->blocks, LKV_ATT_BLOCK, in_flight, resident, &m->waves);
-    /* the combine: a block per query head looping over its splits, whose
-     * partials the split kernel has just left in L2 (a step per split) */
+    /* the combine, in the last split block of each unit: its heads one
+     * after another looping over their splits, whose partials are still in
+     * L2 (a step per split), behind the split kernel's wave */
     double partials = (double)s->q_heads * m->splits * (d + 2.0) * 4.0;
     t += g->combine_step_s * m->splits;
     m->bytes = kv + logits + partials;
-    m->launches = 2;
+    m->launches = 1;
     if (probs) { /* every logit read once more, the group's probabilities written */
         double pb = 4.0 * s->q_heads * (double)n + 4.0 * s->kv_heads * (double)n;
         t += kernel_s(g, pb, (n + LKV_ATT_BLOCK - 1) / LKV_ATT_BLOCK * s->kv_heads,
                       LKV_ATT_BLOCK, 4.0 * per, 8, NULL);
         m->bytes += pb;
-        m->launches = 3;
+        m->launches = 2;
     }
     m->seconds = t;
 }

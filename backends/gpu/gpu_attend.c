@@ -1,11 +1,13 @@
-/* attend on CUDA/HIP: flash-decoding in three launches per batch of groups
+/* attend on CUDA/HIP: flash-decoding in two launches per batch of groups
  * (backends/gpu/kernels/attend.cu says what each computes and how it differs from the CPU):
- *   lkv_attend_split_*   a split's logits, then its partials m, l, o
- *   lkv_attend_combine   out and the log-sum-exp per query head
+ *   lkv_attend_split_*   a split's logits, then its partials m, l, o; the
+ *                        last split block of a group's heads combines them
+ *                        into out and the log-sum-exp
  *   lkv_attend_probs     per-slot probabilities, combined per cache head
  *
- * Groups are batched, three launches for many groups rather than three per
- * group as on Vulkan: a batch of short caches then still fills the device,
+ * Every group has at least one split, an empty one too (its split block
+ * writes its out, 0, and lse, -inf). Groups are batched, two launches for
+ * many groups rather than four per group as on Vulkan: a batch of short caches then still fills the device,
  * and launches stay few when a caller attends every sequence of a layer at
  * once. The kernels find their group from prefix sums of slots and splits
  * uploaded with the group lists. A batch ends where its scratch (logits,
@@ -44,8 +46,8 @@ _Static_assert(LKV_ATTEND_MAX_SPLITS <= LKV_ATT_MAX_SPLITS,
 #define ATTEND_BATCH_BYTES ((int64_t)64 << 20) /* scratch of one batch */
 #define ATTEND_BATCH_ENV "LAZYKV_GPU_ATTEND_BATCH_BYTES"
 
-enum { LAUNCH_SPLIT, LAUNCH_COMBINE, LAUNCH_PROBS, LAUNCHES };
-static const char *const launch_names[LAUNCHES] = {"split", "combine", "probs"};
+enum { LAUNCH_SPLIT, LAUNCH_PROBS, LAUNCHES };
+static const char *const launch_names[LAUNCHES] = {"split", "probs"};
 
 typedef struct attend_batch {
     int32_t first, count; /* groups [first, first + count) of the call */
@@ -176,11 +178,20 @@ static lkv_status check_buffers(const lkv_device *d, const lkv_attend_args *a)
     return LKV_OK;
 }
 
+/* A group's splits in a batch of split_len: one at least, so that an empty
+ * group's out and lse are written by its (empty) split's combine. */
+static uint64_t splits_of(int32_t n, int32_t split_len)
+{
+    uint64_t s = lkv_attend_splits((uint64_t)n, (uint64_t)split_len);
+    return s > 0 ? s : 1;
+}
+
 /* The most scratch a group can take in a batch: its logits, partials of at
- * most one split per LKV_ATTEND_SPLIT_MIN slots, its log-sum-exps. */
+ * most one split per LKV_ATTEND_SPLIT_MIN slots (one at least), its
+ * log-sum-exps. */
 static int64_t group_bytes(const lkv_attend_args *a, int32_t n)
 {
-    uint64_t splits = lkv_attend_splits((uint64_t)n, LKV_ATTEND_SPLIT_MIN);
+    uint64_t splits = splits_of(n, LKV_ATTEND_SPLIT_MIN);
     uint64_t per_head = (uint64_t)n + splits * ((uint64_t)a->cache->head_dim + 2) + 1;
     uint64_t bytes = mul_sat(per_head, (uint64_t)a->q_heads * 4);
     return bytes > INT64_MAX ? INT64_MAX : (int64_t)bytes;
@@ -188,8 +199,8 @@ static int64_t group_bytes(const lkv_attend_args *a, int32_t n)
 
 /* The most groups a batch may hold so that every grid dimension of its
  * launches stays within the device's limits (grids_of): split x <= groups *
- * LKV_ATT_MAX_SPLITS and combine x = groups * q_heads within 2^31 - 1,
- * probs z = groups within max_grid_z. At least 1. */
+ * LKV_ATT_MAX_SPLITS within 2^31 - 1, probs z = groups within max_grid_z,
+ * and the split blocks' counters (groups * q_heads) countable. At least 1. */
 static int32_t batch_groups_max(const lkv_device *d, const lkv_attend_args *a)
 {
     int64_t most = d->lim.max_grid_z;
@@ -255,7 +266,7 @@ static attend_batch batch_at(const lkv_device *d, const lkv_attend_args *a, int3
     }
     b.split_len = split_len_of(a, &b, budget);
     for (int32_t g = first; g < first + b.count; g++)
-        b.splits += (int64_t)lkv_attend_splits((uint64_t)a->group_n[g], (uint64_t)b.split_len);
+        b.splits += (int64_t)splits_of(a->group_n[g], b.split_len);
     return b;
 }
 
@@ -266,7 +277,6 @@ static lkv_status grids_of(const lkv_device *d, const lkv_attend_args *a, attend
     attend_shape s = shape_of(a);
     uint64_t g[LAUNCHES][3] = {
         {(uint64_t)b->splits, (uint64_t)a->cache_heads * (uint64_t)s.qblocks, 1},
-        {(uint64_t)b->count * (uint64_t)a->q_heads, 1, 1},
         {lkv_gpu_div_up((uint64_t)b->max_n, LKV_ATT_BLOCK), (uint64_t)a->cache_heads,
          (uint64_t)b->count},
     };
@@ -309,7 +319,7 @@ static void add_batch(const lkv_attend_args *a, attend_plan *p, const attend_bat
     for (int32_t i = 0; i < b->count; i++) {
         int32_t n = a->group_n[b->first + i];
         so[i + 1] = so[i] + n;
-        sp[i + 1] = sp[i] + (int32_t)lkv_attend_splits((uint64_t)n, (uint64_t)b->split_len);
+        sp[i + 1] = sp[i] + (int32_t)splits_of(n, b->split_len);
     }
     uint64_t heads4 = (uint64_t)a->q_heads * 4;
     keep_max(&p->logits_bytes, mul_sat((uint64_t)b->slots, heads4));
@@ -399,7 +409,7 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
     const lkv_cache_buffers *c = a->cache;
     lkv_gpu_ptr k = c->k->ptr, v = c->v->ptr, logits = d->logits->ptr;
     lkv_gpu_ptr phys = c->phys ? c->phys->ptr : 0; /* K/V through the hole map, if any */
-    lkv_gpu_ptr part = d->partials->ptr, lse = d->lse->ptr;
+    lkv_gpu_ptr part = d->partials->ptr, lse = d->lse->ptr, done = d->attend_done->ptr;
     uint64_t io_off = (uint64_t)b->first * (uint64_t)a->q_heads * (uint64_t)s.dim * 4;
     lkv_gpu_ptr q = a->q->ptr + io_off, out = a->out ? a->out->ptr + io_off : 0;
     lkv_gpu_ptr row0 = l->row0 + (lkv_gpu_ptr)b->first * 4, gn = l->n + (lkv_gpu_ptr)b->first * 4;
@@ -407,20 +417,15 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
     lkv_gpu_ptr sp = l->split_off + ((lkv_gpu_ptr)b->first + (lkv_gpu_ptr)batch_index) * 4;
     int32_t groups = b->count, cap = s.cap, dim = s.dim, heads = a->cache_heads, per = s.per;
     int32_t kv_cap = c->paged ? 0 : cap; /* a paged cache's K/V: one pool, no row term */
-    int32_t split_len = b->split_len, q_heads = a->q_heads, has_out = a->out != NULL;
+    int32_t split_len = b->split_len, has_out = a->out != NULL;
     int32_t reduce_max = a->reduce == LKV_REDUCE_MAX;
     float scale = a->scale;
 
-    void *split_args[] = {&k,   &v,      &phys, &q,      &logits, &part, &row0,      &gn,    &so,
-                          &sp,  &groups, &cap,  &kv_cap, &dim,    &heads, &per, &split_len, &scale};
+    void *split_args[] = {&k,      &v,    &phys, &q,      &logits, &part,  &out,
+                          &lse,    &done, &row0, &gn,     &so,     &sp,    &groups,
+                          &cap,    &kv_cap, &dim, &heads, &per,    &split_len, &scale,
+                          &has_out};
     lkv_status st = launch(d, split_kernel(a), b->grid[LAUNCH_SPLIT], LKV_ATT_BLOCK, split_args);
-    /* Threads over head_dim; whole warps of either width. */
-    uint32_t combine_block = (uint32_t)(dim + 63) / 64 * 64;
-    combine_block = combine_block > LKV_ATT_BLOCK ? LKV_ATT_BLOCK : combine_block;
-    void *combine_args[] = {&part, &out, &lse, &sp, &q_heads, &dim, &has_out};
-    if (st == LKV_OK)
-        st = launch(d, LKV_GPU_K_lkv_attend_combine, b->grid[LAUNCH_COMBINE], combine_block,
-                    combine_args);
     if (st != LKV_OK || !a->probs || b->max_n == 0)
         return st;
     lkv_gpu_ptr probs = a->probs->ptr;
@@ -435,6 +440,11 @@ static lkv_status run_plan(lkv_device *d, const lkv_attend_args *a, const attend
         st = lkv_gpu_reserve(d, &d->partials, p->partial_bytes);
     if (st == LKV_OK)
         st = lkv_gpu_reserve(d, &d->lse, p->lse_bytes);
+    /* the split blocks' counts, a word per (group, cache head, query-head
+     * block) <= (group, query head): zero when allocated, and each launch's
+     * last blocks put theirs back to zero */
+    if (st == LKV_OK)
+        st = lkv_gpu_reserve(d, &d->attend_done, p->lse_bytes);
     const int32_t *host[4] = {a->group_row0, a->group_n, p->slot_off, p->split_off};
     size_t entries = (size_t)a->n_groups + (size_t)p->n_batches;
     size_t counts[4] = {(size_t)a->n_groups, (size_t)a->n_groups, entries, entries};

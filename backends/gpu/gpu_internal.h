@@ -136,7 +136,7 @@ struct lkv_device {
     /* What the device did, for the counters op: counted where it happens. */
     lkv_counters counters;
     /* Op scratch, grown on demand and kept (lkv_gpu_reserve). */
-    lkv_buffer *logits, *partials, *lse, *compact_scratch;
+    lkv_buffer *logits, *partials, *lse, *attend_done, *compact_scratch;
     int64_t attend_batch_bytes; /* scratch budget of an attend batch (gpu_attend.c) */
     /* Each kernel's resident blocks a multiprocessor at the launch block
      * the host uses, asked once (drv->occupancy): 0 not asked yet, -1 the

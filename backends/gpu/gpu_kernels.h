@@ -30,7 +30,6 @@ LKV_GPU_KERNEL(lkv_attend_split_bf16_vec_g1)
 LKV_GPU_KERNEL(lkv_attend_split_bf16_vec_g2)
 LKV_GPU_KERNEL(lkv_attend_split_bf16_vec_g4)
 LKV_GPU_KERNEL(lkv_attend_split_bf16_vec_g8)
-LKV_GPU_KERNEL(lkv_attend_combine)
 LKV_GPU_KERNEL(lkv_attend_probs)
 /* LKV_GPU_KERNELS_ATTEND_END */
 

@@ -4,7 +4,7 @@
 //   out[g][qh]  = softmax(scale * q[g][qh] . K) . V
 //   probs[row]  = each slot's probability, combined over the `per` query heads
 //                 of the row's cache head by max or mean.
-// Flash-decoding in three launches (backends/gpu/gpu_attend.c plans them):
+// Flash-decoding in two launches (backends/gpu/gpu_attend.c plans them):
 //
 //   lkv_attend_split_{f32,f16,bf16}[_vec]_g{1,2,4,8}  grid x = the splits of every
 //       group of the launch (a split is `split_len` consecutive slots of one
@@ -26,8 +26,11 @@
 //       _vec variants, which the host picks when head_dim is a multiple of 4
 //       (f32) or 8 (f16, bf16); one element in the others. Any head_dim up to
 //       LKV_ATT_DIM_MAX (lkv_kernel_abi.h, 1024).
-//   lkv_attend_combine  grid x = groups * query heads, block: threads over
-//       head_dim. Merges a query head's partials into out and the log-sum-exp.
+//       The last split block of a (group, cache head, query-head block) to
+//       finish (a count per such unit in `done`, atomically raised after a
+//       fence) merges the partials of its heads into out and the
+//       log-sum-exp (lkv_att_combine) and puts the count back to 0. Every
+//       group has a split, an empty group one with no slots.
 //   lkv_attend_probs  grid x = slot blocks (grid-stride), y = cache heads,
 //       z = groups; block LKV_ATT_BLOCK. exp(logit - lse) combined over the
 //       group.
@@ -535,7 +538,7 @@ LKV_DEV void lkv_att_values(const KV *vrow, const int *prow, const float *lg, in
         for (int j = 0; j < QB; j++) {
             // A split whose logits are all -inf adds nothing: where another
             // split of the group has a finite logit, the CPU's exp(-inf - max)
-            // is 0 too; where none has, lkv_attend_combine writes the CPU's
+            // is 0 too; where none has, lkv_att_combine writes the CPU's
             // NaN itself. Never exp(-inf - -inf) here.
             float wt = 0.0f;
             if (j < jn && i < s1 && m[j] != -INFINITY)
@@ -611,20 +614,83 @@ LKV_DEV void lkv_att_write_partials(float *part, lkv_att_u64 pbase, int nsp, int
     }
 }
 
+// The quiet NaN the CPU's exp(-inf - -inf) gives.
+LKV_DEV float lkv_att_nan(void)
+{
+    return __uint_as_float(0x7fc00000u);
+}
+
+// Per (group g of n valid slots, query head qh): M = max_s m_s, L = sum_s
+// l_s exp(m_s - M), out = sum_s o_s exp(m_s - M) / L and lse = M + log L.
+// Two cases as the CPU has them: with no valid slot (n = 0: one empty
+// split, m = -inf, l = 0) out is 0 (its empty sum); with
+// slots but no logit above -inf (M = -inf: every logit -inf or NaN) out is
+// the NaN of its exp(-inf - -inf). lse is -inf in both, so
+// lkv_attend_probs gives such a group's slots NaN, as the CPU does.
+// `out` is written only when has_out. The whole block calls it; `scales`
+// holds LKV_ATT_SCALES floats of shared memory. The partials are read
+// volatile: other blocks wrote them in this launch, and a cached copy in
+// this multiprocessor's L1 would be stale.
+LKV_DEV void lkv_att_combine(const float *part, float *out, float *lse, const int *split_off,
+                             int q_heads, int dim, int has_out, int g, int n, int qh,
+                             float (*red)[LKV_ATT_WARPS], float *scales)
+{
+    int tid = (int)threadIdx.x, bs = (int)blockDim.x;
+    int nsp = split_off[g + 1] - split_off[g];
+    lkv_att_u64 stride = (lkv_att_u64)dim + 2;
+    const volatile float *pp =
+        part + ((lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh * nsp) * stride;
+    float big[1] = {-INFINITY};
+    for (int s = tid; s < nsp; s += bs)
+        big[0] = fmaxf(big[0], pp[s * stride]);
+    lkv_att_block_reduce(big, true, red);
+    float M = big[0];
+    float total[1] = {0.0f};
+    for (int s = tid; s < nsp; s += bs) {
+        float sc = M == -INFINITY ? 0.0f : expf(pp[s * stride] - M);
+        if (s < LKV_ATT_SCALES)
+            scales[s] = sc;
+        total[0] += pp[s * stride + 1] * sc;
+    }
+    lkv_att_block_reduce(total, false, red); // its barriers publish `scales`
+    float L = total[0];
+    lkv_att_u64 o = ((lkv_att_u64)g * q_heads + qh) * (lkv_att_u64)dim;
+    if (has_out && M == -INFINITY) {
+        float none = n > 0 ? lkv_att_nan() : 0.0f;
+        for (int e = tid; e < dim; e += bs)
+            out[o + e] = none;
+    } else if (has_out) {
+        for (int e = tid; e < dim; e += bs) {
+            float acc = 0.0f;
+            for (int s = 0; s < nsp; s++) {
+                float sc = s < LKV_ATT_SCALES ? scales[s] : expf(pp[s * stride] - M);
+                acc += pp[s * stride + 2 + e] * sc;
+            }
+            out[o + e] = acc / L;
+        }
+    }
+    if (tid == 0)
+        lse[(lkv_att_u64)g * q_heads + qh] = M + logf(L);
+    __syncthreads(); // scales and red are reused by the next head
+}
+
 // The body of lkv_attend_split_*: VEC elements per chunk (16 bytes on the
 // vector path, 1 otherwise), R chunk columns per thread at most in the pass
 // over V (1 on the vector path, LKV_ATT_COLS on the scalar one: head_dim <=
 // LKV_ATT_COLS * block).
 template <int QB, typename KV, int VEC, int R>
 LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const float *q,
-                           float *logits, float *part,
-                           const int *row0, const int *group_n, const int *slot_off,
-                           const int *split_off, int n_groups, int cap, int kv_cap, int dim,
-                           int heads, int per, int split_len, float scale)
+                           float *logits, float *part, float *out, float *lse,
+                           unsigned int *done, const int *row0, const int *group_n,
+                           const int *slot_off, const int *split_off, int n_groups, int cap,
+                           int kv_cap, int dim, int heads, int per, int split_len, float scale,
+                           int has_out)
 {
     __shared__ float weight[QB][LKV_BLOCK_MAX];
     __shared__ float red[QB][LKV_ATT_WARPS];
     __shared__ float gather[LKV_BLOCK_MAX * VEC * R];
+    __shared__ unsigned int last;
+    static_assert(LKV_BLOCK_MAX * VEC * R >= LKV_ATT_SCALES, "the combine's scales use gather");
 
     int qblocks = (per + QB - 1) / QB;
     int ch = (int)blockIdx.y / qblocks, j0 = ((int)blockIdx.y % qblocks) * QB;
@@ -649,6 +715,25 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const floa
     lkv_att_values<QB, KV, VEC, R>(vrow, prow, lg, n, s0, s1, dim, jn, m, weight, red, acc, l);
     lkv_att_u64 pbase = (lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh0 * nsp + sp;
     lkv_att_write_partials<QB, VEC, R>(part, pbase, nsp, dim, jn, acc, m, l, gather);
+    // The last of the group's split blocks for these heads to finish
+    // combines their splits: no launch of its own, and the combine starts
+    // as soon as its inputs are there. The fence puts this block's
+    // partials before its count; the count's reset leaves `done` at 0 for
+    // the next launch.
+    unsigned int *count = done + (lkv_att_u64)g * gridDim.y + blockIdx.y;
+    lkv_threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(count, 1u) == (unsigned int)nsp - 1u;
+    __syncthreads();
+    if (!last)
+        return;
+    lkv_threadfence();
+    for (int j = 0; j < jn; j++)
+        lkv_att_combine(part, out, lse, split_off, q_heads, dim, has_out, g, n, qh0 + j, red,
+                        gather);
+    if (threadIdx.x == 0)
+        *count = 0u;
 }
 
 // The split kernels: one per stored type (float; unsigned short for f16;
@@ -662,13 +747,13 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const floa
 #define LKV_ATT_SPLIT_KERNEL(name, QB, KV, VEC, R)                                             \
     LKV_KERNEL_RESIDENT(name, QB == 8 && VEC == LKV_ATT_KV16_VEC ? 1 : 2)                       \
     (const KV *k, const KV *v, const int *phys, const float *q, float *logits, float *part,    \
-     const int *row0, const int *group_n, const int *slot_off, const int *split_off,           \
-     int n_groups, int cap, int kv_cap, int dim, int heads, int per, int split_len,            \
-     float scale)                                                                              \
+     float *out, float *lse, unsigned int *done, const int *row0, const int *group_n,          \
+     const int *slot_off, const int *split_off, int n_groups, int cap, int kv_cap, int dim,    \
+     int heads, int per, int split_len, float scale, int has_out)                              \
     {                                                                                          \
-        lkv_att_split<QB, KV, VEC, R>(k, v, phys, q, logits, part, row0, group_n, slot_off,    \
-                                      split_off, n_groups, cap, kv_cap, dim, heads, per,       \
-                                      split_len, scale);                                       \
+        lkv_att_split<QB, KV, VEC, R>(k, v, phys, q, logits, part, out, lse, done, row0,       \
+                                      group_n, slot_off, split_off, n_groups, cap, kv_cap,     \
+                                      dim, heads, per, split_len, scale, has_out);             \
     }
 
 LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_g1, 1, float, 1, LKV_ATT_COLS)
@@ -695,62 +780,6 @@ LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_vec_g1, 1, lkv_att_bf16, LKV_ATT_KV16
 LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_vec_g2, 2, lkv_att_bf16, LKV_ATT_KV16_VEC, 1)
 LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_vec_g4, 4, lkv_att_bf16, LKV_ATT_KV16_VEC, 1)
 LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_vec_g8, 8, lkv_att_bf16, LKV_ATT_KV16_VEC, 1)
-
-// The quiet NaN the CPU's exp(-inf - -inf) gives.
-LKV_DEV float lkv_att_nan(void)
-{
-    return __uint_as_float(0x7fc00000u);
-}
-
-// Per (group, query head): M = max_s m_s, L = sum_s l_s exp(m_s - M),
-// out = sum_s o_s exp(m_s - M) / L and lse = M + log L. Two cases as the
-// CPU has them: with no valid slot (no split) out is 0 (its empty sum); with
-// slots but no logit above -inf (M = -inf: every logit -inf or NaN) out is
-// the NaN of its exp(-inf - -inf). lse is -inf in both, so
-// lkv_attend_probs gives such a group's slots NaN, as the CPU does.
-// `out` is written only when has_out.
-LKV_KERNEL(lkv_attend_combine)(const float *part, float *out, float *lse, const int *split_off,
-                               int q_heads, int dim, int has_out)
-{
-    __shared__ float red[LKV_ATT_QBLOCK][LKV_ATT_WARPS];
-    __shared__ float scales[LKV_ATT_SCALES];
-    int tid = (int)threadIdx.x, bs = (int)blockDim.x;
-    int g = (int)blockIdx.x / q_heads, qh = (int)blockIdx.x % q_heads;
-    int nsp = split_off[g + 1] - split_off[g];
-    lkv_att_u64 stride = (lkv_att_u64)dim + 2;
-    const float *pp = part + ((lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh * nsp) * stride;
-    float big[1] = {-INFINITY};
-    for (int s = tid; s < nsp; s += bs)
-        big[0] = fmaxf(big[0], pp[s * stride]);
-    lkv_att_block_reduce(big, true, red);
-    float M = big[0];
-    float total[1] = {0.0f};
-    for (int s = tid; s < nsp; s += bs) {
-        float sc = M == -INFINITY ? 0.0f : expf(pp[s * stride] - M);
-        if (s < LKV_ATT_SCALES)
-            scales[s] = sc;
-        total[0] += pp[s * stride + 1] * sc;
-    }
-    lkv_att_block_reduce(total, false, red); // its barriers publish `scales`
-    float L = total[0];
-    lkv_att_u64 o = ((lkv_att_u64)g * q_heads + qh) * (lkv_att_u64)dim;
-    if (has_out && M == -INFINITY) {
-        float none = nsp > 0 ? lkv_att_nan() : 0.0f;
-        for (int e = tid; e < dim; e += bs)
-            out[o + e] = none;
-    } else if (has_out) {
-        for (int e = tid; e < dim; e += bs) {
-            float acc = 0.0f;
-            for (int s = 0; s < nsp; s++) {
-                float sc = s < LKV_ATT_SCALES ? scales[s] : expf(pp[s * stride] - M);
-                acc += pp[s * stride + 2 + e] * sc;
-            }
-            out[o + e] = acc / L;
-        }
-    }
-    if (tid == 0)
-        lse[(lkv_att_u64)g * q_heads + qh] = M + logf(L);
-}
 
 // Per slot of each listed row: exp(logit - lse) of the row's `per` query
 // heads, combined by max (reduce_max) or mean. The max starts from -inf and

@@ -20,6 +20,8 @@
 //   lkv_bf16_to_float(b)      bfloat16 bits (unsigned short) to float, exact
 //                             (one definition below, for all three)
 //   atomicAdd on int/unsigned (shared or global memory)
+//   lkv_threadfence()         this thread's global writes are seen by every
+//                             block before its later ones (__threadfence)
 //   uint4, float4, uint2, float2 and 16-byte loads through them
 //   float math: expf, logf, fmaxf, fminf, sqrtf, isnan; double math: exp, log,
 //   isnan (exp/log of a float is refused by the emulator: CUDA and HIP
@@ -39,6 +41,8 @@
 #define LKV_KERNEL(name) extern "C" void name
 #define LKV_KERNEL_RESIDENT(name, blocks) LKV_KERNEL(name)
 #define LKV_DEV static inline
+// blocks run one after another (gpu_emu.h): every write is seen already
+LKV_DEV void lkv_threadfence(void) {}
 
 #elif defined(__HIPCC__) || defined(__HIPCC_RTC__)
 #ifndef __HIPCC_RTC__
@@ -53,6 +57,7 @@
 LKV_DEV int lkv_warp(void) { return warpSize; }
 template <typename T> LKV_DEV T lkv_shfl_xor(T v, int mask) { return __shfl_xor(v, mask); }
 template <typename T> LKV_DEV T lkv_shfl(T v, int lane) { return __shfl(v, lane); }
+LKV_DEV void lkv_threadfence(void) { __threadfence(); }
 LKV_DEV float lkv_half_to_float(unsigned short h)
 {
     // clang's _Float16 converts exactly (subnormals included) on every AMD target
@@ -70,6 +75,7 @@ LKV_DEV float lkv_half_to_float(unsigned short h)
 LKV_DEV int lkv_warp(void) { return warpSize; }
 template <typename T> LKV_DEV T lkv_shfl_xor(T v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 template <typename T> LKV_DEV T lkv_shfl(T v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
+LKV_DEV void lkv_threadfence(void) { __threadfence(); }
 LKV_DEV float lkv_half_to_float(unsigned short h) { return __half2float(__ushort_as_half(h)); }
 
 #else
