@@ -3,7 +3,9 @@
 # CUDA toolkit (nvcc) and CMake but none of the test-only packages: builds
 # lazykv with the CUDA backend required, lists the devices, runs the CUDA
 # conformance suite (quick grid, then the full grid) and the benchmark of
-# cpu against cuda, and prints a short table. Where the driver also
+# cpu against cuda, with the roofline model of the GPU it found (h200, h100
+# or a100 by nvidia-smi's name; h200 otherwise) after the measured tables,
+# at the same lengths and shapes, and prints a short table. Where the driver also
 # registers the GPU for OpenCL (the NVIDIA OpenCL ICD), the OpenCL quick
 # grid runs too and the benchmark adds it (the same GPU, a second API). Results (JSONL, JSON, SVG,
 # logs) go to $OUT when set, else to ./device-check/.
@@ -56,9 +58,15 @@ if grep -Eq "^opencl +[0-9]+ +PASS" "$out/devices.txt" &&
   benches=cpu,cuda,opencl:0
 fi
 
-step "bench --backends $benches"
-"$bin" bench --backends "$benches" --json "$out/bench.json" --plot "$out/bench.svg" \
-  >"$out/bench.txt" 2>&1
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+case "$gpu_name" in
+  *H100*) model=h100 ;;
+  *A100*) model=a100 ;;
+  *) model=h200 ;;
+esac
+step "bench --backends $benches --model $model"
+"$bin" bench --backends "$benches" --model "$model" --json "$out/bench.json" \
+  --plot "$out/bench.svg" >"$out/bench.txt" 2>&1
 bench_rc=$?
 cat "$out/bench.txt"
 
