@@ -53,19 +53,27 @@ static void add_counters(lkv_counters *sum, const lkv_counters *a, const lkv_cou
     sum->syncs += b->syncs - a->syncs;
 }
 
+lkv_status lkv_bench_batch_step(lkv_cache *c, const lkv_bench_decode_inputs *in, int32_t step,
+                                int32_t n, const int32_t *seqs, float *out)
+{
+    size_t qs = (size_t)in->shape.q_heads * (size_t)in->shape.head_dim;
+    size_t kvs = (size_t)in->shape.kv_heads * (size_t)in->shape.head_dim;
+    size_t tok = (size_t)in->max_len + (size_t)step;
+    lkv_decode_batch_io io = {.n_sequences = n, .sequences = seqs, .memory = LKV_MEMORY_HOST,
+                              .q = in->q + (size_t)step * qs, .k = in->k + tok * kvs,
+                              .v = in->v + tok * kvs, .out = out};
+    return lkv_cache_decode_batch(c, 0, &io);
+}
+
 static lkv_status step_calls(batch_ctx *x)
 {
+    if (x->batched)
+        return lkv_bench_batch_step(x->cache, x->in, x->step, x->n, x->seqs, x->out);
     const lkv_bench_shape *sh = &x->in->shape;
     size_t qs = (size_t)sh->q_heads * (size_t)sh->head_dim;
     size_t kvs = (size_t)sh->kv_heads * (size_t)sh->head_dim;
     size_t i = (size_t)x->step, tok = (size_t)x->in->max_len + i;
     const float *q = x->in->q + i * qs, *k = x->in->k + tok * kvs, *v = x->in->v + tok * kvs;
-    if (x->batched) {
-        lkv_decode_batch_io io = {.n_sequences = x->n, .sequences = x->seqs,
-                                  .memory = LKV_MEMORY_HOST, .q = q, .k = k, .v = v,
-                                  .out = x->out};
-        return lkv_cache_decode_batch(x->cache, 0, &io);
-    }
     lkv_status st = LKV_OK;
     for (size_t j = 0; j < (size_t)x->n && st == LKV_OK; j++) {
         lkv_decode_io io = {q + j * qs, k + j * kvs, v + j * kvs, x->out + j * qs,

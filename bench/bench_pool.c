@@ -5,15 +5,17 @@
  * and steps: n sequences prefilled with L / 8 .. L tokens (L = batch_slots),
  * lazy at budget L and window W, capacity L + W (what the longest needs),
  * then one eviction period of W batched steps, each synced and timed: the
- * longest sequence fills its capacity and evicts back to L at the last. The paged run is then repeated in a pool of exactly the
- * blocks it held at its peak, which must serve the same work: the memory
- * figure is one a pool can be sized to, not a count after the fact. */
+ * longest sequence fills its capacity and evicts back to L at the last.
+ * The paged run is then repeated in a pool of exactly the blocks it held
+ * at its peak, which must serve the same work: the memory figure is one a
+ * pool can be sized to, not a count after the fact. */
 #include "bench_pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_batch.h"
 #include "clock.h"
 #include "error.h"
 
@@ -60,7 +62,6 @@ static lkv_status run(lkv_runtime *rt, const lkv_bench_settings *s,
                       int32_t pool_blocks, pool_run *out)
 {
     size_t qs = (size_t)in->shape.q_heads * (size_t)in->shape.head_dim;
-    size_t kvs = (size_t)in->shape.kv_heads * (size_t)in->shape.head_dim;
     float *o = malloc(sizeof(float) * qs * (size_t)n);
     int32_t *seqs = malloc(sizeof(int32_t) * (size_t)n);
     lkv_cache *c = NULL;
@@ -71,12 +72,8 @@ static lkv_status run(lkv_runtime *rt, const lkv_bench_settings *s,
         seqs[j] = j;
     double sum = 0.0;
     for (int32_t i = 0; i < s->window && st == LKV_OK; i++) {
-        size_t tok = (size_t)in->max_len + (size_t)i;
-        lkv_decode_batch_io io = {.n_sequences = n, .sequences = seqs,
-                                  .memory = LKV_MEMORY_HOST, .q = in->q + (size_t)i * qs,
-                                  .k = in->k + tok * kvs, .v = in->v + tok * kvs, .out = o};
         double t0 = lkv_clock_seconds();
-        st = lkv_cache_decode_batch(c, 0, &io);
+        st = lkv_bench_batch_step(c, in, i, n, seqs, o);
         if (st == LKV_OK)
             st = rt->ops->sync(rt->dev);
         sum += lkv_clock_seconds() - t0;

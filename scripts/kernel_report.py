@@ -142,10 +142,9 @@ def sass_kernels(sass):
 def in_flight(code, fetch, lines, load=LOAD16, width=4, without=frozenset()):
     """The most loads (`load`: 16-byte by default, `width` registers each)
     of `fetch` inlined into `lines` (and not through `without`) a thread
-    has issued and not yet used at
-    any point of the straight-line order of `code`: a load leaves flight at
-    the first later instruction naming one of its registers (a use, or a
-    write the hardware makes wait for it)."""
+    has issued and not yet used at any point of the straight-line order of
+    `code`: a load leaves flight at the first later instruction naming one
+    of its registers (a use, or a write the hardware makes wait for it)."""
     flight, most = [], 0
     for text, chain in code:
         regs = set()
@@ -157,6 +156,11 @@ def in_flight(code, fetch, lines, load=LOAD16, width=4, without=frozenset()):
             flight.append(int(REG.search(text[text.index(op) + len(op):]).group(1)))
             most = max(most, len(flight))
     return most
+
+
+def vec_split(name):
+    """A 16-byte attend split kernel: its K/V loads in flight are counted."""
+    return name.startswith("lkv_attend_split") and "_vec_" in name
 
 
 def nvidia_loads(cubin):
@@ -171,7 +175,7 @@ def nvidia_loads(cubin):
     kernels = sass_kernels(sass)
     loads = {name: min(in_flight(code, fetch, k_lines), in_flight(code, fetch, v_lines))
              for name, code in kernels.items()
-             if name.startswith("lkv_attend_split") and "_vec_" in name}
+             if vec_split(name)}
     # select's scores, 4 bytes each: the radix passes' and the last pass's
     fetch = body_lines(SELECT, "lkv_select_fetch")
     passes = body_lines(SELECT, "lkv_select_threshold")
@@ -211,10 +215,9 @@ def nvidia(arch, blocks):
         fit = [lim["threads"] // b, lim["blocks"], lim["regs"] // (per_warp * warps)]
         if r["smem"]:
             fit.append(lim["smem"] // r["smem"])
-        counted = name == "lkv_select_rows" or (name.startswith("lkv_attend_split")
-                                                 and "_vec_" in name)
         r.update(block=b, resident=min(fit),
-                 loads=loads.get(name, "not checked") if counted else "-")
+                 loads=loads.get(name, "not checked")
+                 if vec_split(name) or name == "lkv_select_rows" else "-")
     return rows
 
 

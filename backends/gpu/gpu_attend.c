@@ -7,9 +7,9 @@
  *
  * Every group has at least one split, an empty one too (its split block
  * writes its out, 0, and lse, -inf). Groups are batched, two launches for
- * many groups rather than four per group as on Vulkan: a batch of short caches then still fills the device,
- * and launches stay few when a caller attends every sequence of a layer at
- * once. The kernels find their group from prefix sums of slots and splits
+ * many groups rather than four per group as on Vulkan: a batch of short
+ * caches then still fills the device, and launches stay few when a caller
+ * attends every sequence of a layer at once. The kernels find their group from prefix sums of slots and splits
  * uploaded with the group lists. A batch ends where its scratch (logits,
  * partials and log-sum-exps) could pass the batch budget, unless it is one
  * group, so scratch stays bounded however many groups a call lists; and

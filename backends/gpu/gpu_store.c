@@ -41,9 +41,11 @@ static lkv_status check_shape(const lkv_device *d, const lkv_store_args *a, int3
     uint64_t token_bytes = (uint64_t)a->kv_heads * (uint64_t)c->head_dim * sizeof(float);
     /* a paged cache's K/V is a pool of places, not rows: the rows are the
      * metadata's (the places come from core's block tables) */
-    uint64_t rows = c->paged ? UINT64_MAX : c->k->size / row_bytes;
-    uint64_t tokens = a->k->size / token_bytes;
-    rows = !c->paged && c->v->size / row_bytes < rows ? c->v->size / row_bytes : rows;
+    uint64_t rows = UINT64_MAX, tokens = a->k->size / token_bytes;
+    if (!c->paged) {
+        uint64_t kv = c->k->size < c->v->size ? c->k->size : c->v->size;
+        rows = kv / row_bytes;
+    }
     tokens = a->v->size / token_bytes < tokens ? a->v->size / token_bytes : tokens;
     /* pos and the states hold [rows][capacity] words */
     uint64_t meta_rows = c->pos->size / ((uint64_t)c->capacity * 4);

@@ -448,16 +448,16 @@ LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, fl
                 lkv_att_chunk<KV, VEC> kc[KU];
                 for (int u = 0; u < KU; u++)
                     lkv_att_fetch(kc[u], krow + lkv_att_chunk_at(at[u], c, nch, dim, VEC));
+                float kx[KU][VEC];
+                for (int u = 0; u < KU; u++)
+                    lkv_att_widen_chunk(kc[u], kx[u]);
                 for (int j = 0; j < QB; j++)
                     if (j < jn) {
                         float qx[VEC];
                         lkv_att_load(qh + (lkv_att_u64)j * dim + c * VEC, qx);
-                        for (int u = 0; u < KU; u++) {
-                            float kx[VEC];
-                            lkv_att_widen_chunk(kc[u], kx);
+                        for (int u = 0; u < KU; u++)
                             for (int e = 0; e < VEC; e++)
-                                acc[u][j] += qx[e] * kx[e];
-                        }
+                                acc[u][j] += qx[e] * kx[u][e];
                     }
             }
             for (int u = 0; u < KU; u++)

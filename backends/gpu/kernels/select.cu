@@ -11,8 +11,8 @@
 // first `need` keys == T, placing each with a block prefix sum (warp
 // shuffles, then the per-warp totals) of the threads' counts, each thread
 // holding LKV_SELECT_INFLIGHT consecutive slots. Every pass loads
-// LKV_SELECT_INFLIGHT scores a thread before it uses one (lkv_select_fetch). The kept set is exactly the oracle's:
-// the keys order the slots as its comparison does and equal keys go to the
+// LKV_SELECT_INFLIGHT scores a thread before it uses one
+// (lkv_select_fetch). The kept set is exactly the oracle's: the keys order the slots as its comparison does and equal keys go to the
 // lower slot; there is no arithmetic. k >= n keeps every slot; k == 0
 // writes nothing. Works at any warp width and any block of whole warps.
 // Launch: block LKV_SELECT_BLOCK (any multiple of 64 up to LKV_BLOCK_MAX), one
