@@ -39,6 +39,7 @@
 
 typedef struct lkv_device lkv_device; /* defined by each backend */
 typedef struct lkv_buffer lkv_buffer; /* defined by each backend */
+typedef struct lkv_mark lkv_mark;     /* defined by each backend with lanes */
 
 /* The device-side storage of one cache. */
 typedef struct lkv_cache_buffers {
@@ -386,6 +387,32 @@ typedef struct lkv_backend_ops {
      * this cache's buffers suit the device (a binding backend: a paged pool
      * fits one binding), asked once at create, after they are allocated. */
     lkv_status (*check_cache)(lkv_device *dev, const lkv_cache_buffers *cache);
+
+    /* Lanes: a second queue (stream) on the device, so that eviction work
+     * runs beside the attention of the layers after it instead of in line
+     * with it (core/lane.c). NULL lane_open: one queue only (the core then
+     * runs background evictions on a helper thread). All four or none.
+     *   lane_open   a device handle `*out_lane` on the same device: every
+     *               buffer of either is valid on both and every entry of
+     *               this table takes it, but its work goes to its own queue
+     *               (a second hardware queue where the device has one; the
+     *               same queue otherwise, then ordered as asked but not
+     *               concurrent). UNSUPPORTED when the device cannot (an
+     *               engine's borrowed queue, say). Closed with `close`
+     *               (which waits for its work), before `dev` is.
+     *   mark        flushes what `dev` has recorded and returns a point in
+     *               its issued work: everything issued to `dev` so far.
+     *   wait_mark   work issued to `dev` from now on starts only after the
+     *               mark (made by `dev` or by another handle of the same
+     *               device) has passed, and sees its writes; no host wait.
+     *   mark_free   frees a mark made by `dev` (waited on or not: a wait
+     *               already issued still holds).
+     * The two handles may be used from different threads, each under its
+     * own lock, as any two devices; a mark is used by one thread at a time. */
+    lkv_status (*lane_open)(lkv_device *dev, lkv_device **out_lane);
+    lkv_status (*mark)(lkv_device *dev, lkv_mark **out_mark);
+    lkv_status (*wait_mark)(lkv_device *dev, const lkv_mark *mark);
+    void (*mark_free)(lkv_device *dev, lkv_mark *mark);
 
     /* The backend's known deviations, ended by an entry whose `cases` is
      * NULL; NULL when it has none. */

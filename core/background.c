@@ -25,10 +25,16 @@ struct lkv_background {
     char error[512];
 };
 
+static lkv_layer_span all_layers(const lkv_cache *c)
+{
+    return (lkv_layer_span){0, c->cfg.layers};
+}
+
 static void run_job(lkv_background *bg)
 {
     double t0 = lkv_clock_seconds();
-    lkv_status st = lkv_schedule(bg->cache, bg->seqs, bg->steps, bg->n, 0, LKV_DUE_DECODE);
+    lkv_status st = lkv_schedule(bg->cache, bg->seqs, bg->steps, bg->n, all_layers(bg->cache),
+                                 LKV_DUE_DECODE);
     bg->cache->stats.eviction_seconds += lkv_clock_seconds() - t0;
     pthread_mutex_lock(&bg->mu);
     bg->status = st;
@@ -99,7 +105,7 @@ void lkv_background_free(lkv_background *bg)
 static lkv_status run_inline(lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n)
 {
     double t0 = lkv_clock_seconds();
-    lkv_status st = lkv_schedule(c, seqs, steps, n, 0, LKV_DUE_DECODE);
+    lkv_status st = lkv_schedule(c, seqs, steps, n, all_layers(c), LKV_DUE_DECODE);
     double dt = lkv_clock_seconds() - t0;
     c->stats.eviction_seconds += dt;
     c->stats.eviction_wait_seconds += dt;
@@ -109,7 +115,7 @@ static lkv_status run_inline(lkv_cache *c, const int32_t *seqs, const int32_t *s
 lkv_status lkv_background_evict(lkv_background *bg, lkv_cache *c, const int32_t *seqs,
                                 const int32_t *steps, int32_t n)
 {
-    if (!bg || !lkv_schedule_due(c, seqs, steps, n))
+    if (!bg || !lkv_schedule_due(c, seqs, steps, n, all_layers(c), LKV_DUE_DECODE))
         return run_inline(c, seqs, steps, n);
     if (!bg->started) {
         if (pthread_create(&bg->thread, NULL, worker, bg) != 0)

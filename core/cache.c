@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "background.h"
+#include "lane.h"
 #include "pages.h"
 #include "error.h"
 #include "dtype.h"
@@ -234,6 +235,7 @@ void lkv_cache_destroy(lkv_cache *c)
     if (!c)
         return;
     lkv_background_free(c->bg); /* waits for a pending eviction first */
+    lkv_lane_close(c);          /* waits for the lane's work */
     if (c->ops)
         free_buffers(c);
     lkv_pages_destroy(c->pages);
@@ -315,8 +317,12 @@ lkv_status lkv_cache_create_holding(lkv_runtime *rt, const lkv_cache_config *con
         lkv_cache_destroy(c);
         return st;
     }
+    if ((st = lkv_lane_open(c)) != LKV_OK) {
+        lkv_cache_destroy(c);
+        return st;
+    }
     /* Without the helper's memory the evictions run inline: same results. */
-    if (cfg.eviction == LKV_EVICTION_BACKGROUND)
+    if (cfg.eviction == LKV_EVICTION_BACKGROUND && !c->lane)
         c->bg = lkv_background_create(cfg.sequences);
     *out_cache = c;
     return LKV_OK;
@@ -345,12 +351,20 @@ lkv_status lkv_cache_get_stats(const lkv_cache *c, lkv_cache_stats *out_stats)
     *out_stats = c->stats;
     out_stats->kv_bytes_in_use = c->stats.slots_in_use * per_slot;
     out_stats->kv_bytes_peak = c->stats.peak_slots * per_slot;
+    out_stats->eviction_lane = c->lane != NULL;
     return LKV_OK;
 }
 
 lkv_status lkv_cache_join(const lkv_cache *c)
 {
-    return c ? lkv_background_join(c->bg) : LKV_OK;
+    return c ? (c->lane ? lkv_lane_join(c) : lkv_background_join(c->bg)) : LKV_OK;
+}
+
+lkv_status lkv_cache_join_layer(const lkv_cache *c, int32_t layer)
+{
+    if (c && c->lane && layer >= 0 && layer < c->cfg.layers)
+        return lkv_lane_join_layer(c, layer);
+    return lkv_cache_join(c);
 }
 
 lkv_status lkv_check_owner(const lkv_cache *c, const lkv_given *given, const char *call,

@@ -106,7 +106,8 @@ struct lkv_cache {
     lkv_cache_stats stats;
     lkv_plan_store plan;     /* engine-owned caches: what the last call evicted */
     float *given_row;        /* [capacity] one combined row of given probabilities */
-    struct lkv_background *bg; /* eviction = background: the helper; else NULL */
+    struct lkv_background *bg; /* eviction = background without a lane: the helper; else NULL */
+    struct lkv_lane *lane;     /* eviction = background on a backend with lanes; else NULL */
     struct lkv_pages *pages;   /* placement paged: the block pool (pages.h); else NULL */
 };
 
@@ -114,6 +115,9 @@ struct lkv_cache {
  * its failure once (lazykv.h, lkv_eviction_timing). Every public call that
  * reads or changes the cache's state starts with it. */
 lkv_status lkv_cache_join(const lkv_cache *c);
+/* The same for a call that touches only `layer`'s rows (decode, observe):
+ * with a lane, only that layer's evictions are waited for (core/lane.h). */
+lkv_status lkv_cache_join_layer(const lkv_cache *c, int32_t layer);
 
 static inline int32_t lkv_row_of(const lkv_cache *c, int32_t seq, int32_t layer, int32_t head)
 {
@@ -220,15 +224,24 @@ typedef enum lkv_due {
                         whose state the cache holds, the previous one */
 } lkv_due;
 
-/* Runs the evictions due now of the listed sequences (each at its step
- * steps[i]), for layers first_layer .. layers - 1, all due pairs that share
- * a plan batched into one pass. */
-/* Whether lkv_schedule with LKV_DUE_DECODE would run any eviction for the
- * listed sequences at their steps. */
-int lkv_schedule_due(const lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n);
+/* Layers first .. end - 1. */
+typedef struct lkv_layer_span {
+    int32_t first, end;
+} lkv_layer_span;
 
+/* Whether lkv_schedule would run any eviction for the listed sequences at
+ * their steps in those layers. */
+int lkv_schedule_due(const lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n,
+                     lkv_layer_span span, lkv_due due);
+
+/* Runs the evictions due now of the listed sequences (each at its step
+ * steps[i]) in the span's layers, all due pairs that share a plan batched
+ * into one pass: on the cache's lane when it has one (core/lane.h), else
+ * here and now (lkv_schedule_here). */
 lkv_status lkv_schedule(lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n,
-                        int32_t first_layer, lkv_due due);
+                        lkv_layer_span span, lkv_due due);
+lkv_status lkv_schedule_here(lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n,
+                             lkv_layer_span span, lkv_due due);
 
 /* The early eviction of a layer holding n slots: 1 and *plan when n is the
  * capacity and the policy can make room, else 0. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "background.h"
+#include "lane.h"
 #include "cache.h"
 #include "error.h"
 #include "pages.h"
@@ -155,7 +156,8 @@ static lkv_status make_room(lkv_cache *c, const int32_t *seqs, int32_t n, int32_
             c->lists.group_n[m] = seqs[i];
             c->lists.count[m++] = c->seq_steps[i] - 1;
         }
-    return m ? lkv_schedule(c, c->lists.group_n, c->lists.count, m, layer, LKV_DUE_EARLY)
+    return m ? lkv_schedule(c, c->lists.group_n, c->lists.count, m,
+                          (lkv_layer_span){layer, c->cfg.layers}, LKV_DUE_EARLY)
              : LKV_OK;
 }
 
@@ -194,7 +196,7 @@ static lkv_status run_step(lkv_cache *c, int32_t layer, const lkv_decode_batch_i
 lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io,
                            const lkv_given *given, const char *call)
 {
-    lkv_status joined = lkv_cache_join(c); /* trace replay calls in here directly */
+    lkv_status joined = lkv_cache_join_layer(c, layer); /* trace replay calls in here directly */
     if (joined != LKV_OK)
         return joined;
     lkv_status st = lkv_check_owner(c, given, call, "lkv_cache_decode_batch",
@@ -234,24 +236,29 @@ lkv_status lkv_core_decode(lkv_cache *c, int32_t layer, const lkv_decode_batch_i
             q->since_evict++;
         }
     }
+    /* A lane takes each layer's eviction once the layer has observed the
+     * step; a union over layers waits for the last. */
+    if (c->lane && lkv_lane_per_layer(c))
+        return lkv_lane_schedule(c, io->sequences, c->seq_steps, n,
+                                 (lkv_layer_span){layer, layer + 1}, LKV_DUE_DECODE);
     if (layer + 1 < c->cfg.layers)
         return LKV_OK;
+    if (c->lane)
+        return lkv_lane_schedule(c, io->sequences, c->seq_steps, n,
+                                 (lkv_layer_span){0, c->cfg.layers}, LKV_DUE_DECODE);
     return lkv_background_evict(c->bg, c, io->sequences, c->seq_steps, n);
 }
 
 lkv_status lkv_cache_decode_batch(lkv_cache *c, int32_t layer, const lkv_decode_batch_io *io)
 {
     lkv_clear_error();
-    lkv_status joined = lkv_cache_join(c);
-    if (joined != LKV_OK)
-        return joined;
     return lkv_core_decode(c, layer, io, NULL, "lkv_cache_decode_batch");
 }
 
 lkv_status lkv_cache_decode(lkv_cache *c, int32_t seq, int32_t layer, const lkv_decode_io *io)
 {
     lkv_clear_error();
-    lkv_status joined = lkv_cache_join(c);
+    lkv_status joined = lkv_cache_join_layer(c, layer);
     if (joined != LKV_OK)
         return joined;
     lkv_status st = lkv_check_call(c, io, "lkv_cache_decode", seq, layer);

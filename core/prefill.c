@@ -393,7 +393,8 @@ lkv_status lkv_core_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_batch
             c->seqs[io->sequences[i]].first_position = io_first(io, i);
     int32_t *done = c->lists.count; /* free again after the store */
     int32_t m = advance(c, layer, io, done);
-    return m ? lkv_schedule(c, done, c->seq_steps, m, 0, LKV_DUE_PREFILL) : LKV_OK;
+    return m ? lkv_schedule(c, done, c->seq_steps, m, (lkv_layer_span){0, c->cfg.layers},
+                          LKV_DUE_PREFILL) : LKV_OK;
 }
 
 lkv_status lkv_cache_prefill_batch(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io)

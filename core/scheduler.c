@@ -10,6 +10,7 @@
 
 #include "cache.h"
 #include "error.h"
+#include "lane.h"
 #include "pages.h"
 
 int lkv_early_plan(const lkv_cache *c, int32_t n, lkv_evict_plan *plan)
@@ -68,7 +69,7 @@ static lkv_status run_select(lkv_cache *c, int32_t rows, int32_t keep)
 
 /* One batch: every head of the listed (sequence, layer) pairs, one plan. */
 static lkv_status run_plan(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pairs,
-                           const lkv_evict_plan *p)
+                           const lkv_evict_plan *p, lkv_due due)
 {
     if (!c->ops->score || !c->ops->select || !c->ops->compact)
         return lkv_fail(LKV_UNSUPPORTED, "backend %s lacks an eviction op", c->ops->name);
@@ -111,7 +112,9 @@ static lkv_status run_plan(lkv_cache *c, const lkv_due_pair *pairs, int32_t n_pa
         lkv_sequence *s = &c->seqs[pairs[i].seq];
         int32_t n = s->len[pairs[i].layer];
         s->len[pairs[i].layer] = p->keep;
-        s->since_evict = 0;
+        /* A lane evicts a layer as soon as it observed the step, before the
+         * step's last layer counts the token (decode.c): -1 makes that 0. */
+        s->since_evict = due == LKV_DUE_DECODE && s->next_layer != 0 ? -1 : 0;
         c->stats.evictions++;
         c->stats.tokens_evicted += (int64_t)(n - p->keep) * c->heads;
         c->stats.slots_in_use -= (int64_t)(n - p->keep) * c->heads;
@@ -136,23 +139,32 @@ static int32_t gather_batch(lkv_cache *c, int32_t i, int32_t n)
     return end - i;
 }
 
-int lkv_schedule_due(const lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n)
+int lkv_schedule_due(const lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n,
+                     lkv_layer_span span, lkv_due due)
 {
     lkv_evict_plan plan;
     for (int32_t i = 0; i < n; i++)
-        for (int32_t l = 0; l < c->cfg.layers; l++)
-            if (plan_for(c, c->seqs[seqs[i]].len[l], steps[i], LKV_DUE_DECODE, &plan))
+        for (int32_t l = span.first; l < span.end; l++)
+            if (plan_for(c, c->seqs[seqs[i]].len[l], steps[i], due, &plan))
                 return 1;
     return 0;
 }
 
 lkv_status lkv_schedule(lkv_cache *c, const int32_t *seqs, const int32_t *steps, int32_t n_seqs,
-                        int32_t first_layer, lkv_due due)
+                        lkv_layer_span span, lkv_due due)
+{
+    if (c->lane)
+        return lkv_lane_schedule(c, seqs, steps, n_seqs, span, due);
+    return lkv_schedule_here(c, seqs, steps, n_seqs, span, due);
+}
+
+lkv_status lkv_schedule_here(lkv_cache *c, const int32_t *seqs, const int32_t *steps,
+                             int32_t n_seqs, lkv_layer_span span, lkv_due due)
 {
     int32_t n = 0;
     for (int32_t i = 0; i < n_seqs; i++) {
         const int32_t *len = c->seqs[seqs[i]].len;
-        for (int32_t l = first_layer; l < c->cfg.layers; l++) {
+        for (int32_t l = span.first; l < span.end; l++) {
             lkv_due_pair *d = &c->due_pairs[n];
             if (plan_for(c, len[l], steps[i], due, &d->plan)) {
                 d->seq = seqs[i];
@@ -165,7 +177,7 @@ lkv_status lkv_schedule(lkv_cache *c, const int32_t *seqs, const int32_t *steps,
     lkv_status st = LKV_OK;
     for (int32_t i = 0; i < n && st == LKV_OK;) {
         int32_t count = gather_batch(c, i, n);
-        st = run_plan(c, &c->due_pairs[i], count, &c->due_pairs[i].plan);
+        st = run_plan(c, &c->due_pairs[i], count, &c->due_pairs[i].plan, due);
         i += count;
     }
     return st;

@@ -395,10 +395,21 @@ LKV_API lkv_status lkv_granularity_from_name(const char *name, lkv_granularity *
  *                            An eviction that fails is reported by the next
  *                            such call, which then does nothing else. If the
  *                            thread cannot start, evictions run inline.
- * On GPU backends the helper issues the same work on the same queue; what
- * it takes off the caller is the host's part (issue, the select's host
- * round trips, the waits). lkv_cache_stats' eviction_seconds and
- * eviction_wait_seconds show the overlap achieved. */
+ * On Vulkan, OpenCL, CUDA and HIP the evictions go to a second queue of
+ * the device instead (a lane: the family's second queue, a second command
+ * queue, a second stream), without a helper thread: each layer's eviction
+ * is issued as soon as the layer has observed the step (all layers at the
+ * step's end under granularity token), and runs on the device beside the
+ * attention of the layers after it and of the next step's earlier layers.
+ * The device orders the two queues: a layer's next call waits, on the
+ * device, for that layer's evictions only, any other call for all of them;
+ * the host never waits. lkv_cache_stats' eviction_lane says which ran
+ * (a device without a second queue, or an engine's borrowed queue, gets
+ * the helper thread); with a lane, eviction_seconds is the host's time
+ * issuing the evictions and eviction_wait_seconds stays 0, and peak_slots
+ * can be lower than inline (a layer gives its slots back before the later
+ * layers append the step's token). Lane work is
+ * counted in the lane's own counters, not in lkv_runtime_get_counters. */
 typedef enum lkv_eviction_timing {
     LKV_EVICTION_INLINE = 0,
     LKV_EVICTION_BACKGROUND
@@ -755,6 +766,9 @@ typedef struct lkv_cache_stats {
      * the difference is the work the caller overlapped. */
     double eviction_seconds;
     double eviction_wait_seconds;
+    /* 1 when the background evictions run on a second queue of the device
+     * (lkv_eviction_timing), 0 inline or on the helper thread. */
+    int32_t eviction_lane;
 } lkv_cache_stats;
 
 LKV_API lkv_status lkv_cache_get_stats(const lkv_cache *cache, lkv_cache_stats *out_stats);

@@ -1,7 +1,9 @@
 /* Eviction off the critical path (eviction = LKV_EVICTION_BACKGROUND): for
- * every policy, on ref and cpu, a background cache and an inline one fed the
- * same tokens give the same attention outputs bit for bit at every step and
- * hold the same slots, positions and policy state, with the same counters;
+ * every policy, on ref and cpu (a helper thread) and on Vulkan and OpenCL (a
+ * second queue, layer by layer, under every granularity), a background
+ * cache and an inline one fed the same tokens give the same attention
+ * outputs bit for bit at every step and hold the same slots, positions and
+ * policy state, with the same counters;
  * an engine-owned cache returns the same plans; destroy with an eviction in
  * flight is clean (ASan and the thread join). */
 #include <stdlib.h>
@@ -12,29 +14,47 @@
 enum { SEQS = TWIN_SEQS, LAYERS = TWIN_LAYERS, QH = TWIN_QH, KVH = TWIN_KVH, D = TWIN_D,
        CAP = TWIN_CAP, PROMPT = TWIN_PROMPT };
 
-static lkv_cache *make(lkv_runtime *rt, lkv_policy_kind kind, lkv_eviction_timing when,
-                       lkv_kv_owner owner)
+static lkv_cache *make_as(lkv_runtime *rt, lkv_policy_kind kind, lkv_eviction_timing when,
+                          lkv_kv_owner owner, lkv_granularity granularity)
 {
     lkv_cache_config cfg = twin_config(kind);
     cfg.eviction = when;
+    cfg.granularity = granularity;
     cfg.kv_owner = owner;
     lkv_cache *c = NULL;
     TU_OK(lkv_cache_create(rt, &cfg, &c));
     return c;
 }
 
-/* Prompt and `steps` decode steps of both caches (twin_run). */
-static void run_owned(lkv_runtime *rt, lkv_policy_kind kind, int32_t steps)
+static lkv_cache *make(lkv_runtime *rt, lkv_policy_kind kind, lkv_eviction_timing when,
+                       lkv_kv_owner owner)
 {
-    lkv_cache *in = make(rt, kind, LKV_EVICTION_INLINE, LKV_KV_OWNED);
-    lkv_cache *bg = make(rt, kind, LKV_EVICTION_BACKGROUND, LKV_KV_OWNED);
+    return make_as(rt, kind, when, owner, LKV_GRANULARITY_HEAD);
+}
+
+/* Prompt and `steps` decode steps of both caches (twin_run); `lane`: whether
+ * the background cache should evict on a second queue. */
+static void run_owned_as(lkv_runtime *rt, lkv_policy_kind kind, int32_t steps,
+                         lkv_granularity granularity, int lane)
+{
+    lkv_cache *in = make_as(rt, kind, LKV_EVICTION_INLINE, LKV_KV_OWNED, granularity);
+    lkv_cache *bg = make_as(rt, kind, LKV_EVICTION_BACKGROUND, LKV_KV_OWNED, granularity);
     twin_run(in, bg, 77 + (uint64_t)kind, steps, lkv_policy_name(kind));
     lkv_cache_stats st;
     TU_OK(lkv_cache_get_stats(bg, &st));
     cr_expect(st.evictions == 0 || st.eviction_seconds > 0.0,
               "%s: %lld evictions, none timed", lkv_policy_name(kind), (long long)st.evictions);
+    cr_expect_eq(st.eviction_lane, lane, "%s: eviction_lane %d", lkv_policy_name(kind),
+                 st.eviction_lane);
+    cr_expect(!lane || st.eviction_wait_seconds == 0.0, "%s: a lane's caller waited %g s",
+              lkv_policy_name(kind), st.eviction_wait_seconds);
     lkv_cache_destroy(in);
     lkv_cache_destroy(bg);
+}
+
+static void run_owned(lkv_runtime *rt, lkv_policy_kind kind, int32_t steps)
+{
+    run_owned_as(rt, kind, steps, LKV_GRANULARITY_HEAD, 0);
 }
 
 Test(background, every_policy_on_ref_decides_as_inline)
@@ -50,6 +70,25 @@ Test(background, every_policy_on_cpu_decides_as_inline)
     for (size_t i = 0; i < TWIN_POLICIES; i++)
         run_owned(rt, twin_every_policy[i], 60);
     lkv_runtime_close(rt);
+}
+
+/* Vulkan on lavapipe and OpenCL on PoCL where they are (required where
+ * LAZYKV_REQUIRE_BACKENDS names them): a lane per cache, each layer evicted
+ * as soon as it observed the step (all at the step's end under token). */
+Test(background, every_policy_on_a_gpu_lane_decides_as_inline, .timeout = 900)
+{
+    const char *gpus[] = {"vulkan", "opencl"};
+    for (size_t g = 0; g < sizeof gpus / sizeof gpus[0]; g++) {
+        lkv_runtime *rt = tu_open_backend(gpus[g]);
+        if (!rt)
+            continue;
+        for (size_t i = 0; i < TWIN_POLICIES; i++)
+            run_owned_as(rt, twin_every_policy[i], 40, LKV_GRANULARITY_HEAD, 1);
+        run_owned_as(rt, LKV_POLICY_LAZY, 40, LKV_GRANULARITY_LAYER, 1);
+        run_owned_as(rt, LKV_POLICY_LAZY, 40, LKV_GRANULARITY_TOKEN, 1);
+        run_owned_as(rt, LKV_POLICY_H2O, 40, LKV_GRANULARITY_TOKEN, 1);
+        lkv_runtime_close(rt);
+    }
 }
 
 /* The plan of an engine-owned background cache, read after the step's last

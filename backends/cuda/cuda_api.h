@@ -44,7 +44,8 @@ enum {
 /* CUevent_flags, CUstream_flags */
 enum {
     LKV_CU_EVENT_DISABLE_TIMING = 2,
-    LKV_CU_STREAM_DEFAULT = 0
+    LKV_CU_STREAM_DEFAULT = 0,
+    LKV_CU_STREAM_NON_BLOCKING = 1
 };
 
 /* CUdevice_attribute values */

@@ -1,9 +1,9 @@
 /* The CUDA driver table the shared GPU host code runs on: the device's
  * context (its primary context, or the engine's) made current around each
  * entry, and every copy, memset, launch and event on the device's one
- * stream (created at open, or the engine's), so each is ordered after
- * everything issued before it and only dtoh, sync and event_wait make the
- * host wait. */
+ * stream (created at open, or the engine's; a lane's own), so each is
+ * ordered after everything issued before it and only dtoh, sync and
+ * event_wait make the host wait. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -178,7 +178,48 @@ static lkv_status cu_sync(void *api)
     return lkv_cu_check(&a->lib, a->lib.fn.cuStreamSynchronize(a->stream), "cuStreamSynchronize");
 }
 
-/* Undoes whatever open got done, in reverse, so open uses it on failure. */
+/* A stream of our own on the parent's context, for its kernels. It does
+ * not block with the legacy default stream (as the device's own does), so
+ * nothing but the marks it waits for holds it back. A device on an engine's
+ * stream gets none: the engine orders (and may capture into a graph) only
+ * that stream, so lazykv's work stays on it. */
+static lkv_status cu_lane_open(void *api, void **out_api)
+{
+    const lkv_cu_api *a = api;
+    if (!a->own_stream)
+        return lkv_fail(LKV_UNSUPPORTED, "cuda: no lane on the engine's stream (open_external): "
+                        "lazykv's work stays on the stream the engine orders");
+    lkv_cu_api *l = malloc(sizeof *l);
+    if (!l)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "cuda: no host memory for a lane");
+    *l = *a;
+    /* the parent's to release (lkv_cu_api) */
+    l->lib.handle = NULL;
+    l->module = NULL;
+    l->retained = 0;
+    l->stream = NULL;
+    l->own_stream = 0;
+    lkv_status st = lkv_cu_check(&l->lib, l->lib.fn.cuStreamCreate(&l->stream,
+                                                                   LKV_CU_STREAM_NON_BLOCKING),
+                                 "cuStreamCreate (a lane)");
+    if (st != LKV_OK) {
+        free(l);
+        return st;
+    }
+    l->own_stream = 1;
+    *out_api = l;
+    return LKV_OK;
+}
+
+static lkv_status cu_stream_wait(void *api, void *event)
+{
+    lkv_cu_api *a = api;
+    return lkv_cu_check(&a->lib, a->lib.fn.cuStreamWaitEvent(a->stream, (CUevent)event, 0),
+                        "cuStreamWaitEvent");
+}
+
+/* Undoes whatever open got done, in reverse, so open uses it on failure;
+ * for a lane, only its stream (the rest is unset). */
 static void cu_close(void *api)
 {
     lkv_cu_api *a = api;
@@ -219,5 +260,7 @@ const lkv_gpu_driver lkv_cu_driver = {
     .event_done = cu_event_done,
     .event_wait = cu_event_wait,
     .sync = cu_sync,
+    .lane_open = cu_lane_open,
+    .stream_wait = cu_stream_wait,
     .close = cu_close,
 };

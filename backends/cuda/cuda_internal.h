@@ -82,7 +82,10 @@ int lkv_cu_can_run(const lkv_fatbin_info *fb, int toolkit, int driver_version, i
  * newer". */
 void lkv_cu_driver_advice(int toolkit, int needed, int driver_version, char *buf, size_t len);
 
-/* cuda_driver.c: the driver's state for one open device and its table. */
+/* cuda_driver.c: the driver's state for one open device and its table.
+ * A lane's (cu_lane_open) is a copy of its parent's that holds only its own
+ * stream: lib.handle, module and retained are unset, so close leaves the
+ * library, the module and the context to the parent. */
 typedef struct lkv_cu_api {
     lkv_cu_lib lib;
     CUdevice dev;

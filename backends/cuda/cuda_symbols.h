@@ -7,9 +7,9 @@
  * Names are the symbols libcuda exports, which for several calls are the
  * `_v2` versions cuda.h maps the plain names to (64-bit sizes and device
  * pointers). Every copy, memset and launch names its stream: the one the
- * device created, or the engine's (open_external), so all work is ordered
- * on one stream; the plain (not `_ptsz`) exports take the stream as given,
- * NULL being the legacy default stream. */
+ * device created, or the engine's (open_external), so a handle's work is
+ * ordered on one stream (a lane's on its own); the plain (not `_ptsz`)
+ * exports take the stream as given, NULL being the legacy default stream. */
 
 LKV_SYM(cuda, REQ, CUresult, cuInit, (unsigned int))
 LKV_SYM(cuda, REQ, CUresult, cuDriverGetVersion, (int *))
@@ -26,6 +26,8 @@ LKV_SYM(cuda, REQ, CUresult, cuCtxGetDevice, (CUdevice *))
 LKV_SYM(cuda, REQ, CUresult, cuStreamCreate, (CUstream *, unsigned int))
 LKV_SYM(cuda, REQ, CUresult, cuStreamDestroy_v2, (CUstream))
 LKV_SYM(cuda, REQ, CUresult, cuStreamSynchronize, (CUstream))
+/* A lane's stream waits for the other stream's event (cuda_driver.c). */
+LKV_SYM(cuda, REQ, CUresult, cuStreamWaitEvent, (CUstream, CUevent, unsigned int))
 LKV_SYM(cuda, REQ, CUresult, cuEventCreate, (CUevent *, unsigned int))
 LKV_SYM(cuda, REQ, CUresult, cuEventRecord, (CUevent, CUstream))
 LKV_SYM(cuda, REQ, CUresult, cuEventQuery, (CUevent))

@@ -43,8 +43,8 @@ static const lkv_backend_ops gpu_unlocked = {
 const lkv_host_inner lkv_gpu_inner = {
     .ops = &gpu_unlocked, .enter = gpu_enter, .leave = gpu_leave, .drop = gpu_drop};
 
-/* ---- store, wrap, counters: the entries backends/host/host_locked.c does
- * not lock (yet), locked the same way ---- */
+/* ---- store, wrap, counters, lanes: the entries backends/host/host_locked.c
+ * does not lock (yet), locked the same way ---- */
 
 static lkv_host_lock *lock_of(const lkv_device *d)
 {
@@ -70,7 +70,40 @@ LKV_GPU_LOCKED(reduce_rows, lkv_reduce_rows_args)
 LKV_GPU_LOCKED(move_kept, lkv_move_kept_args)
 LKV_GPU_LOCKED(qk_probs, lkv_qk_probs_args)
 LKV_GPU_LOCKED(redundancy, lkv_redundancy_args)
+LKV_GPU_LOCKED(wait_mark, lkv_mark)
 #undef LKV_GPU_LOCKED
+
+/* The same for an entry that hands back a new object. lane_open holds only
+ * `d`'s lock: the new lane is no one else's yet. */
+#define LKV_GPU_LOCKED_OUT(op, out_type)                                                      \
+    lkv_status lkv_gpu_locked_##op(lkv_device *d, out_type **out)                          \
+    {                                                                                       \
+        pthread_mutex_lock(&lock_of(d)->mutex);                                             \
+        lkv_status st = d->drv->enter(d->api);                                              \
+        if (st == LKV_OK) {                                                                 \
+            st = lkv_gpu_##op(d, out);                                                      \
+            d->drv->leave(d->api);                                                          \
+        }                                                                                   \
+        pthread_mutex_unlock(&lock_of(d)->mutex);                                           \
+        return st;                                                                          \
+    }
+LKV_GPU_LOCKED_OUT(lane_open, lkv_device)
+LKV_GPU_LOCKED_OUT(mark, lkv_mark)
+#undef LKV_GPU_LOCKED_OUT
+
+/* Without the device entered the event goes with the context when the
+ * device closes, as a buffer does (gpu_drop); the mark goes now. */
+void lkv_gpu_locked_mark_free(lkv_device *d, lkv_mark *m)
+{
+    pthread_mutex_lock(&lock_of(d)->mutex);
+    if (d->drv->enter(d->api) == LKV_OK) {
+        lkv_gpu_mark_free(d, m);
+        d->drv->leave(d->api);
+    } else {
+        free(m);
+    }
+    pthread_mutex_unlock(&lock_of(d)->mutex);
+}
 
 /* Locked for a driver that is told of borrowed memory; the view itself is
  * host memory only, so the device need not be entered. */

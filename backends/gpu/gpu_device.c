@@ -53,6 +53,10 @@ void lkv_gpu_close(lkv_device *d)
                              d->compact_scratch};
     size_t count = sizeof scratch / sizeof scratch[0];
     if (d->drv->enter(d->api) == LKV_OK) {
+        /* a lane's work may still read its scratch and the other handle's
+         * buffers, and its stream goes below: it finishes first */
+        if (d->lane)
+            (void)d->drv->sync(d->api);
         lkv_gpu_stage_release(d);
         lkv_gpu_free_retired(d);
         for (size_t i = 0; i < count; i++)
@@ -61,14 +65,14 @@ void lkv_gpu_close(lkv_device *d)
     } else {
         /* Without the context current the driver cannot free; the device
          * memory (and the staging memory and events) goes with the context
-         * below, the handles go now. */
+         * (below, or with the parent's for a lane), the handles go now. */
         for (size_t i = 0; i < count; i++)
             free(scratch[i]);
         for (int i = 0; i < d->n_retired; i++)
             free(d->retired[i]);
     }
     /* close releases the context, and every allocation with it, even where
-     * enter failed above */
+     * enter failed above; a lane's releases only its stream */
     d->drv->close(d->api);
     free(d->lists_host);
     lkv_host_lock_destroy(&d->lock);

@@ -9,7 +9,9 @@
  * everything issued before it. Nothing but a read, a sync or a full staging
  * ring makes the host wait for the device: host-to-device copies go from a
  * ring of page-locked staging regions (lkv_gpu_stage), each reused only once
- * the event recorded after its copy has passed. */
+ * the event recorded after its copy has passed. A lane (gpu_lane.c) is a
+ * second device handle with a stream, ring and scratch of its own on the
+ * same device; the two are ordered only through marks (events). */
 #ifndef LKV_GPU_INTERNAL_H
 #define LKV_GPU_INTERNAL_H
 
@@ -82,6 +84,16 @@ typedef struct lkv_gpu_driver {
      * going away (on = 0), for a driver that checks addresses (gpu-emu);
      * NULL for the others: a view needs no driver call. */
     lkv_status (*borrow)(void *api, lkv_gpu_ptr ptr, size_t bytes, int on);
+    /* Lanes (gpu_lane.c). lane_open makes a second state on the same
+     * device (context, module) with a stream of its own, called with `api`
+     * entered: every allocation of either is valid on both, and closing it
+     * (close) releases only its stream and what it made, so `api` must
+     * outlive it. UNSUPPORTED, with the reason, when the device cannot (it
+     * runs on an engine's borrowed stream). stream_wait makes work queued
+     * on the stream from now on wait for `event`, recorded by this state or
+     * another of the same device; the host does not wait. */
+    lkv_status (*lane_open)(void *api, void **out_api);
+    lkv_status (*stream_wait)(void *api, void *event);
     /* Releases everything `api` holds; the device is gone after it. */
     void (*close)(void *api);
 } lkv_gpu_driver;
@@ -121,6 +133,9 @@ struct lkv_device {
     const lkv_gpu_driver *drv;
     void *api;
     lkv_gpu_limits lim;
+    /* A lane (lkv_gpu_lane_open): its own stream, staging ring, row lists
+     * and scratch on another handle's device, so close waits for it. */
+    int lane;
     /* Row lists of the current op, uploaded in one copy (lkv_gpu_upload). */
     lkv_buffer *lists;
     unsigned char *lists_host; /* where they are packed first */
@@ -246,12 +261,22 @@ lkv_status lkv_gpu_move_kept(lkv_device *d, const lkv_move_kept_args *a);
 lkv_status lkv_gpu_qk_probs(lkv_device *d, const lkv_qk_probs_args *a);
 lkv_status lkv_gpu_redundancy(lkv_device *d, const lkv_redundancy_args *a);
 
+/* gpu_lane.c: the lanes of core/backend.h (called with the lock held). A
+ * mark is an event recorded on the handle's stream. */
+struct lkv_mark {
+    void *event;
+};
+lkv_status lkv_gpu_lane_open(lkv_device *d, lkv_device **out_lane);
+lkv_status lkv_gpu_mark(lkv_device *d, lkv_mark **out_mark);
+lkv_status lkv_gpu_wait_mark(lkv_device *d, const lkv_mark *m);
+void lkv_gpu_mark_free(lkv_device *d, lkv_mark *m);
+
 /* gpu_backend.c: one ops table per driver family, the entries locked by
  * backends/host/host_locked.c around the unlocked ones above, with the
  * driver entered for each. The backends fill in name, probe and open. */
 extern const lkv_host_inner lkv_gpu_inner;
-/* store, wrap and counters, which the shared locked entries lack, locked
- * the same way here. */
+/* store, wrap, counters and the lanes, which the shared locked entries
+ * lack, locked the same way here. */
 lkv_status lkv_gpu_locked_store(lkv_device *d, const lkv_store_args *a);
 lkv_status lkv_gpu_locked_gather(lkv_device *d, const lkv_gather_args *a);
 lkv_status lkv_gpu_locked_reduce_rows(lkv_device *d, const lkv_reduce_rows_args *a);
@@ -261,12 +286,18 @@ lkv_status lkv_gpu_locked_redundancy(lkv_device *d, const lkv_redundancy_args *a
 lkv_status lkv_gpu_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
                                lkv_buffer **out_buf);
 void lkv_gpu_locked_counters(const lkv_device *d, lkv_counters *out);
+lkv_status lkv_gpu_locked_lane_open(lkv_device *d, lkv_device **out_lane);
+lkv_status lkv_gpu_locked_mark(lkv_device *d, lkv_mark **out_mark);
+lkv_status lkv_gpu_locked_wait_mark(lkv_device *d, const lkv_mark *m);
+void lkv_gpu_locked_mark_free(lkv_device *d, lkv_mark *m);
 #define LKV_GPU_OPS_COMMON                                                                    \
     .close = lkv_gpu_close, LKV_HOST_LOCKED_OPS, .store = lkv_gpu_locked_store,               \
     .gather = lkv_gpu_locked_gather, .reduce_rows = lkv_gpu_locked_reduce_rows,                \
     .move_kept = lkv_gpu_locked_move_kept, .qk_probs = lkv_gpu_locked_qk_probs,                \
     .redundancy = lkv_gpu_locked_redundancy,                                                  \
     .wrap = lkv_gpu_locked_wrap, .counters = lkv_gpu_locked_counters,                         \
+    .lane_open = lkv_gpu_locked_lane_open, .mark = lkv_gpu_locked_mark,                        \
+    .wait_mark = lkv_gpu_locked_wait_mark, .mark_free = lkv_gpu_locked_mark_free,              \
     .holes = 1, /* attend, store and compact take the hole map */                              \
     .paged = 1  /* and the pool of a paged cache (kv_cap 0) */
 

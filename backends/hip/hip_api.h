@@ -24,6 +24,8 @@ typedef struct lkv_ihipEvent *hipEvent_t;     /* struct ihipEvent_t * */
 
 /* hipEventCreateWithFlags: no timing, which events used only to order need */
 #define LKV_HIP_EVENT_DISABLE_TIMING 0x2 /* hipEventDisableTiming */
+/* hipStreamCreateWithFlags: a lane's stream, not ordered with the null one */
+#define LKV_HIP_STREAM_NON_BLOCKING 0x1 /* hipStreamNonBlocking */
 
 typedef struct hipUUID {
     char bytes[16];

@@ -1,7 +1,8 @@
 /* The lkv_gpu_driver table over the HIP module API, and the module itself.
- * Everything runs on the device's one stream (created at open, or the
- * engine's: open_external), so copies and launches are ordered as the
- * shared code expects; only dtoh, sync and event_wait make the host wait. */
+ * Everything runs on the handle's one stream (created at open, or the
+ * engine's: open_external; a lane's own), so copies and launches are
+ * ordered as the shared code expects; only dtoh, sync and event_wait make
+ * the host wait. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,7 +199,47 @@ static lkv_status hip_sync(void *api)
                          "hipStreamSynchronize");
 }
 
-/* Also the clean-up of a half-opened device: every field may be unset. */
+/* A stream of our own on the parent's device, for its module's kernels:
+ * non-blocking, so nothing but the marks it waits for holds it back. A
+ * device on an engine's stream gets none: the engine orders (and may
+ * capture into a graph) only that stream, so lazykv's work stays on it. */
+static lkv_status hip_lane_open(void *api, void **out_api)
+{
+    const lkv_hip_api *a = api;
+    if (a->borrowed_stream)
+        return lkv_fail(LKV_UNSUPPORTED, "hip: no lane on the engine's stream (open_external): "
+                        "lazykv's work stays on the stream the engine orders");
+    lkv_hip_api *l = malloc(sizeof *l);
+    if (!l)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "hip: no host memory for a lane");
+    *l = *a;
+    /* the parent's to release (lkv_hip_api) */
+    l->lib.handle = NULL;
+    l->module = NULL;
+    l->rtc_code = NULL;
+    l->saved_device = -1;
+    l->stream = NULL;
+    l->own_stream = 0;
+    hipError_t e = l->lib.fn.hipStreamCreateWithFlags(&l->stream, LKV_HIP_STREAM_NON_BLOCKING);
+    lkv_status st = lkv_hip_check(&l->lib, e, "hipStreamCreateWithFlags (a lane)");
+    if (st != LKV_OK) {
+        free(l);
+        return st;
+    }
+    l->own_stream = 1;
+    *out_api = l;
+    return LKV_OK;
+}
+
+static lkv_status hip_stream_wait(void *api, void *event)
+{
+    lkv_hip_api *a = api;
+    return lkv_hip_check(&a->lib, a->lib.fn.hipStreamWaitEvent(a->stream, (hipEvent_t)event, 0),
+                         "hipStreamWaitEvent");
+}
+
+/* Also the clean-up of a half-opened device: every field may be unset
+ * (and a lane's are but its stream). */
 static void hip_close(void *api)
 {
     lkv_hip_api *a = api;
@@ -238,6 +279,8 @@ const lkv_gpu_driver lkv_hip_driver = {
     .event_done = hip_event_done,
     .event_wait = hip_event_wait,
     .sync = hip_sync,
+    .lane_open = hip_lane_open,
+    .stream_wait = hip_stream_wait,
     .close = hip_close,
 };
 

@@ -111,7 +111,9 @@ extern const size_t lkv_hip_bundle_size;
 extern const unsigned char lkv_hip_source[]; /* NUL-terminated */
 extern const size_t lkv_hip_source_size;
 
-/* hip_driver.c: what an open device holds. */
+/* hip_driver.c: what an open device holds. A lane's (hip_lane_open) is a
+ * copy of its parent's that holds only its own stream: lib.handle, module
+ * and rtc_code are unset, so close leaves them to the parent. */
 typedef struct lkv_hip_api {
     lkv_hip_lib lib;
     int ordinal;

@@ -22,7 +22,7 @@ LKV_SYM(hip, REQ, hipError_t, hipMalloc, (void **ptr, size_t bytes))
 LKV_SYM(hip, REQ, hipError_t, hipFree, (void *ptr))
 LKV_SYM(hip, REQ, hipError_t, hipHostMalloc, (void **ptr, size_t bytes, unsigned int flags))
 LKV_SYM(hip, REQ, hipError_t, hipHostFree, (void *ptr))
-/* Every copy, memset, launch and event names the device's one stream. */
+/* Every copy, memset, launch and event names the handle's one stream. */
 LKV_SYM(hip, REQ, hipError_t, hipMemsetAsync,
         (void *dst, int value, size_t bytes, hipStream_t stream))
 LKV_SYM(hip, REQ, hipError_t, hipMemcpyHtoDAsync,
@@ -34,6 +34,10 @@ LKV_SYM(hip, REQ, hipError_t, hipMemcpyDtoDAsync,
 LKV_SYM(hip, REQ, hipError_t, hipStreamCreate, (hipStream_t *stream))
 LKV_SYM(hip, REQ, hipError_t, hipStreamDestroy, (hipStream_t stream))
 LKV_SYM(hip, REQ, hipError_t, hipStreamSynchronize, (hipStream_t stream))
+/* A lane: a stream of its own, ordered with the device's by events. */
+LKV_SYM(hip, REQ, hipError_t, hipStreamCreateWithFlags, (hipStream_t *stream, unsigned int flags))
+LKV_SYM(hip, REQ, hipError_t, hipStreamWaitEvent,
+        (hipStream_t stream, hipEvent_t event, unsigned int flags))
 LKV_SYM(hip, REQ, hipError_t, hipEventCreateWithFlags, (hipEvent_t *event, unsigned int flags))
 LKV_SYM(hip, REQ, hipError_t, hipEventRecord, (hipEvent_t event, hipStream_t stream))
 LKV_SYM(hip, REQ, hipError_t, hipEventQuery, (hipEvent_t event))

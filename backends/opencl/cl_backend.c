@@ -1,7 +1,7 @@
 /* The OpenCL backend's tables: the driver the shared op plans of
  * backends/bind/ call (buffers in cl_memory.c, pipelines in cl_program.c,
  * dispatch and row lists in cl_dispatch.c), and the ops table, whose entries
- * are the shared locked ones. */
+ * are the shared locked ones and the lanes' (cl_lane.c). */
 #include "cl_internal.h"
 
 static uint64_t cl_size(const lkv_buffer *b)
@@ -44,6 +44,10 @@ const lkv_backend_ops lkv_backend_opencl = {
     .open_external = lkv_cl_open_external,
     LKV_HOST_LOCKED_OPS,
     LKV_BIND_LOCKED_OPS,
+    .lane_open = lkv_cl_lane_open, /* a second in-order queue (cl_lane.c) */
+    .mark = lkv_cl_mark,
+    .wait_mark = lkv_cl_wait_mark,
+    .mark_free = lkv_cl_mark_free,
     .row_steps = 1, /* observe and score take each row's step from its list */
     .holes = 1,     /* attend, store and compact take the hole map (LKV_HOLES pipes) */
     .paged = 1,     /* and a paged cache's pool, bound whole (kv_cap 0) */

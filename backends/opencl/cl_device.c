@@ -1,8 +1,8 @@
 /* Opening an OpenCL device: a context and an in-order queue on it, and the
  * settings the shared plans drive it with, or the engine's context and
  * queue (open_external, cl_external.c), retained and released, never made
- * or destroyed here. Three environment knobs narrow
- * them for testing, as Vulkan's do:
+ * or destroyed here. lkv_cl_close closes a lane too (cl_lane.c). Three
+ * environment knobs narrow them for testing, as Vulkan's do:
  *   LAZYKV_OPENCL_WG         work-group size, a power of two in 32..256
  *   LAZYKV_OPENCL_MAX_RANGE  a smaller binding range, >= 4096 bytes (runs the
  *                            windowed paths of long caches on small ones)
@@ -88,7 +88,8 @@ void lkv_cl_close(lkv_device *d)
     if (d->ctx)
         d->lib.fn.clReleaseContext(d->ctx);
     lkv_host_lock_destroy(&d->bind.lock);
-    lkv_cl_unload(&d->lib);
+    if (!d->lane) /* a lane borrows its parent's reference */
+        lkv_cl_unload(&d->lib);
     free(d);
 }
 

@@ -68,6 +68,7 @@ struct lkv_device {
     cl_context ctx;
     cl_command_queue queue; /* in order: each command sees the ones before it */
     int external;           /* context and queue are the engine's (retained, not made) */
+    int lane;               /* a lane (cl_lane.c): the queue is its own, the rest its parent's */
     lkv_cl_pipe pipes[LKV_BIND_PIPE_COUNT];
     /* Row lists and staged writes: written into `arena` from a host copy
      * that must stay untouched until the queue has run the write, so the
@@ -102,6 +103,18 @@ lkv_status lkv_cl_open_on(int index, cl_device_id want, cl_context ctx, cl_comma
 /* The engine's queue is an in-order queue of `ctx` and the device d->dev. */
 lkv_status lkv_cl_external_check(lkv_device *d, cl_context ctx, cl_command_queue queue);
 void lkv_cl_close(lkv_device *d);
+
+/* A point in one queue's issued work: its marker event. */
+struct lkv_mark {
+    cl_event event;
+};
+
+/* cl_lane.c: the lanes entries of the ops table (core/backend.h), the
+ * device lock taken as every other entry takes it. */
+lkv_status lkv_cl_lane_open(lkv_device *d, lkv_device **out_lane);
+lkv_status lkv_cl_mark(lkv_device *d, lkv_mark **out_mark);
+lkv_status lkv_cl_wait_mark(lkv_device *d, const lkv_mark *mark);
+void lkv_cl_mark_free(lkv_device *d, lkv_mark *mark);
 
 /* cl_memory.c */
 lkv_status lkv_cl_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf);

@@ -4,7 +4,8 @@
  * (parameter types)). A loader lacking any of them is refused
  * (backends/opencl/cl_loader.c). clCreateCommandQueue is the 1.x call:
  * 2.0's replacement is missing from 1.2-only loaders, and the old one is
- * still exported by newer ones. */
+ * still exported by newer ones. The marker, barrier and event calls are
+ * the lanes' (cl_lane.c). */
 
 LKV_SYM(opencl, REQ, cl_int, clGetPlatformIDs, (cl_uint, cl_platform_id *, cl_uint *))
 LKV_SYM(opencl, REQ, cl_int, clGetPlatformInfo, (cl_platform_id, cl_platform_info, size_t, void *,
@@ -55,3 +56,8 @@ LKV_SYM(opencl, REQ, cl_int, clEnqueueNDRangeKernel, (cl_command_queue, cl_kerne
         const size_t *, const size_t *, const size_t *, cl_uint, const cl_event *, cl_event *))
 LKV_SYM(opencl, REQ, cl_int, clFlush, (cl_command_queue))
 LKV_SYM(opencl, REQ, cl_int, clFinish, (cl_command_queue))
+LKV_SYM(opencl, REQ, cl_int, clEnqueueMarkerWithWaitList, (cl_command_queue, cl_uint,
+        const cl_event *, cl_event *))
+LKV_SYM(opencl, REQ, cl_int, clEnqueueBarrierWithWaitList, (cl_command_queue, cl_uint,
+        const cl_event *, cl_event *))
+LKV_SYM(opencl, REQ, cl_int, clReleaseEvent, (cl_event))

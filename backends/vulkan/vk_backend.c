@@ -47,5 +47,9 @@ const lkv_backend_ops lkv_backend_vulkan = {
     .row_steps = 1, /* observe and score take each row's step from its list */
     .holes = 1,     /* attend, store and compact take the hole map (LKV_HOLES pipes) */
     .paged = 1,     /* and a paged cache's pool, bound whole (kv_cap 0) */
+    .lane_open = lkv_vk_lane_open,
+    .mark = lkv_vk_mark,
+    .wait_mark = lkv_vk_wait_mark,
+    .mark_free = lkv_vk_mark_free,
     .deviations = vk_deviations,
 };

@@ -30,19 +30,37 @@ static uint32_t compute_family(lkv_device *d)
     return 0;
 }
 
+/* Queues of the compute family: two where it has them, so a lane gets a
+ * hardware queue of its own. */
+static uint32_t queues_of(lkv_device *d)
+{
+    uint32_t n = 0;
+    VkQueueFamilyProperties fam[32];
+    d->vi.fn.vkGetPhysicalDeviceQueueFamilyProperties(d->phys, &n, NULL);
+    if (n > 32)
+        n = 32;
+    d->vi.fn.vkGetPhysicalDeviceQueueFamilyProperties(d->phys, &n, fam);
+    return d->family < n && fam[d->family].queueCount >= 2 ? 2 : 1;
+}
+
 static lkv_status create_device(lkv_device *d)
 {
     VkPhysicalDeviceFeatures want;
     memset(&want, 0, sizeof want);
     want.shaderFloat64 = d->bind.lim.has_f64 ? VK_TRUE : VK_FALSE;
     d->family = compute_family(d);
-    float prio = 1.0f;
+    d->queues = queues_of(d);
+    float prio[2] = {1.0f, 1.0f};
     VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                  .queueFamilyIndex = d->family,
-                                 .queueCount = 1,
-                                 .pQueuePriorities = &prio};
+                                 .queueCount = d->queues,
+                                 .pQueuePriorities = prio};
+    VkPhysicalDeviceTimelineSemaphoreFeatures timeline = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES,
+        .timelineSemaphore = VK_TRUE};
     const char *exts[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
     VkDeviceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                             .pNext = lkv_vk_has_timeline(d) ? &timeline : NULL,
                              .queueCreateInfoCount = 1,
                              .pQueueCreateInfos = &q,
                              .enabledExtensionCount = 1,
@@ -56,6 +74,12 @@ static lkv_status create_device(lkv_device *d)
         return st;
     d->fns_loaded = 1;
     d->vi.fn.vkGetDeviceQueue(d->dev, d->family, 0, &d->queue);
+    if (ci.pNext && (st = lkv_vk_timeline_create(d)) != LKV_OK)
+        return st;
+    for (; d->queue_locks_made < 2; d->queue_locks_made++)
+        if (pthread_mutex_init(&d->queue_locks[d->queue_locks_made], NULL) != 0)
+            return lkv_fail(LKV_INTERNAL, "vulkan: cannot create a queue lock");
+    d->queue_mu = &d->queue_locks[0];
     return lkv_vk_device_objects(d);
 }
 
@@ -88,15 +112,19 @@ void lkv_vk_close(lkv_device *d)
         lkv_vk_pipelines_destroy(d);
         if (d->pool)
             d->vi.fn.vkDestroyCommandPool(d->dev, d->pool, NULL);
-        if (!d->external)
+        if (d->timeline)
+            d->vi.fn.vkDestroySemaphore(d->dev, d->timeline, NULL);
+        if (!d->external && !d->lane_of)
             d->vi.fn.vkDestroyDevice(d->dev, NULL);
-    } else if (d->dev && d->vi.fn.vkDestroyDevice && !d->external) {
+    } else if (d->dev && d->vi.fn.vkDestroyDevice && !d->external && !d->lane_of) {
         d->vi.fn.vkDestroyDevice(d->dev, NULL);
     }
     lkv_bind_release(&d->bind);
     lkv_host_lock_destroy(&d->bind.lock);
-    if (d->external)
-        memset(&d->vi, 0, sizeof d->vi); /* the engine's instance; the loader stays loaded */
+    for (int i = 0; i < d->queue_locks_made; i++)
+        pthread_mutex_destroy(&d->queue_locks[i]);
+    if (d->external || d->lane_of)
+        memset(&d->vi, 0, sizeof d->vi); /* the engine's or the parent's instance */
     else
         lkv_vk_instance_destroy(&d->vi);
     free(d);

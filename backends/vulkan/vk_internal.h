@@ -62,6 +62,17 @@ typedef struct lkv_vk_slot {
 
 #define LKV_VK_MAX_DEVICES 16
 
+/* Waits a submission carries before its work (vk_submit.c): other handles'
+ * timeline values (lanes, vk_lane.c). More pending go out in a submission
+ * of their own. */
+#define LKV_VK_WAITS 8
+
+/* A point in one handle's submissions: its timeline at a value. */
+struct lkv_mark {
+    VkSemaphore timeline;
+    uint64_t value;
+};
+
 struct lkv_device {
     lkv_bind_device bind; /* first: the shared op plans reach it (backends/bind/) */
     lkv_vk_instance vi;
@@ -72,6 +83,20 @@ struct lkv_device {
     int fns_loaded;    /* every device-group entry point resolved */
     VkQueue queue;
     uint32_t family;
+    uint32_t queues;   /* queues made in the family (2 where it has them: a lane takes the second) */
+    /* Held around vkQueueSubmit: a lane on a one-queue family shares its
+     * parent's VkQueue, and lanes share the second one. NULL for an
+     * engine's queue (the engine synchronises it; no lanes). */
+    pthread_mutex_t *queue_mu;
+    pthread_mutex_t queue_locks[2]; /* a parent's, per queue index */
+    int queue_locks_made;
+    /* Signalled with each submission's serial where the device has timeline
+     * semaphores (lanes need them); VK_NULL_HANDLE otherwise. */
+    VkSemaphore timeline;
+    lkv_device *lane_of; /* a lane: the device it shares everything with but its queue */
+    VkSemaphore waits[LKV_VK_WAITS]; /* for the next submission (wait_mark) */
+    uint64_t wait_values[LKV_VK_WAITS];
+    int n_waits;
     VkDeviceSize max_alloc; /* largest single allocation */
     int external;      /* instance, device and queue are the engine's: never destroyed */
     VkCommandPool pool;
@@ -156,6 +181,18 @@ void lkv_vk_end_entry(lkv_device *d, lkv_status *st);
 /* Waits for every slot and frees the ring (close). */
 void lkv_vk_ring_destroy(lkv_device *d);
 void lkv_vk_barrier(lkv_device *d);
+/* A wait the next submission carries (wait_mark); flushes what is recorded
+ * first, so only later work waits. */
+lkv_status lkv_vk_add_wait(lkv_device *d, VkSemaphore timeline, uint64_t value);
+
+/* vk_lane.c: lanes (core/backend.h). The timeline semaphore feature is
+ * asked for at device creation where the device has it. */
+int lkv_vk_has_timeline(lkv_device *d);
+lkv_status lkv_vk_timeline_create(lkv_device *d);
+lkv_status lkv_vk_lane_open(lkv_device *d, lkv_device **out_lane);
+lkv_status lkv_vk_mark(lkv_device *d, lkv_mark **out_mark);
+lkv_status lkv_vk_wait_mark(lkv_device *d, const lkv_mark *mark);
+void lkv_vk_mark_free(lkv_device *d, lkv_mark *mark);
 /* The driver table of the shared op plans (backends/bind/): list room and
  * placement in the host-visible arena (vk_submit.c), dispatch and pipeline
  * building (vk_pipeline.c). */

@@ -156,6 +156,39 @@ lkv_status lkv_vk_begin(lkv_device *d)
     return LKV_OK;
 }
 
+/* The slot's command buffer to the queue, after the waits asked for
+ * (lkv_vk_add_wait), signalling the handle's timeline with the serial it
+ * will have. */
+static lkv_status queue_submit(lkv_device *d, lkv_vk_slot *s)
+{
+    VkPipelineStageFlags stages[LKV_VK_WAITS];
+    for (int i = 0; i < d->n_waits; i++)
+        stages[i] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+    uint64_t serial = d->submitted + 1;
+    VkTimelineSemaphoreSubmitInfo tl = {.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                                        .waitSemaphoreValueCount = (uint32_t)d->n_waits,
+                                        .pWaitSemaphoreValues = d->wait_values,
+                                        .signalSemaphoreValueCount = 1,
+                                        .pSignalSemaphoreValues = &serial};
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                       .pNext = d->timeline ? &tl : NULL,
+                       .waitSemaphoreCount = (uint32_t)d->n_waits,
+                       .pWaitSemaphores = d->waits,
+                       .pWaitDstStageMask = stages,
+                       .commandBufferCount = 1,
+                       .pCommandBuffers = &s->cmd,
+                       .signalSemaphoreCount = d->timeline ? 1 : 0,
+                       .pSignalSemaphores = &d->timeline};
+    if (d->queue_mu)
+        pthread_mutex_lock(d->queue_mu);
+    VkResult r = d->vi.fn.vkQueueSubmit(d->queue, 1, &si, s->fence);
+    if (d->queue_mu)
+        pthread_mutex_unlock(d->queue_mu);
+    if (r == VK_SUCCESS)
+        d->n_waits = 0;
+    return lkv_vk_check(r, "vkQueueSubmit");
+}
+
 lkv_status lkv_vk_submit(lkv_device *d)
 {
     if (!d->recording)
@@ -173,11 +206,8 @@ lkv_status lkv_vk_submit(lkv_device *d)
     lkv_status st = lkv_vk_check(fn->vkEndCommandBuffer(s->cmd), "vkEndCommandBuffer");
     if (st == LKV_OK && s->fence_used)
         st = lkv_vk_check(fn->vkResetFences(d->dev, 1, &s->fence), "vkResetFences");
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                       .commandBufferCount = 1,
-                       .pCommandBuffers = &s->cmd};
     if (st == LKV_OK)
-        st = lkv_vk_check(fn->vkQueueSubmit(d->queue, 1, &si, s->fence), "vkQueueSubmit");
+        st = queue_submit(d, s);
     if (st != LKV_OK) {
         s->arena_used = 0;
         return st;
@@ -185,6 +215,25 @@ lkv_status lkv_vk_submit(lkv_device *d)
     s->fence_used = 1;
     s->pending = 1;
     s->serial = ++d->submitted;
+    return LKV_OK;
+}
+
+lkv_status lkv_vk_add_wait(lkv_device *d, VkSemaphore timeline, uint64_t value)
+{
+    lkv_status st = lkv_vk_submit(d);
+    for (int i = 0; st == LKV_OK && i < d->n_waits; i++)
+        if (d->waits[i] == timeline) {
+            if (value > d->wait_values[i])
+                d->wait_values[i] = value;
+            return LKV_OK;
+        }
+    /* Full: the waits so far go out now, in an empty submission. */
+    if (st == LKV_OK && d->n_waits == LKV_VK_WAITS && (st = lkv_vk_begin(d)) == LKV_OK)
+        st = lkv_vk_submit(d);
+    if (st != LKV_OK)
+        return st;
+    d->waits[d->n_waits] = timeline;
+    d->wait_values[d->n_waits++] = value;
     return LKV_OK;
 }
 
@@ -210,7 +259,7 @@ void lkv_vk_end_entry(lkv_device *d, lkv_status *st)
 
 int lkv_vk_idle(lkv_device *d)
 {
-    if (d->recording)
+    if (d->recording || d->n_waits > 0)
         return 0;
     for (int i = 0; i < d->n_slots; i++)
         if (!slot_free(d, &d->slots[i]))
@@ -221,7 +270,11 @@ int lkv_vk_idle(lkv_device *d)
 
 lkv_status lkv_vk_wait_idle(lkv_device *d, int count)
 {
-    lkv_status st = lkv_vk_submit(d);
+    /* Waits on another handle hold the host too: they go out with a
+     * submission of their own when nothing else carries them. */
+    lkv_status st = d->n_waits > 0 ? lkv_vk_begin(d) : LKV_OK;
+    if (st == LKV_OK)
+        st = lkv_vk_submit(d);
     VkFence fences[LKV_VK_SLOTS];
     uint32_t n = 0;
     for (int i = 0; i < d->n_slots; i++)

@@ -29,6 +29,9 @@ LKV_SYM(instance, REQ, void, vkGetPhysicalDeviceProperties2, (VkPhysicalDevice,
         VkPhysicalDeviceProperties2 *))
 LKV_SYM(instance, REQ, void, vkGetPhysicalDeviceFeatures, (VkPhysicalDevice,
         VkPhysicalDeviceFeatures *))
+/* Vulkan 1.1: whether the device has timeline semaphores (lanes). */
+LKV_SYM(instance, OPT, void, vkGetPhysicalDeviceFeatures2, (VkPhysicalDevice,
+        VkPhysicalDeviceFeatures2 *))
 LKV_SYM(instance, REQ, void, vkGetPhysicalDeviceMemoryProperties, (VkPhysicalDevice,
         VkPhysicalDeviceMemoryProperties *))
 LKV_SYM(instance, REQ, void, vkGetPhysicalDeviceQueueFamilyProperties, (VkPhysicalDevice,
@@ -102,6 +105,10 @@ LKV_SYM(device, REQ, void, vkCmdFillBuffer, (VkCommandBuffer, VkBuffer, VkDevice
 LKV_SYM(device, REQ, void, vkCmdUpdateBuffer, (VkCommandBuffer, VkBuffer, VkDeviceSize,
         VkDeviceSize, const void *))
 LKV_SYM(device, REQ, VkResult, vkQueueSubmit, (VkQueue, uint32_t, const VkSubmitInfo *, VkFence))
+LKV_SYM(device, REQ, VkResult, vkCreateSemaphore, (VkDevice, const VkSemaphoreCreateInfo *,
+        const VkAllocationCallbacks *, VkSemaphore *))
+LKV_SYM(device, REQ, void, vkDestroySemaphore, (VkDevice, VkSemaphore,
+        const VkAllocationCallbacks *))
 LKV_SYM(device, REQ, VkResult, vkCreateFence, (VkDevice, const VkFenceCreateInfo *,
         const VkAllocationCallbacks *, VkFence *))
 LKV_SYM(device, REQ, void, vkDestroyFence, (VkDevice, VkFence, const VkAllocationCallbacks *))

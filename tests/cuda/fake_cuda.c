@@ -73,6 +73,7 @@ static int function_tokens[MAX_FUNCTIONS]; /* a CUfunction is the address of one
 static int context_token;
 static CUdevice context_device; /* the device of the last retained primary context */
 static int stream_tokens[64];
+static int stream_live[64]; /* created and not destroyed, by token */
 static int n_stream_tokens;
 static _Thread_local int thread_ctx_depth; /* this thread's pushes not yet popped */
 
@@ -418,10 +419,21 @@ FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice *dev)
     return 0;
 }
 
-/* Work on a stream lazykv did not create, unless the test lent it one. */
+/* The live stream `s` is, or -1 (the legacy default stream, an engine's,
+ * one destroyed). */
+static int live_stream(CUstream s)
+{
+    const int *t = (const int *)(const void *)s;
+    if (t < stream_tokens || t >= stream_tokens + 64)
+        return -1;
+    return stream_live[t - stream_tokens] ? (int)(t - stream_tokens) : -1;
+}
+
+/* Work on a stream lazykv did not create (or destroyed), unless the test
+ * lent it one. */
 static void check_stream(CUstream s)
 {
-    if ((const void *)s != state.created_stream && !getenv("LKV_FAKE_CUDA_ANY_STREAM"))
+    if (live_stream(s) < 0 && !getenv("LKV_FAKE_CUDA_ANY_STREAM"))
         state.foreign_streams++;
 }
 
@@ -431,8 +443,11 @@ FAKE_EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags)
     FAKE_NEEDS_CONTEXT();
     if (flags > 1)
         return ERR_INVALID_VALUE;
-    *s = (CUstream)(void *)&stream_tokens[n_stream_tokens++ % 64];
+    int token = n_stream_tokens++ % 64;
+    stream_live[token] = 1;
+    *s = (CUstream)(void *)&stream_tokens[token];
     state.created_stream = *s;
+    state.created_flags = flags;
     state.streams++;
     return 0;
 }
@@ -441,9 +456,25 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 {
     FAKE_ENTER("cuStreamDestroy_v2");
     FAKE_NEEDS_CONTEXT();
-    if (!s || state.streams < 1)
+    int token = live_stream(s);
+    if (token < 0 || state.streams < 1)
         return ERR_INVALID_VALUE;
+    stream_live[token] = 0;
     state.streams--;
+    return 0;
+}
+
+/* Work runs at once, so the event has passed: only counted. */
+FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+    FAKE_ENTER("cuStreamWaitEvent");
+    FAKE_NEEDS_CONTEXT();
+    check_stream(s);
+    if (!e || flags != 0)
+        return ERR_INVALID_VALUE;
+    state.stream_waits++;
+    state.waiting_stream = s;
+    state.waited_event = e;
     return 0;
 }
 

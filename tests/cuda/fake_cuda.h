@@ -19,8 +19,11 @@ typedef struct fake_cuda_state {
     int events;             /* events created and not destroyed */
     int host_allocations;   /* page-locked host allocations not yet freed */
     int stream_syncs;       /* cuStreamSynchronize and cuEventSynchronize calls */
-    int foreign_streams;    /* copies, memsets and launches on another stream than the last created */
+    int foreign_streams;    /* copies, memsets and launches on a stream not created or destroyed */
     const void *created_stream; /* the last stream cuStreamCreate made */
+    unsigned created_flags;     /* and its flags */
+    int stream_waits;           /* cuStreamWaitEvent calls */
+    const void *waiting_stream, *waited_event; /* the last cuStreamWaitEvent's */
     /* the last launch */
     char last_kernel[64];
     unsigned grid[3], block[3], shared_bytes;

@@ -893,6 +893,129 @@ Test(driver, a_driver_call_on_a_thread_without_the_context_fails)
     expect_nothing_held(s, "a call without the context");
 }
 
+/* ---- lanes ---- */
+
+/* The lane's work from a thread of its own, as the core drives it: the
+ * lane pushes the context there as the device does. */
+typedef struct lane_job {
+    lkv_device *lane;
+    lkv_buffer *src, *dst;
+    const lkv_mark *wait_for;
+    lkv_mark *done;
+    lkv_status st;
+    char message[256];
+} lane_job;
+
+static void *lane_work(void *arg)
+{
+    lane_job *j = arg;
+    const lkv_backend_ops *ops = &lkv_backend_cuda;
+    j->st = ops->wait_mark(j->lane, j->wait_for);
+    if (j->st == LKV_OK)
+        j->st = ops->copy(j->lane, j->dst, 0, j->src, 0, 256);
+    if (j->st == LKV_OK)
+        j->st = ops->mark(j->lane, &j->done);
+    snprintf(j->message, sizeof j->message, "%s", lkv_last_error());
+    return NULL;
+}
+
+/* A lane is a non-blocking stream of its own on the device's context and
+ * module: its work goes there, it waits for a mark with cuStreamWaitEvent
+ * (never on the host), buffers cross between the handles, and closing it
+ * destroys its stream and what it made but not the context, the module or
+ * a buffer. */
+Test(driver, a_lane_is_a_stream_of_its_own_ordered_by_marks_and_closes_alone)
+{
+    fake_cuda_state *s = use_fake("sm90");
+    const lkv_backend_ops *ops = &lkv_backend_cuda;
+    lkv_device *d = NULL, *lane = NULL;
+    TU_OK(ops->open(0, &d));
+    const void *main_stream = s->created_stream;
+    TU_OK(ops->lane_open(d, &lane));
+    cr_assert_eq(s->streams, 2);
+    cr_assert_neq(s->created_stream, main_stream);
+    cr_assert_eq(s->created_flags, LKV_CU_STREAM_NON_BLOCKING);
+    cr_assert(s->modules == 1 && s->retains == 1, "the lane loaded or retained its own");
+    cr_assert_eq(s->ctx_depth, 0);
+    const void *lane_stream = s->created_stream;
+    lkv_buffer *src = NULL, *dst = NULL;
+    TU_OK(ops->alloc(d, 256, &src));
+    TU_OK(ops->alloc(lane, 256, &dst));
+    unsigned char in[256], out[256];
+    for (int i = 0; i < 256; i++)
+        in[i] = (unsigned char)(i * 5);
+    TU_OK(ops->write(d, src, 0, in, sizeof in));
+    lkv_mark *written = NULL;
+    TU_OK(ops->mark(d, &written));
+    int syncs = s->stream_syncs;
+    lane_job job = {.lane = lane, .src = src, .dst = dst, .wait_for = written};
+    tu_run_on_a_thread(lane_work, &job);
+    cr_assert_eq(job.st, LKV_OK, "%s", job.message);
+    cr_assert_eq(s->stream_waits, 1);
+    cr_assert(s->waiting_stream == lane_stream && s->waited_event == written->event,
+              "the lane did not wait on its stream for main's event");
+    cr_assert_eq(s->stream_syncs, syncs, "a mark or a wait made the host wait");
+    TU_OK(ops->wait_mark(d, job.done));
+    cr_assert(s->stream_waits == 2 && s->waiting_stream == main_stream);
+    TU_OK(ops->read(d, dst, 0, out, sizeof out));
+    cr_assert(memcmp(in, out, sizeof in) == 0);
+    ops->mark_free(lane, job.done);
+    ops->mark_free(d, written);
+    ops->close(lane);
+    cr_assert(s->streams == 1 && s->modules == 1 && s->retains == 1 && s->allocations == 2,
+              "closing the lane took %d streams, %d modules, %d retains, %d buffers of main's",
+              1 - s->streams, 1 - s->modules, 1 - s->retains, 2 - s->allocations);
+    ops->free(d, src);
+    ops->free(d, dst);
+    ops->close(d);
+    expect_nothing_held(s, "a lane and close");
+}
+
+Test(driver, a_failing_lane_stream_or_wait_names_the_call_and_leaves_nothing)
+{
+    fake_cuda_state *s = use_fake("sm90");
+    const lkv_backend_ops *ops = &lkv_backend_cuda;
+    lkv_device *d = NULL, *lane = NULL;
+    TU_OK(ops->open(0, &d));
+    setenv("LKV_FAKE_CUDA_FAIL", "cuStreamCreate", 1);
+    cr_assert_eq(ops->lane_open(d, &lane), LKV_DEVICE_ERROR);
+    unsetenv("LKV_FAKE_CUDA_FAIL");
+    cr_assert(strstr(lkv_last_error(), "cuStreamCreate (a lane)"), "%s", lkv_last_error());
+    cr_assert_null(lane);
+    cr_assert_eq(s->streams, 1);
+    TU_OK(ops->lane_open(d, &lane));
+    lkv_mark *m = NULL;
+    TU_OK(ops->mark(d, &m));
+    setenv("LKV_FAKE_CUDA_FAIL", "cuStreamWaitEvent", 1);
+    cr_assert_eq(ops->wait_mark(lane, m), LKV_DEVICE_ERROR);
+    unsetenv("LKV_FAKE_CUDA_FAIL");
+    cr_assert(strstr(lkv_last_error(), "waiting for a mark: cuda: cuStreamWaitEvent"), "%s",
+              lkv_last_error());
+    ops->mark_free(d, m);
+    ops->close(lane);
+    ops->close(d);
+    expect_nothing_held(s, "failed lane calls");
+}
+
+/* The engine orders only its own stream (and may capture it into a graph),
+ * so a device on it keeps lazykv's work there. */
+Test(driver, an_external_device_has_no_lane)
+{
+    fake_cuda_state *s = use_fake("sm90");
+    setenv("LKV_FAKE_CUDA_ANY_STREAM", "1", 1);
+    static int engine_stream;
+    lkv_external_device ext = {.backend = "cuda", .device = 0, .stream = &engine_stream};
+    lkv_device *d = NULL, *lane = NULL;
+    TU_OK(lkv_backend_cuda.open_external(&ext, &d));
+    cr_assert_eq(lkv_backend_cuda.lane_open(d, &lane), LKV_UNSUPPORTED);
+    cr_assert(strstr(lkv_last_error(), "engine's stream"), "%s", lkv_last_error());
+    cr_assert_null(lane);
+    cr_assert_eq(s->streams, 0);
+    lkv_backend_cuda.close(d);
+    unsetenv("LKV_FAKE_CUDA_ANY_STREAM");
+    expect_nothing_held(s, "an external device asked for a lane");
+}
+
 /* ---- `lazykv devices` ---- */
 
 /* Runs `env lazykv devices` and returns the cuda line's status and reason. */

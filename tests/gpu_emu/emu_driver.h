@@ -11,12 +11,15 @@
 extern const lkv_gpu_driver lkv_emu_driver;
 extern const lkv_backend_ops lkv_backend_gpu_emu;
 
-/* A driver state for `warp` (32 or 64); release it with lkv_emu_driver.close. */
+/* A driver state for `warp` (32 or 64), a stream on memory of its own (its
+ * lanes, lkv_emu_driver.lane_open, share that memory); release it with
+ * lkv_emu_driver.close. */
 lkv_status lkv_emu_api_create(int warp, void **out_api);
 
 /* Events pass only at the next host wait (on: 1) or when recorded (0, the
  * default), and staged sources are checked for changes before their copy
- * passed; switching is itself a host wait. */
+ * passed; switching is itself a host wait. Per stream: a lane starts as
+ * its device is when it opens. */
 void lkv_emu_lag_events(void *api, int on);
 
 /* The stream an open_external device borrowed (NULL for open's). */

@@ -65,7 +65,8 @@ static unsigned last_grid[3], last_block;
 static const void *last_stream;
 
 #define COUNTED(X)                                                                           \
-    X(r0600) X(props) X(rtc_compile) X(launch) X(module_load) X(wrong_device) X(bad_address)
+    X(r0600) X(props) X(rtc_compile) X(launch) X(module_load) X(wrong_device) X(bad_address)     \
+    X(stream_wait)
 #define DECLARE(name) static atomic_int count_##name;
 COUNTED(DECLARE)
 
@@ -435,6 +436,23 @@ int hipStreamCreate(void **stream)
 int hipStreamDestroy(void *stream)
 {
     return drop_token(stream);
+}
+
+int hipStreamCreateWithFlags(void **stream, unsigned int flags)
+{
+    if (flags > 1) /* hipStreamDefault, hipStreamNonBlocking */
+        return INVALID_VALUE;
+    return make_token(stream, "hipStreamCreateWithFlags");
+}
+
+/* Work runs at once, so the event has passed: only counted. */
+int hipStreamWaitEvent(void *stream, void *event, unsigned int flags)
+{
+    (void)stream;
+    if (!event || flags != 0 || failing("hipStreamWaitEvent"))
+        return INVALID_VALUE;
+    atomic_fetch_add(&count_stream_wait, 1);
+    return OK;
 }
 
 int hipStreamSynchronize(void *stream)

@@ -757,6 +757,56 @@ Test(hip_fake, launches_go_to_the_devices_stream_own_or_borrowed)
     cr_assert_eq(lkv_backend_hip.open_external(&bad, &dev), LKV_INVALID_ARGUMENT);
 }
 
+/* A lane is a stream of its own on the device: its launches go there, it
+ * waits for the device's mark with hipStreamWaitEvent, and closing it
+ * leaves the device working and, with the device, nothing behind. On an
+ * engine's stream there is no lane. */
+Test(hip_fake, a_lane_launches_on_its_own_stream_and_waits_for_marks_on_the_device)
+{
+    fake f = use_fake(6, "gfx90a:sramecc+:xnack-");
+    const void *(*last_stream)(void);
+    HOOK_AS(f, last_stream_fn, "fake_hip_last_stream");
+    memcpy(&last_stream, &f.last_stream_fn, sizeof last_stream);
+    const lkv_backend_ops *ops = &lkv_backend_hip;
+    lkv_device *dev = open_ok(), *lane = NULL;
+    TU_OK(ops->lane_open(dev, &lane));
+    lkv_buffer *scores = NULL, *kept = NULL;
+    TU_OK(ops->alloc(dev, 64, &scores));
+    TU_OK(ops->alloc(lane, 64, &kept));
+    TU_OK(select_one_row(dev, scores, kept));
+    const void *main_stream = last_stream();
+    lkv_mark *m = NULL;
+    TU_OK(ops->mark(dev, &m));
+    TU_OK(ops->wait_mark(lane, m));
+    cr_assert_eq(f.count("stream_wait"), 1);
+    TU_OK(select_one_row(lane, scores, kept));
+    cr_assert(last_stream() && last_stream() != main_stream, "the lane launched on %s",
+              last_stream() ? "the device's stream" : "the null stream");
+    ops->mark_free(dev, m);
+    setenv("FAKE_HIP_FAIL", "hipStreamWaitEvent", 1);
+    TU_OK(ops->mark(lane, &m));
+    cr_assert_eq(ops->wait_mark(dev, m), LKV_DEVICE_ERROR);
+    unsetenv("FAKE_HIP_FAIL");
+    cr_assert(strstr(lkv_last_error(), "hip: hipStreamWaitEvent"), "%s", lkv_last_error());
+    ops->mark_free(lane, m);
+    ops->close(lane);
+    TU_OK(select_one_row(dev, scores, kept));
+    cr_assert_eq(last_stream(), main_stream);
+    ops->free(dev, scores);
+    ops->free(dev, kept);
+    ops->close(dev);
+    assert_nothing_left(&f);
+    static int engine_stream;
+    lkv_external_device ext = {.backend = "hip", .device = 0, .stream = &engine_stream};
+    TU_OK(ops->open_external(&ext, &dev));
+    lane = NULL;
+    cr_assert_eq(ops->lane_open(dev, &lane), LKV_UNSUPPORTED);
+    cr_assert(strstr(lkv_last_error(), "engine's stream"), "%s", lkv_last_error());
+    cr_assert_null(lane);
+    ops->close(dev);
+    assert_nothing_left(&f);
+}
+
 /* Device 1 opened and used from a thread whose device is 0: the work goes
  * to device 1, and the thread is back on 0 after every entry. */
 Test(hip_fake, every_entry_puts_back_the_callers_device)
