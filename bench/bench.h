@@ -189,6 +189,23 @@ typedef struct lkv_bench_pool {
     int sized_ok;             /* the run again in a pool of peak_blocks served */
 } lkv_bench_pool;
 
+/* Eviction off the step (bench_overlap.h): n sequences of
+ * LKV_BENCH_OVERLAP_LAYERS layers stepped through one eviction period and
+ * one step past it, evictions inline against in the background (a lane
+ * where the backend has one, else the helper thread). */
+typedef struct lkv_bench_overlap {
+    lkv_status status;
+    char error[160];
+    int32_t layers;
+    int lane;           /* the background cache evicted on a lane (else a thread) */
+    double inline_s;    /* the steps and the final drain, evictions inline (median) */
+    double background_s; /* the same in the background */
+    double evict_s;     /* inline: the evicting step less the mean other step */
+    /* (inline_s - background_s) / evict_s: the share of the eviction taken
+     * off the steps (0: none, 1: all; noise can take it past either) */
+    double hidden;
+} lkv_bench_overlap;
+
 /* n sequences stepped by one lkv_cache_decode_batch call per step, and by n
  * lkv_cache_decode calls, on caches in the same state. */
 typedef struct lkv_bench_batch {
@@ -200,6 +217,7 @@ typedef struct lkv_bench_batch {
     lkv_bench_batch_side batched;
     lkv_bench_batch_side per_sequence;
     lkv_bench_pool pool;
+    lkv_bench_overlap overlap;
 } lkv_bench_batch;
 
 /* An engine-owned cache of n sequences standing at `slots` slots (lazy at

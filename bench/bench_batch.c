@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_overlap.h"
 #include "bench_pool.h"
 #include "bench_timer.h"
 #include "error.h"
@@ -28,7 +29,11 @@ int32_t lkv_bench_batch_tokens(const lkv_bench_settings *s)
         if (s->batches[b] > most)
             most = s->batches[b];
     int32_t steps = s->max_warmup + s->max_reps;
-    return (steps > s->window ? steps : s->window) + most - 1;
+    if (steps < s->window)
+        steps = s->window;
+    if (steps < LKV_BENCH_OVERLAP_WINDOW + 1) /* the overlap run steps one past its period */
+        steps = LKV_BENCH_OVERLAP_WINDOW + 1;
+    return steps + most - 1;
 }
 
 typedef struct batch_ctx {
@@ -54,7 +59,7 @@ static void add_counters(lkv_counters *sum, const lkv_counters *a, const lkv_cou
 }
 
 lkv_status lkv_bench_batch_step(lkv_cache *c, const lkv_bench_decode_inputs *in, int32_t step,
-                                int32_t n, const int32_t *seqs, float *out)
+                                int32_t layer, int32_t n, const int32_t *seqs, float *out)
 {
     size_t qs = (size_t)in->shape.q_heads * (size_t)in->shape.head_dim;
     size_t kvs = (size_t)in->shape.kv_heads * (size_t)in->shape.head_dim;
@@ -62,13 +67,13 @@ lkv_status lkv_bench_batch_step(lkv_cache *c, const lkv_bench_decode_inputs *in,
     lkv_decode_batch_io io = {.n_sequences = n, .sequences = seqs, .memory = LKV_MEMORY_HOST,
                               .q = in->q + (size_t)step * qs, .k = in->k + tok * kvs,
                               .v = in->v + tok * kvs, .out = out};
-    return lkv_cache_decode_batch(c, 0, &io);
+    return lkv_cache_decode_batch(c, layer, &io);
 }
 
 static lkv_status step_calls(batch_ctx *x)
 {
     if (x->batched)
-        return lkv_bench_batch_step(x->cache, x->in, x->step, x->n, x->seqs, x->out);
+        return lkv_bench_batch_step(x->cache, x->in, x->step, 0, x->n, x->seqs, x->out);
     const lkv_bench_shape *sh = &x->in->shape;
     size_t qs = (size_t)sh->q_heads * (size_t)sh->head_dim;
     size_t kvs = (size_t)sh->kv_heads * (size_t)sh->head_dim;
@@ -178,6 +183,8 @@ void lkv_bench_batch_run(lkv_runtime *rt, const lkv_bench_settings *s,
     run_side(rt, s, in, sequences, 0, o, seqs, &out->per_sequence);
     lkv_bench_progress_step(progress, "%s batch of %d, mixed lengths", label, sequences);
     lkv_bench_pool_run(rt, s, in, sequences, &out->pool);
+    lkv_bench_progress_step(progress, "%s batch of %d, eviction overlap", label, sequences);
+    lkv_bench_overlap_run(rt, s, in, sequences, &out->overlap);
     free(o);
     free(seqs);
     const lkv_bench_timing *bad = out->batched.step.status != LKV_OK ? &out->batched.step

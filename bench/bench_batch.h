@@ -13,10 +13,11 @@
  * takes token i + j at step i, so a step's rows lie side by side. */
 int32_t lkv_bench_batch_tokens(const lkv_bench_settings *s);
 
-/* Step `step` of n sequences of cache c in one lkv_cache_decode_batch call
- * (layer 0, host arrays): sequence seqs[j] takes input token step + j. */
+/* Step `step` of n sequences of cache c at `layer` in one
+ * lkv_cache_decode_batch call (host arrays): sequence seqs[j] takes input
+ * token step + j. */
 lkv_status lkv_bench_batch_step(lkv_cache *c, const lkv_bench_decode_inputs *in, int32_t step,
-                                int32_t n, const int32_t *seqs, float *out);
+                                int32_t layer, int32_t n, const int32_t *seqs, float *out);
 
 /* Both ways of stepping `sequences` sequences of settings->batch_slots
  * slots on `rt`, inputs from `in` (max_len >= batch_slots, steps >=

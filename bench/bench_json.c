@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "bench.h"
+#include "bench_overlap.h"
 #include "bench_pool.h"
 #include "bench_engine.h"
 #include "json_writer.h"
@@ -304,6 +305,7 @@ static void write_batch(lkv_jw *w, const lkv_bench_results *r)
             lkv_jw_number(w, "per_sequence_over_batched",
                           b->per_sequence.step.median_s / b->batched.step.median_s);
             write_pool(w, s, b);
+            lkv_bench_json_overlap(w, b);
             lkv_jw_end_object(w);
         }
     lkv_jw_end_array(w);

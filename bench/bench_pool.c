@@ -73,7 +73,7 @@ static lkv_status run(lkv_runtime *rt, const lkv_bench_settings *s,
     double sum = 0.0;
     for (int32_t i = 0; i < s->window && st == LKV_OK; i++) {
         double t0 = lkv_clock_seconds();
-        st = lkv_bench_batch_step(c, in, i, n, seqs, o);
+        st = lkv_bench_batch_step(c, in, i, 0, n, seqs, o);
         if (st == LKV_OK)
             st = rt->ops->sync(rt->dev);
         sum += lkv_clock_seconds() - t0;

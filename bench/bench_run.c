@@ -19,11 +19,11 @@
 
 /* Progress steps: per device the copy, per (shape, length) an upload and the
  * ops, per length the two decode runs, per batch size its two ways, the
- * mixed lengths and the engine-owned run. */
+ * mixed lengths, the eviction overlap and the engine-owned run. */
 static int progress_total(const lkv_bench_settings *s, int n_devices)
 {
     int per_device = 1 + s->n_shapes * s->n_lengths * (1 + LKV_BENCH_OP_COUNT) + 2 * s->n_lengths +
-                     4 * s->n_batches;
+                     5 * s->n_batches;
     return n_devices * per_device;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_overlap.h"
 #include "bench_pool.h"
 #include "bench_engine.h"
 #include "table.h"
@@ -380,6 +381,7 @@ static void print_notes(FILE *f, const lkv_bench_results *r)
             else if (!bt->counted && b == 0)
                 note(f, &count, what, LKV_UNSUPPORTED, "the backend keeps no device counters "
                      "(lkv_runtime_get_counters reads 0): counters shown as -");
+            lkv_bench_note_overlap(f, bt, dv->label, note, &count);
         }
         lkv_bench_note_engine(f, r, d, &count);
     }
@@ -399,6 +401,7 @@ void lkv_bench_print_table(FILE *f, const lkv_bench_results *r)
     print_decode(f, r);
     print_batch(f, r);
     print_pool(f, r);
+    lkv_bench_print_overlap(f, r);
     lkv_bench_print_engine(f, r);
     print_notes(f, r);
     char rss[32];

@@ -399,7 +399,9 @@ typedef struct lkv_backend_ops {
      *               same queue otherwise, then ordered as asked but not
      *               concurrent). UNSUPPORTED when the device cannot (an
      *               engine's borrowed queue, say). Closed with `close`
-     *               (which waits for its work), before `dev` is.
+     *               (which waits for its work), before `dev` is, and only
+     *               once the work of `dev` that waited on its marks has
+     *               finished (a sync of `dev`).
      *   mark        flushes what `dev` has recorded and returns a point in
      *               its issued work: everything issued to `dev` so far.
      *   wait_mark   work issued to `dev` from now on starts only after the
@@ -413,6 +415,11 @@ typedef struct lkv_backend_ops {
     lkv_status (*mark)(lkv_device *dev, lkv_mark **out_mark);
     lkv_status (*wait_mark)(lkv_device *dev, const lkv_mark *mark);
     void (*mark_free)(lkv_device *dev, lkv_mark *mark);
+    /* 0 when a lane's work would only take turns with the parent's (one
+     * hardware queue, or a CPU device whose queues share its cores): the
+     * core then keeps to the helper thread unless told otherwise
+     * (LAZYKV_LANES=1, for tests). NULL: lanes run concurrently. */
+    int (*lanes_concurrent)(lkv_device *dev);
 
     /* The backend's known deviations, ended by an entry whose `cases` is
      * NULL; NULL when it has none. */

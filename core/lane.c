@@ -5,6 +5,7 @@
 #include "lane.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "clock.h"
 #include "error.h"
@@ -24,11 +25,25 @@ static void drop_mark(const lkv_cache *c, int32_t layer)
     *m = NULL;
 }
 
+/* LAZYKV_LANES=0: never (the helper thread); 1: wherever the backend can
+ * open one (the tests run lanes on lavapipe and PoCL so); unset: where the
+ * lane runs beside the main queue. On a CPU device the two queues share
+ * the cores and the lane only adds the marks' cost. */
+static int wanted(lkv_cache *c)
+{
+    const char *env = getenv("LAZYKV_LANES");
+    if (env && !strcmp(env, "0"))
+        return 0;
+    if (env && !strcmp(env, "1"))
+        return 1;
+    return !c->ops->lanes_concurrent || c->ops->lanes_concurrent(c->dev);
+}
+
 lkv_status lkv_lane_open(lkv_cache *c)
 {
     const lkv_backend_ops *ops = c->ops;
     if (c->cfg.eviction != LKV_EVICTION_BACKGROUND || c->cfg.kv_owner != LKV_KV_OWNED ||
-        !ops->lane_open || !ops->mark || !ops->wait_mark || !ops->mark_free)
+        !ops->lane_open || !ops->mark || !ops->wait_mark || !ops->mark_free || !wanted(c))
         return LKV_OK;
     lkv_lane *l = calloc(1, sizeof *l);
     lkv_mark **marks = calloc((size_t)c->cfg.layers, sizeof *marks);
@@ -60,6 +75,9 @@ void lkv_lane_close(lkv_cache *c)
         return;
     for (int32_t layer = 0; layer < c->cfg.layers; layer++)
         drop_mark(c, layer);
+    /* The main queue's waits on the lane's marks must have run before the
+     * lane goes (a Vulkan lane's semaphore dies with it). */
+    (void)c->ops->sync(c->dev);
     c->ops->close(l->dev); /* waits for the lane's work */
     if (l->work)
         c->ops->free(c->dev, l->work);

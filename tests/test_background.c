@@ -74,9 +74,12 @@ Test(background, every_policy_on_cpu_decides_as_inline)
 
 /* Vulkan on lavapipe and OpenCL on PoCL where they are (required where
  * LAZYKV_REQUIRE_BACKENDS names them): a lane per cache, each layer evicted
- * as soon as it observed the step (all at the step's end under token). */
+ * as soon as it observed the step (all at the step's end under token).
+ * Without LAZYKV_LANES=1 these CPU devices keep to the helper thread. */
 Test(background, every_policy_on_a_gpu_lane_decides_as_inline, .timeout = 900)
 {
+    /* lavapipe and PoCL run on the CPU, where lanes are not the default */
+    setenv("LAZYKV_LANES", "1", 1);
     const char *gpus[] = {"vulkan", "opencl"};
     for (size_t g = 0; g < sizeof gpus / sizeof gpus[0]; g++) {
         lkv_runtime *rt = tu_open_backend(gpus[g]);
@@ -87,6 +90,9 @@ Test(background, every_policy_on_a_gpu_lane_decides_as_inline, .timeout = 900)
         run_owned_as(rt, LKV_POLICY_LAZY, 40, LKV_GRANULARITY_LAYER, 1);
         run_owned_as(rt, LKV_POLICY_LAZY, 40, LKV_GRANULARITY_TOKEN, 1);
         run_owned_as(rt, LKV_POLICY_H2O, 40, LKV_GRANULARITY_TOKEN, 1);
+        unsetenv("LAZYKV_LANES");
+        run_owned_as(rt, LKV_POLICY_LAZY, 20, LKV_GRANULARITY_HEAD, 0);
+        setenv("LAZYKV_LANES", "1", 1);
         lkv_runtime_close(rt);
     }
 }

@@ -15,6 +15,7 @@
 #include "bench_decode.h"
 #include "bench_inputs.h"
 #include "bench_model.h"
+#include "bench_overlap.h"
 #include "bench_pool.h"
 #include "bench_svg_scale.h"
 #include "bench_timer.h"
@@ -463,6 +464,38 @@ Test(bench_pool, memory_is_the_hand_counted_rows_and_blocks)
     cr_expect_eq(p.live_kv_bytes, 134400);
     cr_expect(p.sized_ok, "a pool of the peak blocks serves the run");
     cr_expect(p.compact_step_s > 0.0 && p.paged_step_s > 0.0);
+    lkv_bench_decode_inputs_free(&in);
+    lkv_runtime_close(rt);
+}
+
+/* The overlap run on the cpu backend: the eviction found at the window's
+ * last step (the run fails otherwise), the helper thread named, the share
+ * hidden computed from the three times, larger batches left out. */
+Test(bench_overlap, the_cpu_runs_it_on_the_helper_thread)
+{
+    lkv_bench_settings s;
+    lkv_bench_settings_init(&s, 1);
+    s.batch_slots = 96;
+    s.n_batches = 1;
+    s.batches[0] = 3;
+    lkv_runtime *rt = NULL;
+    TU_OK(lkv_runtime_open("cpu", &rt));
+    lkv_bench_decode_inputs in;
+    TU_OK(lkv_bench_decode_inputs_make(&s.decode_shape, s.batch_slots, lkv_bench_batch_tokens(&s),
+                                       s.seed, &in));
+    lkv_bench_overlap o;
+    lkv_bench_overlap_run(rt, &s, &in, 3, &o);
+    cr_assert_eq(o.status, LKV_OK, "%s", o.error);
+    cr_expect_eq(o.layers, LKV_BENCH_OVERLAP_LAYERS);
+    cr_expect_eq(o.lane, 0, "the cpu backend has no lanes");
+    cr_expect(o.inline_s > 0.0 && o.background_s > 0.0);
+    if (o.evict_s > 0.0)
+        cr_expect_float_eq(o.hidden, (o.inline_s - o.background_s) / o.evict_s, 1e-12);
+    else
+        cr_expect_eq(o.hidden, 0.0, "no eviction cost: nothing to hide");
+    lkv_bench_overlap_run(rt, &s, &in, LKV_BENCH_OVERLAP_MAX_SEQUENCES + 1, &o);
+    cr_expect_eq(o.status, LKV_UNSUPPORTED);
+    cr_expect(strstr(o.error, "up to 8 sequences"), "%s", o.error);
     lkv_bench_decode_inputs_free(&in);
     lkv_runtime_close(rt);
 }

@@ -213,6 +213,7 @@ Test(paged, a_backend_without_a_pool_refuses_it)
  * kernels. */
 Test(paged, every_policy_on_vulkan_and_opencl_computes_as_compaction, .timeout = 600)
 {
+    setenv("LAZYKV_LANES", "1", 1); /* the background twins evict on a lane (pages trim there) */
     const char *gpus[] = {"vulkan", "opencl"};
     for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
         lkv_runtime *rt = tu_open_backend(gpus[i]);

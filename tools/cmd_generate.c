@@ -54,8 +54,9 @@ static const char *const help =
     "                      lazykv's variant that holds at most B; sinks, recent, ...)\n"
     "  --gqa grouped|expanded  (default grouped)\n"
     "  --eviction inline|background  when a step's evictions run: inside its last\n"
-    "                      layer's call (default), or on the cache's helper thread,\n"
-    "                      overlapping the LM head and sampling; same tokens\n"
+    "                      layer's call (default), or off it: on a second device\n"
+    "                      queue layer by layer (a GPU), else on the cache's helper\n"
+    "                      thread, overlapping the LM head and sampling; same tokens\n"
     "  --placement compact|holes|paged  what an eviction does with the kept K/V:\n"
     "                      shift them down (default), or leave them and fill the\n"
     "                      holes with new tokens, or that in a pool of blocks\n"
@@ -523,7 +524,11 @@ static void report_memory(const gen_run *r, const lkv_cache_config *cfg)
         fprintf(f, "           (expanded GQA keeps %d cache heads per layer where the model has "
                    "%d KV heads; the full cache counts %d)\n",
                 (int)heads, (int)cfg->kv_heads, (int)cfg->kv_heads);
-    if (s.evictions > 0)
+    if (s.evictions > 0 && s.eviction_lane)
+        fprintf(f, "eviction   background on a second device queue: issuing the evictions took "
+                   "%.1f ms of host time; the device ran them beside the later layers\n",
+                1e3 * s.eviction_seconds);
+    else if (s.evictions > 0)
         fprintf(f, "eviction   %s: after-step evictions took %.1f ms, the decode steps waited "
                    "%.1f ms for them (%.0f%% overlapped)\n",
                 cfg->eviction == LKV_EVICTION_BACKGROUND ? "background" : "inline",

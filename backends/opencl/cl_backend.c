@@ -48,6 +48,7 @@ const lkv_backend_ops lkv_backend_opencl = {
     .mark = lkv_cl_mark,
     .wait_mark = lkv_cl_wait_mark,
     .mark_free = lkv_cl_mark_free,
+    .lanes_concurrent = lkv_cl_lanes_concurrent,
     .row_steps = 1, /* observe and score take each row's step from its list */
     .holes = 1,     /* attend, store and compact take the hole map (LKV_HOLES pipes) */
     .paged = 1,     /* and a paged cache's pool, bound whole (kv_cap 0) */

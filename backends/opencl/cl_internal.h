@@ -115,6 +115,7 @@ lkv_status lkv_cl_lane_open(lkv_device *d, lkv_device **out_lane);
 lkv_status lkv_cl_mark(lkv_device *d, lkv_mark **out_mark);
 lkv_status lkv_cl_wait_mark(lkv_device *d, const lkv_mark *mark);
 void lkv_cl_mark_free(lkv_device *d, lkv_mark *mark);
+int lkv_cl_lanes_concurrent(lkv_device *d);
 
 /* cl_memory.c */
 lkv_status lkv_cl_alloc(lkv_device *d, size_t bytes, lkv_buffer **out_buf);

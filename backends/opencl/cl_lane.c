@@ -124,6 +124,12 @@ lkv_status lkv_cl_wait_mark(lkv_device *d, const lkv_mark *m)
     return st;
 }
 
+/* A CPU device (PoCL) runs both queues on the same cores. */
+int lkv_cl_lanes_concurrent(lkv_device *d)
+{
+    return (d->info.type & LKV_CL_DEVICE_TYPE_CPU) == 0;
+}
+
 /* No lock: releasing an event touches no queue, and OpenCL keeps the event
  * until every barrier already waiting on it has passed. */
 void lkv_cl_mark_free(lkv_device *d, lkv_mark *m)

@@ -51,5 +51,6 @@ const lkv_backend_ops lkv_backend_vulkan = {
     .mark = lkv_vk_mark,
     .wait_mark = lkv_vk_wait_mark,
     .mark_free = lkv_vk_mark_free,
+    .lanes_concurrent = lkv_vk_lanes_concurrent,
     .deviations = vk_deviations,
 };

@@ -112,8 +112,10 @@ void lkv_vk_close(lkv_device *d)
         lkv_vk_pipelines_destroy(d);
         if (d->pool)
             d->vi.fn.vkDestroyCommandPool(d->dev, d->pool, NULL);
-        if (d->timeline)
-            d->vi.fn.vkDestroySemaphore(d->dev, d->timeline, NULL);
+        if (d->lane_of)
+            lkv_vk_lane_retire(d);
+        else
+            lkv_vk_timelines_destroy(d);
         if (!d->external && !d->lane_of)
             d->vi.fn.vkDestroyDevice(d->dev, NULL);
     } else if (d->dev && d->vi.fn.vkDestroyDevice && !d->external && !d->lane_of) {

@@ -94,6 +94,14 @@ struct lkv_device {
      * semaphores (lanes need them); VK_NULL_HANDLE otherwise. */
     VkSemaphore timeline;
     lkv_device *lane_of; /* a lane: the device it shares everything with but its queue */
+    /* A parent's timelines of closed lanes, each with the last value it was
+     * signalled with, for the next lane to go on from: a timeline is
+     * destroyed only with the device, after its queues are idle (lavapipe's
+     * queue thread was seen to touch a destroyed one after every fence of
+     * the work that named it had signalled). Under the parent's lock. */
+    VkSemaphore *spare;
+    uint64_t *spare_value;
+    int n_spare, spare_cap;
     VkSemaphore waits[LKV_VK_WAITS]; /* for the next submission (wait_mark) */
     uint64_t wait_values[LKV_VK_WAITS];
     int n_waits;
@@ -190,9 +198,15 @@ lkv_status lkv_vk_add_wait(lkv_device *d, VkSemaphore timeline, uint64_t value);
 int lkv_vk_has_timeline(lkv_device *d);
 lkv_status lkv_vk_timeline_create(lkv_device *d);
 lkv_status lkv_vk_lane_open(lkv_device *d, lkv_device **out_lane);
+/* close: a lane hands its timeline back to its parent; the parent destroys
+ * its own and its lanes' once its queues are idle. */
+void lkv_vk_lane_retire(lkv_device *lane);
+void lkv_vk_timelines_destroy(lkv_device *d);
 lkv_status lkv_vk_mark(lkv_device *d, lkv_mark **out_mark);
 lkv_status lkv_vk_wait_mark(lkv_device *d, const lkv_mark *mark);
 void lkv_vk_mark_free(lkv_device *d, lkv_mark *mark);
+/* A second hardware queue on a GPU (lavapipe has one queue, on the CPU). */
+int lkv_vk_lanes_concurrent(lkv_device *d);
 /* The driver table of the shared op plans (backends/bind/): list room and
  * placement in the host-visible arena (vk_submit.c), dispatch and pipeline
  * building (vk_pipeline.c). */

@@ -12,6 +12,11 @@
 #include "error.h"
 #include "vk_internal.h"
 
+static pthread_mutex_t *mutex_of(lkv_device *d)
+{
+    return &d->bind.lock.mutex;
+}
+
 int lkv_vk_has_timeline(lkv_device *d)
 {
     if (!d->vi.fn.vkGetPhysicalDeviceFeatures2 || VK_API_VERSION_MINOR(d->props.apiVersion) < 2)
@@ -56,6 +61,63 @@ static void lane_from(lkv_device *l, lkv_device *d)
     d->vi.fn.vkGetDeviceQueue(d->dev, d->family, index, &l->queue);
 }
 
+/* A closed lane's timeline, going on from its last value (the parent's
+ * lock is held). */
+static int reuse_timeline(lkv_device *d, lkv_device *l)
+{
+    if (d->n_spare == 0)
+        return 0;
+    d->n_spare--;
+    l->timeline = d->spare[d->n_spare];
+    l->submitted = l->completed = d->spare_value[d->n_spare];
+    return 1;
+}
+
+void lkv_vk_lane_retire(lkv_device *l)
+{
+    lkv_device *d = l->lane_of;
+    if (!l->timeline)
+        return;
+    pthread_mutex_lock(mutex_of(d));
+    if (d->n_spare == d->spare_cap) {
+        int cap = d->spare_cap ? 2 * d->spare_cap : 4;
+        VkSemaphore *sem = realloc(d->spare, sizeof *sem * (size_t)cap);
+        if (sem)
+            d->spare = sem;
+        uint64_t *val = sem ? realloc(d->spare_value, sizeof *val * (size_t)cap) : NULL;
+        if (val) {
+            d->spare_value = val;
+            d->spare_cap = cap;
+        }
+    }
+    /* Out of host memory: the semaphore goes with the device (leaked until then). */
+    if (d->n_spare < d->spare_cap) {
+        d->spare[d->n_spare] = l->timeline;
+        d->spare_value[d->n_spare++] = l->submitted;
+    }
+    pthread_mutex_unlock(mutex_of(d));
+    l->timeline = VK_NULL_HANDLE;
+}
+
+void lkv_vk_timelines_destroy(lkv_device *d)
+{
+    for (uint32_t q = 0; q < d->queues && !d->external; q++) {
+        VkQueue queue = VK_NULL_HANDLE;
+        d->vi.fn.vkGetDeviceQueue(d->dev, d->family, q, &queue);
+        d->vi.fn.vkQueueWaitIdle(queue);
+    }
+    for (int i = 0; i < d->n_spare; i++)
+        d->vi.fn.vkDestroySemaphore(d->dev, d->spare[i], NULL);
+    if (d->timeline)
+        d->vi.fn.vkDestroySemaphore(d->dev, d->timeline, NULL);
+    free(d->spare);
+    free(d->spare_value);
+    d->spare = NULL;
+    d->spare_value = NULL;
+    d->n_spare = d->spare_cap = 0;
+    d->timeline = VK_NULL_HANDLE;
+}
+
 static lkv_status lane_open(lkv_device *d, lkv_device **out_lane)
 {
     if (d->external)
@@ -71,7 +133,7 @@ static lkv_status lane_open(lkv_device *d, lkv_device **out_lane)
     lkv_status st = lkv_host_lock_init(&l->bind.lock, &lkv_bind_inner)
                         ? LKV_OK
                         : lkv_fail(LKV_INTERNAL, "vulkan: cannot create a lane's lock");
-    if (st == LKV_OK)
+    if (st == LKV_OK && !reuse_timeline(d, l))
         st = lkv_vk_timeline_create(l);
     if (st == LKV_OK)
         st = lkv_vk_device_objects(l);
@@ -113,13 +175,9 @@ static lkv_status wait_mark(lkv_device *d, const lkv_mark *m)
     return m->value == 0 ? LKV_OK : lkv_vk_add_wait(d, m->timeline, m->value);
 }
 
-/* The entries with the handle's lock (host/host_locked.h's mutex; Vulkan
+/* The entries take the handle's lock (host/host_locked.h's mutex; Vulkan
  * has nothing to enter). One lock at a time: a mark holds no reference to
  * the handle that made it. */
-static pthread_mutex_t *mutex_of(lkv_device *d)
-{
-    return &d->bind.lock.mutex;
-}
 
 lkv_status lkv_vk_lane_open(lkv_device *d, lkv_device **out_lane)
 {
@@ -143,6 +201,11 @@ lkv_status lkv_vk_wait_mark(lkv_device *d, const lkv_mark *m)
     lkv_status st = wait_mark(d, m);
     pthread_mutex_unlock(mutex_of(d));
     return st;
+}
+
+int lkv_vk_lanes_concurrent(lkv_device *d)
+{
+    return d->queues > 1 && d->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
 }
 
 void lkv_vk_mark_free(lkv_device *d, lkv_mark *m)

@@ -105,6 +105,7 @@ LKV_SYM(device, REQ, void, vkCmdFillBuffer, (VkCommandBuffer, VkBuffer, VkDevice
 LKV_SYM(device, REQ, void, vkCmdUpdateBuffer, (VkCommandBuffer, VkBuffer, VkDeviceSize,
         VkDeviceSize, const void *))
 LKV_SYM(device, REQ, VkResult, vkQueueSubmit, (VkQueue, uint32_t, const VkSubmitInfo *, VkFence))
+LKV_SYM(device, REQ, VkResult, vkQueueWaitIdle, (VkQueue))
 LKV_SYM(device, REQ, VkResult, vkCreateSemaphore, (VkDevice, const VkSemaphoreCreateInfo *,
         const VkAllocationCallbacks *, VkSemaphore *))
 LKV_SYM(device, REQ, void, vkDestroySemaphore, (VkDevice, VkSemaphore,
