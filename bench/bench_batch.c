@@ -105,19 +105,18 @@ static lkv_status issue_step(void *ctx)
     return LKV_OK;
 }
 
-/* A cache of n sequences at L tokens each: prefill 0, fork it to the rest. */
-static lkv_status open_cache(lkv_runtime *rt, const lkv_bench_settings *s,
-                             const lkv_bench_decode_inputs *in, int32_t n, lkv_cache **out)
+lkv_status lkv_bench_batch_open(lkv_runtime *rt, const lkv_cache_config *cfg,
+                                const lkv_bench_decode_inputs *in, int32_t slots,
+                                lkv_cache **out)
 {
-    lkv_cache_config cfg = lkv_bench_batch_config(s, n);
     lkv_cache *c = NULL;
-    lkv_status st = lkv_cache_create(rt, &cfg, &c);
-    if (st == LKV_OK) {
-        lkv_prefill_io io = {.n_tokens = s->batch_slots, .k = in->k, .v = in->v,
+    lkv_status st = lkv_cache_create(rt, cfg, &c);
+    for (int32_t l = 0; l < cfg->layers && st == LKV_OK; l++) {
+        lkv_prefill_io io = {.n_tokens = slots, .k = in->k, .v = in->v,
                              .memory = LKV_MEMORY_HOST};
-        st = lkv_cache_prefill(c, 0, 0, &io);
+        st = lkv_cache_prefill(c, 0, l, &io);
     }
-    for (int32_t j = 1; j < n && st == LKV_OK; j++)
+    for (int32_t j = 1; j < cfg->sequences && st == LKV_OK; j++)
         st = lkv_cache_fork_sequence(c, 0, j);
     if (st != LKV_OK) {
         lkv_cache_destroy(c);
@@ -145,7 +144,8 @@ static void run_side(lkv_runtime *rt, const lkv_bench_settings *s, const lkv_ben
 {
     memset(side, 0, sizeof *side);
     batch_ctx x = {rt, NULL, in, n, batched, 0, seqs, out, {0}};
-    lkv_status st = open_cache(rt, s, in, n, &x.cache);
+    lkv_cache_config cfg = lkv_bench_batch_config(s, n);
+    lkv_status st = lkv_bench_batch_open(rt, &cfg, in, s->batch_slots, &x.cache);
     if (st != LKV_OK) {
         side->step.status = st;
         snprintf(side->step.error, sizeof side->step.error, "setting up %d sequences: %s", n,

@@ -19,6 +19,12 @@ int32_t lkv_bench_batch_tokens(const lkv_bench_settings *s);
 lkv_status lkv_bench_batch_step(lkv_cache *c, const lkv_bench_decode_inputs *in, int32_t step,
                                 int32_t layer, int32_t n, const int32_t *seqs, float *out);
 
+/* A cache of `cfg`, sequence 0 prefilled with the first `slots` input
+ * tokens at every layer and forked to every other sequence. */
+lkv_status lkv_bench_batch_open(lkv_runtime *rt, const lkv_cache_config *cfg,
+                                const lkv_bench_decode_inputs *in, int32_t slots,
+                                lkv_cache **out);
+
 /* Both ways of stepping `sequences` sequences of settings->batch_slots
  * slots on `rt`, inputs from `in` (max_len >= batch_slots, steps >=
  * lkv_bench_batch_tokens). Failures are recorded in *out. */

@@ -34,21 +34,7 @@ static lkv_status open_cache(lkv_runtime *rt, const lkv_bench_settings *s,
     cfg.eviction = when;
     cfg.policy.window = OVERLAP_WINDOW;
     cfg.capacity = s->batch_slots + OVERLAP_WINDOW;
-    lkv_cache *c = NULL;
-    lkv_status st = lkv_cache_create(rt, &cfg, &c);
-    for (int32_t l = 0; l < cfg.layers && st == LKV_OK; l++) {
-        lkv_prefill_io io = {.n_tokens = s->batch_slots, .k = in->k, .v = in->v,
-                             .memory = LKV_MEMORY_HOST};
-        st = lkv_cache_prefill(c, 0, l, &io);
-    }
-    for (int32_t j = 1; j < n && st == LKV_OK; j++)
-        st = lkv_cache_fork_sequence(c, 0, j);
-    if (st != LKV_OK) {
-        lkv_cache_destroy(c);
-        return st;
-    }
-    *out = c;
-    return LKV_OK;
+    return lkv_bench_batch_open(rt, &cfg, in, s->batch_slots, out);
 }
 
 static lkv_status step_all_layers(lkv_runtime *rt, lkv_cache *c, const lkv_bench_decode_inputs *in,

@@ -404,12 +404,17 @@ LKV_API lkv_status lkv_granularity_from_name(const char *name, lkv_granularity *
  * The device orders the two queues: a layer's next call waits, on the
  * device, for that layer's evictions only, any other call for all of them;
  * the host never waits. lkv_cache_stats' eviction_lane says which ran
- * (a device without a second queue, or an engine's borrowed queue, gets
- * the helper thread); with a lane, eviction_seconds is the host's time
- * issuing the evictions and eviction_wait_seconds stays 0, and peak_slots
- * can be lower than inline (a layer gives its slots back before the later
- * layers append the step's token). Lane work is
- * counted in the lane's own counters, not in lkv_runtime_get_counters. */
+ * (the helper thread serves a device whose second queue would only take
+ * turns with the first: one hardware queue, or a CPU device such as
+ * lavapipe or PoCL; an engine's borrowed queue; and engine-owned caches,
+ * whose plans are read on the host after the step; LAZYKV_LANES=1 forces
+ * a lane wherever the backend can open one, LAZYKV_LANES=0 forbids them).
+ * With a lane, eviction_seconds is the host's time issuing the evictions,
+ * eviction_wait_seconds stays 0, peak_slots can be lower than inline (a
+ * layer gives its slots back before the later layers append the step's
+ * token), and the lane's work is counted in its own counters, not in
+ * lkv_runtime_get_counters. A paged cache's lane still reads the evicted
+ * rows' maps back (a host wait for the lane) to find emptied blocks. */
 typedef enum lkv_eviction_timing {
     LKV_EVICTION_INLINE = 0,
     LKV_EVICTION_BACKGROUND

@@ -122,6 +122,20 @@ lkv_status lkv_bind_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset,
     return st;
 }
 
+/* A driver entry with the handle's lock held. */
+#define LKV_BIND_LOCKED_DRIVER(entry, type)                                                   \
+    lkv_status lkv_bind_locked_##entry(lkv_device *d, type arg)                               \
+    {                                                                                       \
+        pthread_mutex_lock(mutex_of(d));                                                    \
+        lkv_status st = lkv_bind_of(d)->drv->entry(d, arg);                                 \
+        pthread_mutex_unlock(mutex_of(d));                                                  \
+        return st;                                                                          \
+    }
+LKV_BIND_LOCKED_DRIVER(lane_open, lkv_device **)
+LKV_BIND_LOCKED_DRIVER(mark, lkv_mark **)
+LKV_BIND_LOCKED_DRIVER(wait_mark, const lkv_mark *)
+#undef LKV_BIND_LOCKED_DRIVER
+
 void lkv_bind_locked_counters(const lkv_device *d, lkv_counters *out)
 {
     pthread_mutex_lock(mutex_of(d));

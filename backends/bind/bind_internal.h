@@ -102,6 +102,11 @@ typedef struct lkv_bind_driver {
      * unrun (a failed entry, so it changes nothing). NULL where every
      * command already went to the queue when it was issued (OpenCL). */
     void (*end_entry)(lkv_device *d, lkv_status *st);
+    /* The ops table's lanes (core/backend.h), unlocked: the locked entries
+     * below take the one handle's lock around them. NULL: no lanes. */
+    lkv_status (*lane_open)(lkv_device *d, lkv_device **out_lane);
+    lkv_status (*mark)(lkv_device *d, lkv_mark **out_mark);
+    lkv_status (*wait_mark)(lkv_device *d, const lkv_mark *mark);
 } lkv_bind_driver;
 
 typedef struct lkv_bind_device {
@@ -264,6 +269,14 @@ lkv_status lkv_bind_locked_redundancy(lkv_device *d, const lkv_redundancy_args *
 lkv_status lkv_bind_locked_wrap(lkv_device *d, uint64_t handle, uint64_t offset, size_t bytes,
                                 lkv_buffer **out_buf);
 void lkv_bind_locked_counters(const lkv_device *d, lkv_counters *out);
+lkv_status lkv_bind_locked_lane_open(lkv_device *d, lkv_device **out_lane);
+lkv_status lkv_bind_locked_mark(lkv_device *d, lkv_mark **out_mark);
+lkv_status lkv_bind_locked_wait_mark(lkv_device *d, const lkv_mark *mark);
+/* The lane entries of a binding backend whose driver has lanes (one lock
+ * at a time: a mark names no handle's state but its own). */
+#define LKV_BIND_LANE_OPS                                                                     \
+    .lane_open = lkv_bind_locked_lane_open, .mark = lkv_bind_locked_mark,                      \
+    .wait_mark = lkv_bind_locked_wait_mark
 #define LKV_BIND_LOCKED_OPS                                                                   \
     .store = lkv_bind_locked_store, .gather = lkv_bind_locked_gather,                          \
     .reduce_rows = lkv_bind_locked_reduce_rows, .move_kept = lkv_bind_locked_move_kept,        \

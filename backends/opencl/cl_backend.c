@@ -24,6 +24,9 @@ const lkv_bind_driver lkv_cl_bind_driver = {
     .reserve = lkv_cl_reserve,
     .size = cl_size,
     .wrap = lkv_cl_wrap,
+    .lane_open = lkv_cl_lane_open,
+    .mark = lkv_cl_mark,
+    .wait_mark = lkv_cl_wait_mark,
 };
 
 /* Where a device lacks cl_khr_fp64, or LAZYKV_OPENCL_F64=0 turns it off
@@ -44,9 +47,7 @@ const lkv_backend_ops lkv_backend_opencl = {
     .open_external = lkv_cl_open_external,
     LKV_HOST_LOCKED_OPS,
     LKV_BIND_LOCKED_OPS,
-    .lane_open = lkv_cl_lane_open, /* a second in-order queue (cl_lane.c) */
-    .mark = lkv_cl_mark,
-    .wait_mark = lkv_cl_wait_mark,
+    LKV_BIND_LANE_OPS, /* a second in-order queue (cl_lane.c) */
     .mark_free = lkv_cl_mark_free,
     .lanes_concurrent = lkv_cl_lanes_concurrent,
     .row_steps = 1, /* observe and score take each row's step from its list */

@@ -109,8 +109,8 @@ struct lkv_mark {
     cl_event event;
 };
 
-/* cl_lane.c: the lanes entries of the ops table (core/backend.h), the
- * device lock taken as every other entry takes it. */
+/* cl_lane.c: lanes (core/backend.h): lane_open, mark and wait_mark are the
+ * bind driver's (unlocked; the ops table has them locked, bind_backend.c). */
 lkv_status lkv_cl_lane_open(lkv_device *d, lkv_device **out_lane);
 lkv_status lkv_cl_mark(lkv_device *d, lkv_mark **out_mark);
 lkv_status lkv_cl_wait_mark(lkv_device *d, const lkv_mark *mark);

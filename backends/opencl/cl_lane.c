@@ -47,7 +47,7 @@ static lkv_status lane_queue(lkv_device *l, cl_context ctx)
     return lkv_cl_check(err, "clCreateCommandQueue");
 }
 
-static lkv_status lane_open(lkv_device *d, lkv_device **out_lane)
+lkv_status lkv_cl_lane_open(lkv_device *d, lkv_device **out_lane)
 {
     lkv_device *l = calloc(1, sizeof *l);
     if (!l)
@@ -67,7 +67,7 @@ static lkv_status lane_open(lkv_device *d, lkv_device **out_lane)
     return LKV_OK;
 }
 
-static lkv_status mark(lkv_device *d, lkv_mark **out_mark)
+lkv_status lkv_cl_mark(lkv_device *d, lkv_mark **out_mark)
 {
     lkv_mark *m = calloc(1, sizeof *m);
     if (!m)
@@ -87,41 +87,12 @@ static lkv_status mark(lkv_device *d, lkv_mark **out_mark)
 
 /* A barrier rather than a wait list on each later command: every command
  * issued after it, by any path, waits. */
-static lkv_status wait_mark(lkv_device *d, const lkv_mark *m)
+lkv_status lkv_cl_wait_mark(lkv_device *d, const lkv_mark *m)
 {
     if (!m)
         return lkv_fail(LKV_INVALID_ARGUMENT, "opencl wait_mark: the mark is NULL");
     return lkv_cl_check(d->lib.fn.clEnqueueBarrierWithWaitList(d->queue, 1, &m->event, NULL),
                         "clEnqueueBarrierWithWaitList");
-}
-
-static pthread_mutex_t *mutex_of(lkv_device *d)
-{
-    return &d->bind.lock.mutex;
-}
-
-lkv_status lkv_cl_lane_open(lkv_device *d, lkv_device **out_lane)
-{
-    pthread_mutex_lock(mutex_of(d));
-    lkv_status st = lane_open(d, out_lane);
-    pthread_mutex_unlock(mutex_of(d));
-    return st;
-}
-
-lkv_status lkv_cl_mark(lkv_device *d, lkv_mark **out_mark)
-{
-    pthread_mutex_lock(mutex_of(d));
-    lkv_status st = mark(d, out_mark);
-    pthread_mutex_unlock(mutex_of(d));
-    return st;
-}
-
-lkv_status lkv_cl_wait_mark(lkv_device *d, const lkv_mark *m)
-{
-    pthread_mutex_lock(mutex_of(d));
-    lkv_status st = wait_mark(d, m);
-    pthread_mutex_unlock(mutex_of(d));
-    return st;
 }
 
 /* A CPU device (PoCL) runs both queues on the same cores. */

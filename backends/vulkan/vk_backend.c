@@ -25,6 +25,9 @@ const lkv_bind_driver lkv_vk_bind_driver = {
     .size = vk_size,
     .wrap = lkv_vk_wrap,
     .end_entry = lkv_vk_end_entry,
+    .lane_open = lkv_vk_lane_open,
+    .mark = lkv_vk_mark,
+    .wait_mark = lkv_vk_wait_mark,
 };
 
 /* Where a device lacks shaderFloat64 (the probe's "f32 scores"), scores
@@ -47,9 +50,7 @@ const lkv_backend_ops lkv_backend_vulkan = {
     .row_steps = 1, /* observe and score take each row's step from its list */
     .holes = 1,     /* attend, store and compact take the hole map (LKV_HOLES pipes) */
     .paged = 1,     /* and a paged cache's pool, bound whole (kv_cap 0) */
-    .lane_open = lkv_vk_lane_open,
-    .mark = lkv_vk_mark,
-    .wait_mark = lkv_vk_wait_mark,
+    LKV_BIND_LANE_OPS, /* the family's second queue (vk_lane.c) */
     .mark_free = lkv_vk_mark_free,
     .lanes_concurrent = lkv_vk_lanes_concurrent,
     .deviations = vk_deviations,

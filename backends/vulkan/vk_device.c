@@ -11,14 +11,21 @@
 #include "error.h"
 #include "vk_internal.h"
 
-static uint32_t compute_family(lkv_device *d)
+/* The physical device's queue families (at most 32), their count back. */
+static uint32_t families(lkv_device *d, VkQueueFamilyProperties fam[32])
 {
     uint32_t n = 0;
-    VkQueueFamilyProperties fam[32];
     d->vi.fn.vkGetPhysicalDeviceQueueFamilyProperties(d->phys, &n, NULL);
     if (n > 32)
         n = 32;
     d->vi.fn.vkGetPhysicalDeviceQueueFamilyProperties(d->phys, &n, fam);
+    return n;
+}
+
+static uint32_t compute_family(lkv_device *d)
+{
+    VkQueueFamilyProperties fam[32];
+    uint32_t n = families(d, fam);
     /* A compute-only family is the dedicated async-compute queue on AMD and
      * NVIDIA; any compute family will do otherwise. */
     for (uint32_t i = 0; i < n; i++)
@@ -34,12 +41,8 @@ static uint32_t compute_family(lkv_device *d)
  * hardware queue of its own. */
 static uint32_t queues_of(lkv_device *d)
 {
-    uint32_t n = 0;
     VkQueueFamilyProperties fam[32];
-    d->vi.fn.vkGetPhysicalDeviceQueueFamilyProperties(d->phys, &n, NULL);
-    if (n > 32)
-        n = 32;
-    d->vi.fn.vkGetPhysicalDeviceQueueFamilyProperties(d->phys, &n, fam);
+    uint32_t n = families(d, fam);
     return d->family < n && fam[d->family].queueCount >= 2 ? 2 : 1;
 }
 

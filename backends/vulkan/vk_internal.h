@@ -194,7 +194,9 @@ void lkv_vk_barrier(lkv_device *d);
 lkv_status lkv_vk_add_wait(lkv_device *d, VkSemaphore timeline, uint64_t value);
 
 /* vk_lane.c: lanes (core/backend.h). The timeline semaphore feature is
- * asked for at device creation where the device has it. */
+ * asked for at device creation where the device has it. lane_open, mark
+ * and wait_mark are the bind driver's (unlocked; the ops table has them
+ * locked, bind_backend.c). */
 int lkv_vk_has_timeline(lkv_device *d);
 lkv_status lkv_vk_timeline_create(lkv_device *d);
 lkv_status lkv_vk_lane_open(lkv_device *d, lkv_device **out_lane);

@@ -12,6 +12,8 @@
 #include "error.h"
 #include "vk_internal.h"
 
+/* The parent's lock (host/host_locked.h's mutex), for its spare timelines:
+ * a lane's close holds no other. */
 static pthread_mutex_t *mutex_of(lkv_device *d)
 {
     return &d->bind.lock.mutex;
@@ -118,7 +120,7 @@ void lkv_vk_timelines_destroy(lkv_device *d)
     d->timeline = VK_NULL_HANDLE;
 }
 
-static lkv_status lane_open(lkv_device *d, lkv_device **out_lane)
+lkv_status lkv_vk_lane_open(lkv_device *d, lkv_device **out_lane)
 {
     if (d->external)
         return lkv_fail(LKV_UNSUPPORTED, "vulkan: a device opened on an engine's queue has no "
@@ -145,7 +147,7 @@ static lkv_status lane_open(lkv_device *d, lkv_device **out_lane)
     return LKV_OK;
 }
 
-static lkv_status mark(lkv_device *d, lkv_mark **out_mark)
+lkv_status lkv_vk_mark(lkv_device *d, lkv_mark **out_mark)
 {
     lkv_mark *m = malloc(sizeof *m);
     if (!m)
@@ -164,7 +166,7 @@ static lkv_status mark(lkv_device *d, lkv_mark **out_mark)
     return LKV_OK;
 }
 
-static lkv_status wait_mark(lkv_device *d, const lkv_mark *m)
+lkv_status lkv_vk_wait_mark(lkv_device *d, const lkv_mark *m)
 {
     if (!m)
         return lkv_fail(LKV_INVALID_ARGUMENT, "vulkan: wait_mark on no mark");
@@ -173,34 +175,6 @@ static lkv_status wait_mark(lkv_device *d, const lkv_mark *m)
                         d->props.deviceName);
     /* value 0: nothing was submitted before the mark */
     return m->value == 0 ? LKV_OK : lkv_vk_add_wait(d, m->timeline, m->value);
-}
-
-/* The entries take the handle's lock (host/host_locked.h's mutex; Vulkan
- * has nothing to enter). One lock at a time: a mark holds no reference to
- * the handle that made it. */
-
-lkv_status lkv_vk_lane_open(lkv_device *d, lkv_device **out_lane)
-{
-    pthread_mutex_lock(mutex_of(d));
-    lkv_status st = lane_open(d, out_lane);
-    pthread_mutex_unlock(mutex_of(d));
-    return st;
-}
-
-lkv_status lkv_vk_mark(lkv_device *d, lkv_mark **out_mark)
-{
-    pthread_mutex_lock(mutex_of(d));
-    lkv_status st = mark(d, out_mark);
-    pthread_mutex_unlock(mutex_of(d));
-    return st;
-}
-
-lkv_status lkv_vk_wait_mark(lkv_device *d, const lkv_mark *m)
-{
-    pthread_mutex_lock(mutex_of(d));
-    lkv_status st = wait_mark(d, m);
-    pthread_mutex_unlock(mutex_of(d));
-    return st;
 }
 
 int lkv_vk_lanes_concurrent(lkv_device *d)
