@@ -189,6 +189,9 @@ void lkv_vk_end_entry(lkv_device *d, lkv_status *st);
 /* Waits for every slot and frees the ring (close). */
 void lkv_vk_ring_destroy(lkv_device *d);
 void lkv_vk_barrier(lkv_device *d);
+/* Submits what is recorded, and the pending waits (lkv_vk_add_wait) in an
+ * empty submission of their own when nothing is recorded to carry them. */
+lkv_status lkv_vk_flush(lkv_device *d);
 /* A wait the next submission carries (wait_mark); flushes what is recorded
  * first, so only later work waits. */
 lkv_status lkv_vk_add_wait(lkv_device *d, VkSemaphore timeline, uint64_t value);

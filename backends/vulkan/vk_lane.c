@@ -152,10 +152,7 @@ lkv_status lkv_vk_mark(lkv_device *d, lkv_mark **out_mark)
     lkv_mark *m = malloc(sizeof *m);
     if (!m)
         return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for a vulkan mark");
-    /* Waits not yet carried by a submission are part of what was issued. */
-    lkv_status st = d->n_waits > 0 ? lkv_vk_begin(d) : LKV_OK;
-    if (st == LKV_OK)
-        st = lkv_vk_submit(d);
+    lkv_status st = lkv_vk_flush(d); /* pending waits are part of what was issued */
     if (st != LKV_OK) {
         free(m);
         return st;

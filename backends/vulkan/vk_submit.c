@@ -218,6 +218,12 @@ lkv_status lkv_vk_submit(lkv_device *d)
     return LKV_OK;
 }
 
+lkv_status lkv_vk_flush(lkv_device *d)
+{
+    lkv_status st = d->n_waits > 0 ? lkv_vk_begin(d) : LKV_OK;
+    return st == LKV_OK ? lkv_vk_submit(d) : st;
+}
+
 lkv_status lkv_vk_add_wait(lkv_device *d, VkSemaphore timeline, uint64_t value)
 {
     lkv_status st = lkv_vk_submit(d);
@@ -228,8 +234,8 @@ lkv_status lkv_vk_add_wait(lkv_device *d, VkSemaphore timeline, uint64_t value)
             return LKV_OK;
         }
     /* Full: the waits so far go out now, in an empty submission. */
-    if (st == LKV_OK && d->n_waits == LKV_VK_WAITS && (st = lkv_vk_begin(d)) == LKV_OK)
-        st = lkv_vk_submit(d);
+    if (st == LKV_OK && d->n_waits == LKV_VK_WAITS)
+        st = lkv_vk_flush(d);
     if (st != LKV_OK)
         return st;
     d->waits[d->n_waits] = timeline;
@@ -270,11 +276,7 @@ int lkv_vk_idle(lkv_device *d)
 
 lkv_status lkv_vk_wait_idle(lkv_device *d, int count)
 {
-    /* Waits on another handle hold the host too: they go out with a
-     * submission of their own when nothing else carries them. */
-    lkv_status st = d->n_waits > 0 ? lkv_vk_begin(d) : LKV_OK;
-    if (st == LKV_OK)
-        st = lkv_vk_submit(d);
+    lkv_status st = lkv_vk_flush(d); /* pending waits hold the host too */
     VkFence fences[LKV_VK_SLOTS];
     uint32_t n = 0;
     for (int i = 0; i < d->n_slots; i++)
