@@ -10,19 +10,28 @@
 #include "clock.h"
 #include "error.h"
 
+/* A lane mark shared by the layers one eviction covered (a prompt's or a
+ * token-granularity eviction covers them all), freed with its last. */
+typedef struct lane_point {
+    lkv_mark *mark;
+    int32_t refs;
+} lane_point;
+
 struct lkv_lane {
     lkv_device *dev;
     lkv_buffer *work;     /* rkv only: redundancy's work space (NULL otherwise) */
-    lkv_mark **marks;     /* [layers] the lane's mark after the layer's last eviction */
-    int32_t newest;       /* the layer marked last: its mark covers every other */
+    lane_point **marks;   /* [layers] the lane's mark after the layer's last eviction */
+    int32_t newest;       /* a layer marked last: its mark covers every other */
 };
 
 static void drop_mark(const lkv_cache *c, int32_t layer)
 {
-    lkv_mark **m = &c->lane->marks[layer];
-    if (*m)
-        c->ops->mark_free(c->lane->dev, *m);
-    *m = NULL;
+    lane_point **p = &c->lane->marks[layer];
+    if (*p && --(*p)->refs == 0) {
+        c->ops->mark_free(c->lane->dev, (*p)->mark);
+        free(*p);
+    }
+    *p = NULL;
 }
 
 /* LAZYKV_LANES=0: never (the helper thread); 1: wherever the backend can
@@ -46,7 +55,7 @@ lkv_status lkv_lane_open(lkv_cache *c)
         !ops->lane_open || !ops->mark || !ops->wait_mark || !ops->mark_free || !wanted(c))
         return LKV_OK;
     lkv_lane *l = calloc(1, sizeof *l);
-    lkv_mark **marks = calloc((size_t)c->cfg.layers, sizeof *marks);
+    lane_point **marks = calloc((size_t)c->cfg.layers, sizeof *marks);
     if (!l || !marks) {
         free(l);
         free(marks);
@@ -75,8 +84,8 @@ void lkv_lane_close(lkv_cache *c)
         return;
     for (int32_t layer = 0; layer < c->cfg.layers; layer++)
         drop_mark(c, layer);
-    /* The main queue's waits on the lane's marks must have run before the
-     * lane goes (a Vulkan lane's semaphore dies with it). */
+    /* The main queue's waits on the lane's marks run before the lane goes
+     * (backend.h: what waited on a lane's marks finishes before its close). */
     (void)c->ops->sync(c->dev);
     c->ops->close(l->dev); /* waits for the lane's work */
     if (l->work)
@@ -115,15 +124,24 @@ static lkv_status order(const lkv_cache *c, lkv_device *from, lkv_device *to)
     return st;
 }
 
+/* One mark for the span's layers; the lane runs in order, so it covers
+ * their earlier ones, which go. */
 static lkv_status mark_layers(lkv_cache *c, lkv_layer_span span)
 {
-    for (int32_t layer = span.first; layer < span.end; layer++) {
-        drop_mark(c, layer); /* the lane runs in order: the new mark covers it */
-        lkv_status st = c->ops->mark(c->lane->dev, &c->lane->marks[layer]);
-        if (st != LKV_OK)
-            return st;
-        c->lane->newest = layer;
+    lane_point *p = malloc(sizeof *p);
+    if (!p)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "out of host memory for a lane mark");
+    lkv_status st = c->ops->mark(c->lane->dev, &p->mark);
+    if (st != LKV_OK) {
+        free(p);
+        return st;
     }
+    p->refs = span.end - span.first;
+    for (int32_t layer = span.first; layer < span.end; layer++) {
+        drop_mark(c, layer);
+        c->lane->marks[layer] = p;
+    }
+    c->lane->newest = span.first;
     return LKV_OK;
 }
 
@@ -146,10 +164,10 @@ lkv_status lkv_lane_schedule(lkv_cache *c, const int32_t *seqs, const int32_t *s
 
 lkv_status lkv_lane_join_layer(const lkv_cache *c, int32_t layer)
 {
-    lkv_mark *m = c->lane ? c->lane->marks[layer] : NULL;
-    if (!m)
+    lane_point *p = c->lane ? c->lane->marks[layer] : NULL;
+    if (!p)
         return LKV_OK;
-    lkv_status st = c->ops->wait_mark(c->dev, m);
+    lkv_status st = c->ops->wait_mark(c->dev, p->mark);
     if (st == LKV_OK) /* else kept: a later call waits again */
         drop_mark(c, layer);
     return st;
