@@ -294,6 +294,9 @@ int lkv_bench_any_failure(const lkv_bench_results *r);
 /* ---- output ---- */
 
 void lkv_bench_print_table(FILE *f, const lkv_bench_results *r);
+/* One line of the table's notes for a measurement with no figure; *count
+ * counts them, and "notes" heads the first. */
+void lkv_bench_note(FILE *f, int *count, const char *what, lkv_status st, const char *error);
 
 /* Return 0, or -1 when writing failed. */
 int lkv_bench_write_json(FILE *f, const lkv_bench_results *r);

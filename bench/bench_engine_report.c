@@ -72,10 +72,11 @@ void lkv_bench_note_engine(FILE *f, const lkv_bench_results *r, int device, int 
 {
     for (int b = 0; b < r->settings.n_batches; b++) {
         const lkv_bench_engine *e = lkv_bench_engine_at(r, device, b);
+        char what[96];
+        snprintf(what, sizeof what, "%s engine-owned batch of %d", r->devices[device].label,
+                 r->settings.batches[b]);
         if (e->status != LKV_OK)
-            fprintf(f, "%s%s engine-owned batch of %d: %s: %s\n", (*count)++ ? "" : "\nnotes\n",
-                    r->devices[device].label, r->settings.batches[b], lkv_status_name(e->status),
-                    e->error);
+            lkv_bench_note(f, count, what, e->status, e->error);
     }
 }
 

@@ -36,9 +36,7 @@ void lkv_bench_print_overlap(FILE *f, const lkv_bench_results *r);
 /* The batch result's JSON object "eviction_overlap". */
 void lkv_bench_json_overlap(lkv_jw *w, const lkv_bench_batch *b);
 
-/* A note for a failed overlap run, through the table's `note`. */
-void lkv_bench_note_overlap(FILE *f, const lkv_bench_batch *b, const char *label,
-                            void (*note)(FILE *, int *, const char *, lkv_status, const char *),
-                            int *count);
+/* A note (lkv_bench_note) for a failed overlap run. */
+void lkv_bench_note_overlap(FILE *f, const lkv_bench_batch *b, const char *label, int *count);
 
 #endif

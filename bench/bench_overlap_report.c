@@ -60,14 +60,12 @@ void lkv_bench_json_overlap(lkv_jw *w, const lkv_bench_batch *b)
     lkv_jw_end_object(w);
 }
 
-void lkv_bench_note_overlap(FILE *f, const lkv_bench_batch *b, const char *label,
-                            void (*note)(FILE *, int *, const char *, lkv_status, const char *),
-                            int *count)
+void lkv_bench_note_overlap(FILE *f, const lkv_bench_batch *b, const char *label, int *count)
 {
     if (b->status != LKV_OK || b->overlap.status == LKV_OK ||
         b->overlap.status == LKV_UNSUPPORTED)
         return;
     char what[96];
     snprintf(what, sizeof what, "%s eviction overlap, %d sequences", label, b->sequences);
-    note(f, count, what, b->overlap.status, b->overlap.error);
+    lkv_bench_note(f, count, what, b->overlap.status, b->overlap.error);
 }

@@ -334,8 +334,7 @@ static void print_pool(FILE *f, const lkv_bench_results *r)
             print_pool_row(f, r->devices[d].label, lkv_bench_batch_at(r, d, b));
 }
 
-/* One line per measurement that has no figure; "notes" heads the first. */
-static void note(FILE *f, int *count, const char *what, lkv_status st, const char *error)
+void lkv_bench_note(FILE *f, int *count, const char *what, lkv_status st, const char *error)
 {
     fprintf(f, "%s%s: %s: %s\n", (*count)++ ? "" : "\nnotes\n", what, lkv_status_name(st), error);
 }
@@ -349,7 +348,7 @@ static void print_notes(FILE *f, const lkv_bench_results *r)
         const lkv_bench_device *dv = &r->devices[d];
         snprintf(what, sizeof what, "%s copy", dv->label);
         if (dv->copy.status != LKV_OK)
-            note(f, &count, what, dv->copy.status, dv->copy.error);
+            lkv_bench_note(f, &count, what, dv->copy.status, dv->copy.error);
         for (int sh = 0; sh < s->n_shapes; sh++) {
             char shape[48];
             lkv_bench_shape_label(&s->shapes[sh], shape, sizeof shape);
@@ -359,29 +358,29 @@ static void print_notes(FILE *f, const lkv_bench_results *r)
                     snprintf(what, sizeof what, "%s %s %d slots %s", dv->label, shape,
                              s->lengths[l], lkv_bench_op_label((lkv_bench_op)op));
                     if (t->status != LKV_OK)
-                        note(f, &count, what, t->status, t->error);
+                        lkv_bench_note(f, &count, what, t->status, t->error);
                 }
         }
         for (int l = 0; l < s->n_lengths; l++) {
             const lkv_bench_decode *dc = lkv_bench_decode_at(r, d, l);
             snprintf(what, sizeof what, "%s decode step at %d", dv->label, s->lengths[l]);
             if (dc->status != LKV_OK)
-                note(f, &count, what, dc->status, dc->error);
+                lkv_bench_note(f, &count, what, dc->status, dc->error);
         }
         for (int b = 0; b < s->n_batches; b++) {
             const lkv_bench_batch *bt = lkv_bench_batch_at(r, d, b);
             snprintf(what, sizeof what, "%s batch of %d", dv->label, bt->sequences ? bt->sequences
                                                                                   : s->batches[b]);
             if (bt->status != LKV_OK)
-                note(f, &count, what, bt->status, bt->error);
+                lkv_bench_note(f, &count, what, bt->status, bt->error);
             snprintf(what, sizeof what, "%s mixed lengths, %d sequences", dv->label,
                      bt->sequences ? bt->sequences : s->batches[b]);
             if (bt->status == LKV_OK && bt->pool.status != LKV_OK)
-                note(f, &count, what, bt->pool.status, bt->pool.error);
+                lkv_bench_note(f, &count, what, bt->pool.status, bt->pool.error);
             else if (!bt->counted && b == 0)
-                note(f, &count, what, LKV_UNSUPPORTED, "the backend keeps no device counters "
+                lkv_bench_note(f, &count, what, LKV_UNSUPPORTED, "the backend keeps no device counters "
                      "(lkv_runtime_get_counters reads 0): counters shown as -");
-            lkv_bench_note_overlap(f, bt, dv->label, note, &count);
+            lkv_bench_note_overlap(f, bt, dv->label, &count);
         }
         lkv_bench_note_engine(f, r, d, &count);
     }
