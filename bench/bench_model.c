@@ -16,14 +16,18 @@
  * reads it from nvdisasm's SASS and fails CI below 4), 4 taken for the
  * MI300X's gfx942 from the gfx90a ISA (its loops keep 4-6). Launch, sync
  * and loop steps are typical host-observed and per-iteration costs, not
- * measured here. */
+ * measured here; grid_sync_s, a cooperative launch's wait for every block
+ * of a group (an atomic per block and the polling of it through L2), is a
+ * guess of the same kind. */
 static const lkv_bench_gpu gpus[] = {
-    {"h200", "NVIDIA H200 SXM (HBM3e)", 4.3e12, 132, 0.8e-6, 4, 2.0e-6, 3.0e-6, 70e-9, 20e-9},
-    {"h100", "NVIDIA H100 SXM (HBM3)", 3.0e12, 132, 0.8e-6, 4, 2.0e-6, 3.0e-6, 70e-9, 20e-9},
+    {"h200", "NVIDIA H200 SXM (HBM3e)", 4.3e12, 132, 0.8e-6, 4, 2.0e-6, 3.0e-6, 70e-9, 20e-9,
+     1.0e-6},
+    {"h100", "NVIDIA H100 SXM (HBM3)", 3.0e12, 132, 0.8e-6, 4, 2.0e-6, 3.0e-6, 70e-9, 20e-9,
+     1.0e-6},
     {"a100", "NVIDIA A100 SXM 80 GB (HBM2e)", 1.7e12, 108, 0.7e-6, 4, 2.0e-6, 3.0e-6, 70e-9,
-     20e-9},
+     20e-9, 1.0e-6},
     {"mi300x", "AMD Instinct MI300X (HBM3)", 4.2e12, 304, 1.0e-6, 4, 3.0e-6, 4.0e-6, 70e-9,
-     20e-9},
+     20e-9, 1.5e-6},
 };
 
 const lkv_bench_gpu *lkv_bench_gpu_named(const char *name)
@@ -72,16 +76,21 @@ static int32_t qblock_of(int32_t per)
     return qb;
 }
 
-/* attend: the split kernel (K pass writing logits, V pass reading them,
- * its last blocks combining), and with probabilities the probs pass. */
+/* attend: the split kernel. Where its blocks fit the device at once (one
+ * wave: the plan's aim) it is launched cooperatively (gpu_attend.c): the
+ * split's logits stay in shared memory, the blocks wait for each other
+ * once (grid_sync_s), share the combine (each sums its P-th of the splits
+ * for its elements: ceil(splits / P) steps) and write the probabilities
+ * themselves where a split fits the tile, so one launch and no logits in
+ * memory. Otherwise the last split block combines (a step per split) and
+ * the probs pass reads the logits back. */
 static void attend_model(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32_t n, int probs,
                          lkv_bench_model *m)
 {
     int32_t per = s->q_heads / s->kv_heads, qb = qblock_of(per);
     double e = (double)lkv_dtype_size(s->dtype), d = s->head_dim;
     int vec = ((int)d * (int)e) % 16 == 0;
-    /* what the occupancy query answers (attend.cu's LKV_KERNEL_RESIDENT) */
-    int resident = qb == 8 && vec && e == 2.0 ? 1 : 2;
+    int resident = 2; /* every split kernel: the kernel report's gate on sm_90 */
     lkv_attend_split_in in = {
         .slots = (uint64_t)n,
         .longest = n,
@@ -93,21 +102,32 @@ static void attend_model(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32
     uint64_t len = lkv_attend_split_len(&in);
     m->splits = (int32_t)lkv_attend_splits((uint64_t)n, len);
     m->blocks = (int64_t)m->splits * (int64_t)in.units;
-    /* each block reads its cache head's K and V of its split; its query
-     * heads' logits go out in the K pass and come back in the V pass */
     int32_t qblocks = (per + qb - 1) / qb;
+    int coop = m->blocks <= (int64_t)g->sms * resident;
+    int fused = coop && probs && qblocks == 1 && len <= (uint64_t)(LKV_ATT_TILE / qb);
+    /* each block reads its cache head's K and V of its split; the logits
+     * go out only for the probs pass (and, where a split passes the tile,
+     * out and back in its own V pass) */
     double kv = 2.0 * s->kv_heads * qblocks * (double)n * d * e;
-    double logits = 2.0 * 4.0 * s->q_heads * (double)n;
+    double logit_bytes = 4.0 * s->q_heads * (double)n;
+    double logits = len > (uint64_t)(LKV_ATT_TILE / qb) ? 2.0 * logit_bytes
+                    : probs && !fused                      ? logit_bytes
+                                                           : 0.0;
+    double pw = fused ? 4.0 * s->kv_heads * (double)n : 0.0; /* probabilities written */
     double in_flight = vec ? 16.0 * g->split_loads : e;
-    double t = kernel_s(g, kv + logits, m->blocks, LKV_ATT_BLOCK, in_flight, resident, &m->waves);
-    /* the combine, in the last split block of each unit: its heads one
-     * after another looping over their splits, whose partials are still in
-     * L2 (a step per split), behind the split kernel's wave */
+    double t = kernel_s(g, kv + logits + pw, m->blocks, LKV_ATT_BLOCK, in_flight, resident,
+                        &m->waves);
     double partials = (double)s->q_heads * m->splits * (d + 2.0) * 4.0;
-    t += g->combine_step_s * m->splits;
-    m->bytes = kv + logits + partials;
+    if (coop) {
+        double elems = ceil((double)per * d / m->splits);
+        double share = elems < LKV_ATT_BLOCK ? floor(LKV_ATT_BLOCK / elems) : 1.0;
+        t += g->grid_sync_s + g->combine_step_s * ceil(m->splits / share);
+    } else {
+        t += g->combine_step_s * m->splits;
+    }
+    m->bytes = kv + logits + pw + partials;
     m->launches = 1;
-    if (probs) { /* every logit read once more, the group's probabilities written */
+    if (probs && !fused) { /* every logit read once more, the group's probabilities written */
         double pb = 4.0 * s->q_heads * (double)n + 4.0 * s->kv_heads * (double)n;
         t += kernel_s(g, pb, (n + LKV_ATT_BLOCK - 1) / LKV_ATT_BLOCK * s->kv_heads,
                       LKV_ATT_BLOCK, 4.0 * per, 8, NULL);

@@ -8,8 +8,7 @@
  * What the model takes from this source: the split plan (backends/plan/,
  * the same function the CUDA backend calls), the kernels' block sizes and
  * launches, and the resident blocks ptxas reports for the split kernels
- * (scripts/kernel-report.sh: two blocks of 256 threads at up to 4 query heads
- * a block or one element a load, one otherwise). What it assumes, per
+ * (scripts/kernel-report.sh: two blocks of 256 threads, every one). What it assumes, per
  * device (lkv_bench_gpu): the copy bandwidth, the loads a split thread keeps
  * in flight in the compiled code, the memory latency, and the launch and
  * sync costs. */
@@ -32,6 +31,7 @@ typedef struct lkv_bench_gpu {
     double sync_s;           /* the op's final wait, host-observed */
     double combine_step_s;   /* the combine's serial loop, per split */
     double scan_step_s;      /* a step of select's block scan of its bins */
+    double grid_sync_s;      /* a cooperative launch's wait for the other blocks */
 } lkv_bench_gpu;
 
 /* The named device ("h200", "h100", "a100", "mi300x"), or NULL. */

@@ -231,18 +231,25 @@ static void batch_next(const lkv_attend_args *a, const attend_batch *b, int32_t 
 }
 
 /* The 16-byte-load variants need every K (V) row and q vector to start on
- * a 16-byte (4-element) boundary of the window; rows are whole multiples of
- * head_dim, so the window's skew decides for every group. */
-static lkv_bind_pipe logits_pipe(const attend_shape *s, uint32_t skew)
+ * a 16-byte boundary of the window (4 f32 or 8 f16/bf16 elements); rows are
+ * whole multiples of head_dim, so the window's skew decides for every group. */
+static int rows_of_16_bytes(const attend_shape *s, uint32_t skew)
 {
     uint32_t vec = 16 / s->elem;
-    int aligned = s->dim % vec == 0 && skew % vec == 0;
-    return aligned ? s->pipes->logits_vec : s->pipes->logits;
+    return s->dim % vec == 0 && skew % vec == 0;
 }
 
+static lkv_bind_pipe logits_pipe(const attend_shape *s, uint32_t skew)
+{
+    return rows_of_16_bytes(s, skew) ? s->pipes->logits_vec : s->pipes->logits;
+}
+
+/* attend_split_vec: an item owns one 16-byte unit of V (8 dimensions of a
+ * 2-byte type, 4 of f32), every unit of a row in one work-group. The bound
+ * is OpenCL's kernel's too, whose items own 4 dimensions of any type. */
 static int split_vec(lkv_device *d, const attend_shape *s, uint32_t skew)
 {
-    return s->dim % 4 == 0 && s->dim <= 4 * lkv_bind_lim(d)->wg && skew % 4 == 0;
+    return rows_of_16_bytes(s, skew) && s->dim <= 4 * lkv_bind_lim(d)->wg;
 }
 
 /* Writes b's row list. Room was made for it. */

@@ -1,9 +1,16 @@
-/* attend on CUDA/HIP: flash-decoding in two launches per batch of groups
- * (backends/gpu/kernels/attend.cu says what each computes and how it differs from the CPU):
- *   lkv_attend_split_*   a split's logits, then its partials m, l, o; the
- *                        last split block of a group's heads combines them
- *                        into out and the log-sum-exp
- *   lkv_attend_probs     per-slot probabilities, combined per cache head
+/* attend on CUDA/HIP: flash-decoding in one or two launches per batch of
+ * groups (backends/gpu/kernels/attend.cu says what each computes and how it
+ * differs from the CPU):
+ *   lkv_attend_split_*   a split's logits, then its partials m, l, o;
+ *                        combined into out and the log-sum-exp by the
+ *                        group's split blocks together (a cooperative
+ *                        launch: the driver places every block at once),
+ *                        which then write the probabilities where a split
+ *                        fits their tile; else by the last split block
+ *   lkv_attend_probs     per-slot probabilities, combined per cache head,
+ *                        where the split blocks did not write them
+ * LAZYKV_GPU_COOPERATIVE=0 (read when the device is created; 0 or 1) keeps
+ * to the second way, so tests cover both.
  *
  * Every group has at least one split, an empty one too (its split block
  * writes its out, 0, and lse, -inf). Groups are batched, two launches for
@@ -32,6 +39,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dtype.h"
 #include "error.h"
@@ -45,6 +53,7 @@ _Static_assert(LKV_ATTEND_MAX_SPLITS <= LKV_ATT_MAX_SPLITS,
 
 #define ATTEND_BATCH_BYTES ((int64_t)64 << 20) /* scratch of one batch */
 #define ATTEND_BATCH_ENV "LAZYKV_GPU_ATTEND_BATCH_BYTES"
+#define ATTEND_COOP_ENV "LAZYKV_GPU_COOPERATIVE"
 
 enum { LAUNCH_SPLIT, LAUNCH_PROBS, LAUNCHES };
 static const char *const launch_names[LAUNCHES] = {"split", "probs"};
@@ -64,9 +73,18 @@ typedef struct attend_shape {
     size_t elem;
 } attend_shape;
 
-lkv_status lkv_gpu_attend_settings(const lkv_gpu_driver *drv, int64_t *out_batch_bytes)
+lkv_status lkv_gpu_attend_settings(const lkv_gpu_driver *drv, int64_t *out_batch_bytes,
+                                   int *out_cooperative)
 {
     *out_batch_bytes = ATTEND_BATCH_BYTES;
+    *out_cooperative = drv->launch_cooperative != NULL;
+    const char *coop = getenv(ATTEND_COOP_ENV);
+    if (coop && *coop) {
+        if (strcmp(coop, "0") != 0 && strcmp(coop, "1") != 0)
+            return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s '%s' is neither 0 nor 1", drv->name,
+                            ATTEND_COOP_ENV, coop);
+        *out_cooperative = *out_cooperative && coop[0] == '1';
+    }
     const char *text = getenv(ATTEND_BATCH_ENV);
     if (!text || !*text)
         return LKV_OK;
@@ -402,6 +420,20 @@ static lkv_status launch(lkv_device *d, lkv_gpu_kernel_id kernel, const uint32_t
     return lkv_gpu_launch_kernel(d, kernel, grid[0], grid[1], grid[2], block, args);
 }
 
+/* Whether the split blocks can write the batch's probabilities themselves
+ * (LKV_ATT_F_PROBS, in a cooperative launch): every split fits the blocks'
+ * tile of logits, and a block holds all of its cache head's query heads. */
+static int probs_in_split(const lkv_attend_args *a, const attend_batch *b)
+{
+    attend_shape s = shape_of(a);
+    int32_t qb = qblock_of(s.per);
+    return a->probs && s.qblocks == 1 && b->split_len <= LKV_ATT_TILE / qb;
+}
+
+/* The split launch, cooperative where the driver can place every block at
+ * once: then the group's split blocks share its combine and may write the
+ * probabilities (one launch); else the last block of each group combines
+ * and lkv_attend_probs follows. */
 static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const attend_batch *b,
                                const attend_lists *l, int32_t batch_index)
 {
@@ -412,23 +444,34 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
     lkv_gpu_ptr part = d->partials->ptr, lse = d->lse->ptr, done = d->attend_done->ptr;
     uint64_t io_off = (uint64_t)b->first * (uint64_t)a->q_heads * (uint64_t)s.dim * 4;
     lkv_gpu_ptr q = a->q->ptr + io_off, out = a->out ? a->out->ptr + io_off : 0;
+    lkv_gpu_ptr probs = a->probs ? a->probs->ptr : 0;
     lkv_gpu_ptr row0 = l->row0 + (lkv_gpu_ptr)b->first * 4, gn = l->n + (lkv_gpu_ptr)b->first * 4;
     lkv_gpu_ptr so = l->slot_off + ((lkv_gpu_ptr)b->first + (lkv_gpu_ptr)batch_index) * 4;
     lkv_gpu_ptr sp = l->split_off + ((lkv_gpu_ptr)b->first + (lkv_gpu_ptr)batch_index) * 4;
     int32_t groups = b->count, cap = s.cap, dim = s.dim, heads = a->cache_heads, per = s.per;
     int32_t kv_cap = c->paged ? 0 : cap; /* a paged cache's K/V: one pool, no row term */
-    int32_t split_len = b->split_len, has_out = a->out != NULL;
-    int32_t reduce_max = a->reduce == LKV_REDUCE_MAX;
+    int32_t split_len = b->split_len, reduce_max = a->reduce == LKV_REDUCE_MAX;
+    int32_t base = (a->out ? LKV_ATT_F_OUT : 0) | (reduce_max ? LKV_ATT_F_MAX : 0);
+    int32_t flags = base | LKV_ATT_F_COOP |
+                    (probs_in_split(a, b) ? LKV_ATT_F_PROBS : a->probs ? LKV_ATT_F_LOGITS : 0);
     float scale = a->scale;
 
-    void *split_args[] = {&k,      &v,    &phys, &q,      &logits, &part,  &out,
-                          &lse,    &done, &row0, &gn,     &so,     &sp,    &groups,
-                          &cap,    &kv_cap, &dim, &heads, &per,    &split_len, &scale,
-                          &has_out};
-    lkv_status st = launch(d, split_kernel(a), b->grid[LAUNCH_SPLIT], LKV_ATT_BLOCK, split_args);
-    if (st != LKV_OK || !a->probs || b->max_n == 0)
+    void *split_args[] = {&k,      &v,    &phys,  &q,     &logits, &part,  &out,
+                          &lse,    &probs, &done, &row0,  &gn,     &so,    &sp,
+                          &groups, &cap,  &kv_cap, &dim,  &heads,  &per,   &split_len,
+                          &scale,  &flags};
+    lkv_gpu_kernel_id kernel = split_kernel(a);
+    lkv_status st = d->cooperative
+                        ? lkv_gpu_launch_cooperative(d, kernel, b->grid[LAUNCH_SPLIT],
+                                                     LKV_ATT_BLOCK, split_args)
+                        : LKV_UNSUPPORTED;
+    if (st == LKV_UNSUPPORTED) {
+        lkv_clear_error(); /* the grid does not fit at once: the other way */
+        flags = base | (a->probs ? LKV_ATT_F_LOGITS : 0);
+        st = launch(d, kernel, b->grid[LAUNCH_SPLIT], LKV_ATT_BLOCK, split_args);
+    }
+    if (st != LKV_OK || !(flags & LKV_ATT_F_LOGITS) || b->max_n == 0)
         return st;
-    lkv_gpu_ptr probs = a->probs->ptr;
     void *probs_args[] = {&logits, &lse, &probs, &row0, &gn, &so, &cap, &heads, &per, &reduce_max};
     return launch(d, LKV_GPU_K_lkv_attend_probs, b->grid[LAUNCH_PROBS], LKV_ATT_BLOCK, probs_args);
 }

@@ -23,9 +23,10 @@ lkv_status lkv_gpu_device_create(const lkv_gpu_driver *drv, void *api, const lkv
                                  lkv_device **out_dev)
 {
     int64_t attend_batch_bytes = 0;
+    int cooperative = 0;
     lkv_status st = check_limits(drv, lim);
     if (st == LKV_OK)
-        st = lkv_gpu_attend_settings(drv, &attend_batch_bytes);
+        st = lkv_gpu_attend_settings(drv, &attend_batch_bytes, &cooperative);
     lkv_device *d = st == LKV_OK ? calloc(1, sizeof *d) : NULL;
     if (st == LKV_OK && !d)
         st = lkv_fail(LKV_OUT_OF_MEMORY, "%s: no host memory for the device", drv->name);
@@ -41,6 +42,7 @@ lkv_status lkv_gpu_device_create(const lkv_gpu_driver *drv, void *api, const lkv
     d->api = api;
     d->lim = *lim;
     d->attend_batch_bytes = attend_batch_bytes;
+    d->cooperative = cooperative;
     *out_dev = d;
     return LKV_OK;
 }

@@ -66,6 +66,14 @@ typedef struct lkv_gpu_driver {
     lkv_status (*dtoh)(void *api, void *dst, lkv_gpu_ptr src, size_t bytes);
     lkv_status (*dtod)(void *api, lkv_gpu_ptr dst, lkv_gpu_ptr src, size_t bytes);
     lkv_status (*launch)(void *api, const lkv_gpu_launch *launch);
+    /* launch with every block of the grid resident on the device at once
+     * (cuLaunchCooperativeKernel, hipModuleLaunchCooperativeKernel), as a
+     * kernel that calls lkv_grid_wait (kernels/lkv_gpu.h) needs.
+     * LKV_UNSUPPORTED, with a message naming the grid's blocks and the
+     * limit, when the grid does not fit on the device at once: nothing is
+     * launched and nothing changes. Other failures as launch. NULL when the
+     * driver has no cooperative launch. */
+    lkv_status (*launch_cooperative)(void *api, const lkv_gpu_launch *launch);
     /* Blocks of `block` threads of `kernel` one multiprocessor holds at once
      * (cuOccupancyMaxActiveBlocksPerMultiprocessor); NULL, or a failure,
      * leaves the planner its default (backends/plan/attend_plan.h). */
@@ -153,6 +161,7 @@ struct lkv_device {
     /* Op scratch, grown on demand and kept (lkv_gpu_reserve). */
     lkv_buffer *logits, *partials, *lse, *attend_done, *compact_scratch;
     int64_t attend_batch_bytes; /* scratch budget of an attend batch (gpu_attend.c) */
+    int cooperative;            /* attend may launch cooperatively (gpu_attend.c) */
     /* Each kernel's resident blocks a multiprocessor at the launch block
      * the host uses, asked once (drv->occupancy): 0 not asked yet, -1 the
      * driver could not say. */
@@ -209,6 +218,11 @@ lkv_status lkv_gpu_upload_slots(lkv_device *d, int n_cols, const int32_t *const 
 /* Launches `kernel` on a grid of 1-D blocks of `block` threads. */
 lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t gx, uint32_t gy,
                                  uint32_t gz, uint32_t block, void **args);
+/* The same with every block resident at once (the driver's
+ * launch_cooperative): LKV_UNSUPPORTED, with nothing launched, where the
+ * driver has none or the grid does not fit the device at once. */
+lkv_status lkv_gpu_launch_cooperative(lkv_device *d, lkv_gpu_kernel_id kernel,
+                                      const uint32_t grid[3], uint32_t block, void **args);
 
 /* Launch arithmetic the ops share. */
 
@@ -249,7 +263,8 @@ static inline uint32_t lkv_gpu_rows_y(const lkv_device *d, int32_t n_rows)
 lkv_status lkv_gpu_attend(lkv_device *d, const lkv_attend_args *a);
 /* attend's scratch budget per batch, from the environment (gpu_attend.c
  * says which variable); read when a device is created. */
-lkv_status lkv_gpu_attend_settings(const lkv_gpu_driver *drv, int64_t *out_batch_bytes);
+lkv_status lkv_gpu_attend_settings(const lkv_gpu_driver *drv, int64_t *out_batch_bytes,
+                                   int *out_cooperative);
 lkv_status lkv_gpu_observe(lkv_device *d, const lkv_observe_args *a);
 lkv_status lkv_gpu_score(lkv_device *d, const lkv_score_args *a);
 lkv_status lkv_gpu_select(lkv_device *d, const lkv_select_args *a);

@@ -29,6 +29,7 @@ lkv_status lkv_gpu_lane_open(lkv_device *d, lkv_device **out_lane)
     lane->lane = 1;
     /* the same device: the parent's settings and occupancy answers hold */
     lane->attend_batch_bytes = d->attend_batch_bytes;
+    lane->cooperative = d->cooperative;
     memcpy(lane->resident, d->resident, sizeof lane->resident);
     *out_lane = lane;
     return LKV_OK;

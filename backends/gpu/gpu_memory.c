@@ -253,9 +253,10 @@ lkv_status lkv_gpu_upload_slots(lkv_device *d, int n_cols, const int32_t *const 
     return lkv_gpu_upload(d, n_cols + 3, host, counts, out_ptrs);
 }
 
-lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t gx, uint32_t gy,
-                                 uint32_t gz, uint32_t block, void **args)
+static lkv_status launch_with(lkv_device *d, lkv_gpu_kernel_id kernel, const uint32_t grid[3],
+                              uint32_t block, void **args, int cooperative)
 {
+    uint32_t gx = grid[0], gy = grid[1], gz = grid[2];
     /* the names below are indexed by it */
     if ((int)kernel < 0 || (int)kernel >= LKV_GPU_KERNEL_COUNT)
         return lkv_fail(LKV_INTERNAL, "%s: kernel id %d outside 0..%d", d->drv->name, (int)kernel,
@@ -267,13 +268,30 @@ lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32
                         "(y %u, z %u)", d->drv->name, (unsigned)gx, (unsigned)gy, (unsigned)gz,
                         lkv_gpu_kernel_names[kernel], (unsigned)d->lim.max_grid_y,
                         (unsigned)d->lim.max_grid_z);
+    if (cooperative && !d->drv->launch_cooperative)
+        return lkv_fail(LKV_UNSUPPORTED, "%s: no cooperative launch", d->drv->name);
     lkv_gpu_launch l = {kernel, {gx, gy, gz}, block, args};
-    lkv_status st = d->drv->launch(d->api, &l);
+    lkv_status st = cooperative ? d->drv->launch_cooperative(d->api, &l) : d->drv->launch(d->api, &l);
     if (st == LKV_OK)
         d->counters.launches++;
+    if (st == LKV_UNSUPPORTED && cooperative)
+        return st; /* nothing launched: the caller takes its other way */
     if (st != LKV_OK)
         return lkv_fail_context(st, "launching %s (%u x %u x %u blocks of %u)",
                                 lkv_gpu_kernel_names[kernel], (unsigned)gx, (unsigned)gy,
                                 (unsigned)gz, (unsigned)block);
     return LKV_OK;
+}
+
+lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t gx, uint32_t gy,
+                                 uint32_t gz, uint32_t block, void **args)
+{
+    const uint32_t grid[3] = {gx, gy, gz};
+    return launch_with(d, kernel, grid, block, args, 0);
+}
+
+lkv_status lkv_gpu_launch_cooperative(lkv_device *d, lkv_gpu_kernel_id kernel,
+                                      const uint32_t grid[3], uint32_t block, void **args)
+{
+    return launch_with(d, kernel, grid, block, args, 1);
 }

@@ -80,6 +80,7 @@ typedef struct emu_memory {
     size_t n, cap;
     emu_lent *lent; /* live views of lent memory, any order */
     size_t n_lent, cap_lent;
+    int multiprocessors; /* what the device reports (4 unless open was told otherwise) */
 } emu_memory;
 
 /* One stream: the driver state of a device handle. */
@@ -377,40 +378,84 @@ static lkv_status check_params(emu_api *a, const lkv_emu_kernel *k, void **args)
     return st;
 }
 
-static lkv_status run_kernel(emu_api *a, const lkv_emu_kernel *k, const uint32_t grid[3],
-                             uint32_t block, void **args)
-{
-    lock(a);
-    lkv_status st = check_params(a, k, args);
-    unlock(a);
-    if (st != LKV_OK)
-        return st;
-    char why[512];
-    if (lkv_emu_run(k, (void *const *)args, grid, block, a->warp, why, sizeof why) != 0)
-        return lkv_fail(LKV_DEVICE_ERROR, "gpu-emu: kernel %s: %s", k->name, why);
-    return LKV_OK;
-}
-
 /* The emulator has no registers to count: it answers 2 for every kernel,
  * the kernel report's figure for the split kernels the conformance shapes
  * take (sm_90, up to 4 query heads a block), so the planner's occupancy
  * path runs here as on a GPU. */
+#define EMU_RESIDENT_PER_MP 2
+
 static lkv_status emu_occupancy(void *api, lkv_gpu_kernel_id kernel, uint32_t block,
                                 int *out_blocks)
 {
     (void)api;
     (void)kernel;
     (void)block;
-    *out_blocks = 2;
+    *out_blocks = EMU_RESIDENT_PER_MP;
     return LKV_OK;
 }
 
-static lkv_status emu_launch(void *api, const lkv_gpu_launch *l)
+/* A cooperative grid must fit on the device at once: at most multiprocessors
+ * x the occupancy emu_occupancy reports, and at most the emulator's cap
+ * (LKV_EMU_COOPERATIVE_MAX: each block parked at an lkv_grid_wait holds a
+ * fiber set and a copy of shared memory). Beyond, UNSUPPORTED before
+ * anything is looked at or run, as CUDA's COOPERATIVE_LAUNCH_TOO_LARGE. */
+static lkv_status fits_at_once(const emu_api *a, const lkv_emu_kernel *k, const uint32_t grid[3])
+{
+    uint64_t blocks = (uint64_t)grid[0] * grid[1] * grid[2];
+    int mps = a->mem->multiprocessors;
+    uint64_t device = (uint64_t)mps * EMU_RESIDENT_PER_MP;
+    uint64_t limit = device < LKV_EMU_COOPERATIVE_MAX ? device : LKV_EMU_COOPERATIVE_MAX;
+    if (blocks <= limit)
+        return LKV_OK;
+    return lkv_fail(LKV_UNSUPPORTED, "gpu-emu: cooperative launch of kernel %s: %llu blocks "
+                    "(grid %u x %u x %u) do not fit on the device at once; the limit is %llu "
+                    "(%d multiprocessors x %d resident blocks, and the emulator holds at most "
+                    "%d) (CUDA: COOPERATIVE_LAUNCH_TOO_LARGE)", k->name,
+                    (unsigned long long)blocks, (unsigned)grid[0], (unsigned)grid[1],
+                    (unsigned)grid[2], (unsigned long long)limit, mps, EMU_RESIDENT_PER_MP,
+                    LKV_EMU_COOPERATIVE_MAX);
+}
+
+static lkv_status run_kernel(emu_api *a, const lkv_emu_kernel *k, const uint32_t grid[3],
+                             uint32_t block, void **args, int cooperative)
+{
+    lkv_status st = cooperative ? fits_at_once(a, k, grid) : LKV_OK;
+    if (st != LKV_OK)
+        return st;
+    lock(a);
+    st = check_params(a, k, args);
+    unlock(a);
+    if (st != LKV_OK)
+        return st;
+    char why[1024];
+    int r = cooperative
+                ? lkv_emu_run_cooperative(k, (void *const *)args, grid, block, a->warp, why,
+                                          sizeof why)
+                : lkv_emu_run(k, (void *const *)args, grid, block, a->warp, why, sizeof why);
+    if (r != 0)
+        return lkv_fail(LKV_DEVICE_ERROR, "gpu-emu: kernel %s: %s", k->name, why);
+    return LKV_OK;
+}
+
+static lkv_status launch_any(void *api, const lkv_gpu_launch *l, int cooperative)
 {
     if ((int)l->kernel < 0 || (int)l->kernel >= lkv_emu_kernel_count)
         return lkv_fail(LKV_INTERNAL, "gpu-emu: kernel id %d is not in the table (%d kernels)",
                         (int)l->kernel, lkv_emu_kernel_count);
-    return run_kernel(api, &lkv_emu_kernels[l->kernel], l->grid, l->block, l->args);
+    return run_kernel(api, &lkv_emu_kernels[l->kernel], l->grid, l->block, l->args,
+                      cooperative);
+}
+
+static lkv_status emu_launch(void *api, const lkv_gpu_launch *l)
+{
+    return launch_any(api, l, 0);
+}
+
+/* Every block resident at once (lkv_emu_run_cooperative), within
+ * fits_at_once's limit. */
+static lkv_status emu_launch_cooperative(void *api, const lkv_gpu_launch *l)
+{
+    return launch_any(api, l, 1);
 }
 
 static lkv_status emu_sync(void *api)
@@ -640,6 +685,7 @@ const lkv_gpu_driver lkv_emu_driver = {
     .dtoh = emu_dtoh,
     .dtod = emu_dtod,
     .launch = emu_launch,
+    .launch_cooperative = emu_launch_cooperative,
     .occupancy = emu_occupancy,
     .event_create = emu_event_create,
     .event_destroy = emu_event_destroy,
@@ -660,6 +706,7 @@ lkv_status lkv_emu_api_create(int warp, void **out_api)
     emu_memory *m = calloc(1, sizeof *m);
     if (!m)
         return lkv_fail(LKV_OUT_OF_MEMORY, "gpu-emu: no host memory for the driver state");
+    m->multiprocessors = 4;
     if (pthread_mutex_init(&m->mutex, NULL) != 0) {
         free(m);
         return lkv_fail(LKV_INTERNAL, "gpu-emu: could not create the memory's lock");
@@ -691,7 +738,13 @@ void *lkv_emu_stream(void *api)
 lkv_status lkv_emu_launch_custom(void *api, const lkv_emu_kernel *kernel, const uint32_t grid[3],
                                  uint32_t block, void **args)
 {
-    return run_kernel(api, kernel, grid, block, args);
+    return run_kernel(api, kernel, grid, block, args, 0);
+}
+
+lkv_status lkv_emu_launch_custom_cooperative(void *api, const lkv_emu_kernel *kernel,
+                                             const uint32_t grid[3], uint32_t block, void **args)
+{
+    return run_kernel(api, kernel, grid, block, args, 1);
 }
 
 /* ---- the backend ---- */
@@ -762,6 +815,7 @@ static lkv_status open_on(int device, int external, void *stream, lkv_device **o
     if (st != LKV_OK)
         return st;
     ((emu_api *)api)->external = external;
+    ((emu_api *)api)->mem->multiprocessors = mps;
     ((emu_api *)api)->stream = stream;
     /* LKV_EMU_LAG_EVENTS=1: events lag from the start (lkv_emu_lag_events) */
     const char *lag = getenv("LKV_EMU_LAG_EVENTS");

@@ -30,4 +30,12 @@ void *lkv_emu_stream(void *api);
 lkv_status lkv_emu_launch_custom(void *api, const lkv_emu_kernel *kernel, const uint32_t grid[3],
                                  uint32_t block, void **args);
 
+/* The same as lkv_emu_driver.launch_cooperative does: UNSUPPORTED when the
+ * grid has more blocks than the device's multiprocessors x 2 (what
+ * occupancy answers) or LKV_EMU_COOPERATIVE_MAX; a device from
+ * lkv_emu_api_create has 4 multiprocessors, one from the backend's open
+ * what LKV_EMU_MULTIPROCESSORS says. */
+lkv_status lkv_emu_launch_custom_cooperative(void *api, const lkv_emu_kernel *kernel,
+                                             const uint32_t grid[3], uint32_t block, void **args);
+
 #endif /* LKV_EMU_DRIVER_H */

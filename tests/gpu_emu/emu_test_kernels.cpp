@@ -218,7 +218,88 @@ LKV_KERNEL(emu_test_misc)(const float *__restrict__ in, unsigned int *__restrict
     out_f[6] = -INFINITY;
 }
 
+// The grid's blocks in launch order: x fastest, then y, then z.
+LKV_DEV unsigned int grid_blocks(void) { return gridDim.x * gridDim.y * gridDim.z; }
+LKV_DEV unsigned int linear_block(void)
+{
+    return (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+}
+
+// Each block writes a value, fences and counts itself in; after
+// lkv_grid_wait(count, blocks + extra) every block sums every block's value
+// into sums[its id]. The id, and a value per thread, are kept in shared
+// memory across the wait: a thread whose value did not come back adds 1 to
+// *lost. With extra > 0 the wait can never return.
+LKV_KERNEL(emu_test_grid_sum)(unsigned int *__restrict__ vals, unsigned int *count,
+                              unsigned int *__restrict__ sums, unsigned int *__restrict__ lost,
+                              unsigned int extra)
+{
+    __shared__ unsigned int id;
+    __shared__ unsigned int mine[LKV_BLOCK_MAX];
+    __shared__ unsigned int part[LKV_BLOCK_MAX];
+    unsigned int tid = threadIdx.x;
+    unsigned int n = grid_blocks();
+    mine[tid] = linear_block() * 1000u + tid;
+    if (tid == 0) {
+        id = linear_block();
+        vals[id] = id * 7u + 3u;
+        lkv_threadfence();
+        atomicAdd(count, 1u);
+    }
+    lkv_grid_wait(count, n + extra);
+    if (mine[tid] != id * 1000u + tid)
+        atomicAdd(lost, 1u);
+    unsigned int s = 0;
+    for (unsigned int i = tid; i < n; i += blockDim.x)
+        s += vals[i];
+    part[tid] = s;
+    __syncthreads();
+    if (tid == 0) {
+        unsigned int t = 0;
+        for (unsigned int i = 0; i < blockDim.x; i++)
+            t += part[i];
+        sums[id] = t;
+    }
+}
+
+// Two grid-wide phases on one counter: every block writes a[b] = b + 1;
+// after the first wait, b[b] = a[b] + a[next block]; after the second,
+// out[b] = b[b] + b[next block]. Blocks park twice.
+LKV_KERNEL(emu_test_grid_two_phases)(unsigned int *__restrict__ a, unsigned int *__restrict__ b,
+                                     unsigned int *count, unsigned int *__restrict__ out)
+{
+    unsigned int n = grid_blocks(), me = linear_block(), next = (me + 1) % n;
+    if (threadIdx.x == 0) {
+        a[me] = me + 1u;
+        lkv_threadfence();
+        atomicAdd(count, 1u);
+    }
+    lkv_grid_wait(count, n);
+    if (threadIdx.x == 0) {
+        b[me] = a[me] + a[next];
+        lkv_threadfence();
+        atomicAdd(count, 1u);
+    }
+    lkv_grid_wait(count, 2u * n);
+    if (threadIdx.x == 0)
+        out[me] = b[me] + b[next];
+}
+
+// Threads 0-63 wait at lkv_grid_wait; the others (mode 0) finish, (mode 1)
+// wait at a __syncthreads, or (mode 2) wait at the same lkv_grid_wait for
+// another target. The counter already holds *count >= 1.
+LKV_KERNEL(emu_test_grid_wait_divergent)(unsigned int *count, int mode)
+{
+    if (threadIdx.x < 64 || mode == 2)
+        lkv_grid_wait(count, threadIdx.x < 64 ? 1u : 0u);
+    else if (mode == 1)
+        __syncthreads();
+}
+
 extern "C" {
+const lkv_emu_kernel lkv_emu_test_grid_sum = LKV_EMU_BIND(emu_test_grid_sum);
+const lkv_emu_kernel lkv_emu_test_grid_two_phases = LKV_EMU_BIND(emu_test_grid_two_phases);
+const lkv_emu_kernel lkv_emu_test_grid_wait_divergent = LKV_EMU_BIND(emu_test_grid_wait_divergent);
 const lkv_emu_kernel lkv_emu_test_block_sum = LKV_EMU_BIND(emu_test_block_sum);
 const lkv_emu_kernel lkv_emu_test_block_scan = LKV_EMU_BIND(emu_test_block_scan);
 const lkv_emu_kernel lkv_emu_test_warp = LKV_EMU_BIND(emu_test_warp);

@@ -23,6 +23,9 @@ extern const lkv_emu_kernel lkv_emu_test_half;
 extern const lkv_emu_kernel lkv_emu_test_bf16;
 extern const lkv_emu_kernel lkv_emu_test_params;
 extern const lkv_emu_kernel lkv_emu_test_misc;
+extern const lkv_emu_kernel lkv_emu_test_grid_sum;
+extern const lkv_emu_kernel lkv_emu_test_grid_two_phases;
+extern const lkv_emu_kernel lkv_emu_test_grid_wait_divergent;
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,19 @@
 // The scheduler of the CPU SIMT emulator. A launch runs the blocks of its
 // grid one after the other; the threads of a block are fibers on their own
-// stacks. Between two barriers the warps run one at a time (run_block), a
+// stacks. Between two barriers the warps run one at a time (advance), a
 // warp's lanes one after the other to their next sync point; the scheduler
 // then exchanges the values of a shuffle every lane of the warp reached, or,
 // once every warp stopped, releases the barrier every thread reached, or
 // reports why neither can happen.
+//
+// lkv_grid_wait is a barrier with a condition on a counter other blocks
+// raise. In a cooperative launch (run_grid) a block whose condition does not
+// hold is parked: its fibers stay where they are (the next block runs on
+// another set of fibers) and its shared memory is copied out; once every
+// block has started, the parked ones are taken in turn, each resumed (its
+// shared memory copied back) when its condition holds, until all finished
+// or a whole round finds none that can go on, which is reported rather than
+// waited for.
 //
 // Switching, on x86-64: lkv_emu_switch_stack below pushes the callee-saved
 // registers, swaps stack pointers and pops the other side's: 15
@@ -20,7 +29,7 @@
 // bookkeeping and kernel work included): 13 ns per switch with the stack
 // switch, 30 ns with _setjmp/_longjmp; a bare swapcontext costs 175 ns.
 //
-// A fiber that finishes its kernel thread parks at the top of its loop and
+// A fiber that finishes its kernel thread stops at the top of its loop and
 // runs the next block's thread with the same index, so stacks are reused.
 // Under AddressSanitizer every switch is announced with
 // __sanitizer_start_switch_fiber / __sanitizer_finish_switch_fiber, so ASan
@@ -118,7 +127,7 @@ struct context {
     size_t stack_size;
 };
 
-enum fiber_state { RUNNABLE, AT_BARRIER, AT_SHUFFLE, DONE };
+enum fiber_state { RUNNABLE, AT_BARRIER, AT_GRID_WAIT, AT_SHUFFLE, DONE };
 
 struct fiber {
     context ctx;
@@ -134,23 +143,50 @@ struct fiber {
     int line;
     int shfl_kind, shfl_arg;
     uint32_t shfl_in, shfl_out;
+    const unsigned int *wait_count; // at an lkv_grid_wait: *wait_count >= wait_target
+    unsigned int wait_target;
+};
+
+// The fibers one block runs on, thread t on fibers[t]; a parked block keeps
+// its set, and its shared memory in `shared`.
+struct fiber_set {
+    fiber *fibers[LKV_BLOCK_MAX];
+    int n_fibers;
+    bool busy;             // a block runs on it or is parked on it
+    unsigned char *shared; // the copy of shared memory (shared_size() + 8 bytes), or null
 };
 
 // One OS thread's fibers: fibers may only resume on the thread (and ASan
-// thread state) they were made on.
+// thread state) they were made on. sets[0] runs every block of an ordinary
+// launch; a cooperative one takes a set per block that is running or parked.
 struct pool {
     context sched;
-    fiber *fibers[LKV_BLOCK_MAX];
-    int n_fibers;
+    fiber_set *sets[LKV_EMU_COOPERATIVE_MAX];
+    int n_sets;
     uint64_t switches;
     ~pool();
 };
 
 pool::~pool()
 {
-    for (int i = 0; i < n_fibers; i++) {
-        munmap(fibers[i]->map, fibers[i]->map_size);
-        free(fibers[i]);
+    for (int k = 0; k < n_sets; k++) {
+        fiber_set *s = sets[k];
+        for (int i = 0; i < s->n_fibers; i++) {
+#ifdef LKV_EMU_ASAN
+            // ASan keeps the shadow of unmapped memory, and a new stack is not
+            // unpoisoned (arm), so the poisoned redzones of the frames still
+            // live go first: between launches every fiber is finished (or
+            // armed afresh), its live frames fiber_main's, yield's and
+            // switch_to's at the top of its stack.
+            size_t live = 32u * 1024u;
+            __asan_unpoison_memory_region((char *)s->fibers[i]->map + s->fibers[i]->map_size -
+                                              live, live);
+#endif
+            munmap(s->fibers[i]->map, s->fibers[i]->map_size);
+            free(s->fibers[i]);
+        }
+        free(s->shared);
+        free(s);
     }
 }
 
@@ -160,6 +196,8 @@ thread_local pool tl_pool;
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 struct launch_state {
     pool *p;
+    fiber **f; // the fibers of the block that runs now
+    bool cooperative;
     const lkv_emu_kernel *kernel;
     void *const *args;
     int n_threads;
@@ -176,6 +214,19 @@ void say(char *why, size_t len, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+}
+
+// say, after what `why` holds already (cut off at `len`).
+void say_more(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void say_more(char *why, size_t len, const char *fmt, ...)
+{
+    size_t used = strlen(why);
+    if (used + 1 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why + used, len - used, fmt, ap);
     va_end(ap);
 }
 
@@ -248,8 +299,8 @@ void switch_to(context *from, fiber *to)
 fiber *next_runnable(int i)
 {
     for (; i >= g.lo && i < g.hi; i += g.dir)
-        if (g.p->fibers[i]->state == RUNNABLE)
-            return g.p->fibers[i];
+        if (g.f[i]->state == RUNNABLE)
+            return g.f[i];
     return nullptr;
 }
 
@@ -280,8 +331,12 @@ void arm(fiber *f)
     char *stack = (char *)f->map + sysconf(_SC_PAGESIZE);
     size_t size = f->map_size - (size_t)sysconf(_SC_PAGESIZE);
 #ifdef LKV_EMU_ASAN
-    // Dropped frames leave their redzones poisoned.
-    __asan_unpoison_memory_region(stack, size);
+    // Dropped frames leave their redzones poisoned. A new stack has none, and
+    // unpoisoning it would touch its whole shadow (32 KiB a fiber, 8 MiB a
+    // block of 256 threads), so only a stack armed before is (~pool clears
+    // what a stack leaves in the shadow before unmapping it).
+    if (f->ctx.stack_bottom)
+        __asan_unpoison_memory_region(stack, size);
 #endif
 #ifdef LKV_EMU_ASM_SWITCH
     // What lkv_emu_switch_stack pops, then fiber_main's return address
@@ -306,7 +361,21 @@ void arm(fiber *f)
     f->ctx.fake_stack = nullptr;
 }
 
-bool grow_pool(pool *p, int n, char *why, size_t len)
+// Set k of the pool, made (without fibers) when new.
+fiber_set *pool_set(pool *p, int k, char *why, size_t len)
+{
+    while (p->n_sets <= k) {
+        fiber_set *s = (fiber_set *)calloc(1, sizeof *s);
+        if (!s) {
+            say(why, len, "no memory for the fibers of a block");
+            return nullptr;
+        }
+        p->sets[p->n_sets++] = s;
+    }
+    return p->sets[k];
+}
+
+bool grow_set(fiber_set *p, int n, char *why, size_t len)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     while (p->n_fibers < n) {
@@ -351,6 +420,34 @@ __attribute__((no_sanitize_address)) void poison_shared()
         *q = 0xff;
 }
 
+size_t shared_size()
+{
+    unsigned char *b = __start_lkv_emu_shared, *e = __stop_lkv_emu_shared;
+    return b && e ? (size_t)(e - b) : 0;
+}
+
+// Copies the shared-memory section out to a parked block's `save` (out) or
+// back from it. `save` has shared_size() + 8 bytes and the section's bytes
+// start in it at the section's own offset modulo 8, so both sides are read
+// and written in aligned words. Not instrumented (ASan's redzones lie in
+// the section) and by volatile accesses, which the compiler cannot turn
+// into a memcpy call that ASan would check.
+__attribute__((no_sanitize_address)) void move_shared(unsigned char *save, bool out)
+{
+    unsigned char *b = __start_lkv_emu_shared, *e = __stop_lkv_emu_shared;
+    if (!b || !e)
+        return;
+    volatile unsigned char *sec = b, *mine = save + ((uintptr_t)b & 7);
+    volatile unsigned char *src = out ? sec : mine, *dst = out ? mine : sec;
+    size_t n = (size_t)(e - b), i = 0;
+    for (; i < n && ((uintptr_t)(b + i) & 7); i++)
+        dst[i] = src[i];
+    for (; i + 8 <= n; i += 8)
+        *(volatile uint64_t *)(dst + i) = *(volatile uint64_t *)(src + i);
+    for (; i < n; i++)
+        dst[i] = src[i];
+}
+
 // ---- sync points ---------------------------------------------------------------------
 
 bool same_site(const fiber *a, const fiber *b)
@@ -366,6 +463,10 @@ void describe(const fiber *f, char *out, size_t len)
         break;
     case AT_BARRIER:
         say(out, len, "thread %d waits at __syncthreads (%s:%d)", f->tid, base_name(f->file),
+            f->line);
+        break;
+    case AT_GRID_WAIT:
+        say(out, len, "thread %d waits at lkv_grid_wait (%s:%d)", f->tid, base_name(f->file),
             f->line);
         break;
     case AT_SHUFFLE:
@@ -389,7 +490,7 @@ void block_name(char *out, size_t len)
 // some do and others are elsewhere.
 int release_shuffle(char *why, size_t len)
 {
-    fiber **lane = g.p->fibers + g.lo;
+    fiber **lane = g.f + g.lo;
     int at = -1;
     for (int l = 0; l < g.warp && at < 0; l++)
         if (lane[l]->state == AT_SHUFFLE)
@@ -418,31 +519,61 @@ int release_shuffle(char *why, size_t len)
 }
 
 // When every warp has stopped at a barrier or finished: 1 when every thread
-// waits at the same barrier (released), 0 when every thread finished, -1 when
-// they diverged.
-int release_barrier(char *why, size_t len)
+// waits at the same __syncthreads (released), 2 when every thread waits at
+// the same lkv_grid_wait with the same arguments (not released: the caller
+// looks at the condition), 0 when every thread finished, -1 when they
+// diverged.
+int release_sync(char *why, size_t len)
 {
-    fiber **f = g.p->fibers;
+    fiber **f = g.f;
     int at = -1;
     for (int t = 0; t < g.n_threads && at < 0; t++)
-        if (f[t]->state == AT_BARRIER)
+        if (f[t]->state == AT_BARRIER || f[t]->state == AT_GRID_WAIT)
             at = t;
     if (at < 0)
         return 0;
+    bool grid = f[at]->state == AT_GRID_WAIT;
+    char a[160], b[160], blk[96];
     for (int t = 0; t < g.n_threads; t++) {
-        if (f[t]->state == AT_BARRIER && same_site(f[t], f[at]))
-            continue;
-        char a[160], b[160], blk[96];
+        if (f[t]->state == f[at]->state && same_site(f[t], f[at])) {
+            if (!grid || (f[t]->wait_count == f[at]->wait_count &&
+                          f[t]->wait_target == f[at]->wait_target))
+                continue;
+            block_name(blk, sizeof blk);
+            say(why, len, "lkv_grid_wait (%s:%d) with arguments that differ within the block: "
+                "thread %d waits for *%p >= %u but thread %d for *%p >= %u (%s); every thread "
+                "must pass the same counter and target", base_name(f[at]->file), f[at]->line,
+                f[at]->tid, (const void *)f[at]->wait_count, f[at]->wait_target, f[t]->tid,
+                (const void *)f[t]->wait_count, f[t]->wait_target, blk);
+            return -1;
+        }
         describe(f[at], a, sizeof a);
         describe(f[t], b, sizeof b);
         block_name(blk, sizeof blk);
-        say(why, len, "divergent __syncthreads: %s but %s (%s); every thread of a block must "
-            "reach the same barrier", a, b, blk);
+        say(why, len, "divergent %s: %s but %s (%s); every thread of a block must reach the "
+            "same %s", grid ? "lkv_grid_wait" : "__syncthreads", a, b, blk,
+            grid ? "lkv_grid_wait" : "barrier");
         return -1;
+    }
+    if (grid) {
+        if (!f[at]->wait_count) {
+            block_name(blk, sizeof blk);
+            say(why, len, "lkv_grid_wait (%s:%d) on a null counter (%s)",
+                base_name(f[at]->file), f[at]->line, blk);
+            return -1;
+        }
+        return 2;
     }
     for (int t = 0; t < g.n_threads; t++)
         f[t]->state = RUNNABLE;
     return 1;
+}
+
+// Whether the lkv_grid_wait every thread of the block in `f` waits at may
+// return now.
+bool grid_wait_holds(fiber *const *f)
+{
+    return *f[0]->wait_count >= f[0]->wait_target;
 }
 
 // ---- blocks and launches ---------------------------------------------------------
@@ -465,33 +596,177 @@ bool run_warp(int w, uint64_t salt, char *why, size_t len)
     }
 }
 
-// Between two barriers the warps run one after the other, each as far as it
-// goes, first to last or last to first (alternating with the block and the
-// barrier): as far apart as a GPU may let them drift, so a race between warps
-// that a missing __syncthreads leaves shows in some order.
-bool run_block(uint64_t linear, char *why, size_t len)
+// One block of the launch: where it is in the grid and in its schedule,
+// and the fibers it runs on.
+struct block_run {
+    lkv_emu_dim3 idx;
+    uint64_t linear;   // its index in launch order
+    uint64_t interval; // barrier intervals begun (the schedule's salt)
+    fiber_set *set;
+};
+
+// Makes `b` the running block: its index, its fibers, every thread runnable.
+void enter_block(const block_run *b)
 {
+    lkv_emu_block_idx = b->idx;
+    g.f = b->set->fibers;
     for (int t = 0; t < g.n_threads; t++)
-        g.p->fibers[t]->state = RUNNABLE;
-    poison_shared();
+        g.f[t]->state = RUNNABLE;
+}
+
+// Runs the running block (enter_block) from where its threads stand. Between
+// two barriers the warps run one after the other, each as far as it goes,
+// first to last or last to first (alternating with the block and the
+// barrier): as far apart as a GPU may let them drift, so a race between
+// warps that a missing __syncthreads leaves shows in some order. Returns 0
+// when every thread finished, 1 when every thread waits at an lkv_grid_wait
+// that does not hold yet (a cooperative launch parks the block), -1 on a
+// failure (`why`).
+int advance(block_run *b, char *why, size_t len)
+{
     int warps = g.n_threads / g.warp;
-    int r = 1;
-    for (uint64_t interval = 0; r > 0; interval++) {
-        bool up = ((linear + interval) & 1) == 0;
-        for (int k = 0; k < warps && r > 0; k++)
-            if (!run_warp(up ? k : warps - 1 - k, linear + interval, why, len))
-                r = -1;
-        if (r > 0)
-            r = release_barrier(why, len);
+    for (;; b->interval++) {
+        bool up = ((b->linear + b->interval) & 1) == 0;
+        for (int k = 0; k < warps; k++)
+            if (!run_warp(up ? k : warps - 1 - k, b->linear + b->interval, why, len))
+                return -1;
+        int r = release_sync(why, len);
+        if (r <= 0)
+            return r;
+        if (r == 1)
+            continue;
+        if (grid_wait_holds(g.f)) {
+            for (int t = 0; t < g.n_threads; t++)
+                g.f[t]->state = RUNNABLE;
+            continue;
+        }
+        if (g.cooperative)
+            return 1;
+        char blk[96];
+        block_name(blk, sizeof blk);
+        say(why, len, "lkv_grid_wait in a launch that is not cooperative: %s waits at %s:%d "
+            "for *%p >= %u, which is %u; on a GPU the blocks that would raise it may never be "
+            "resident (launch it with launch_cooperative)", blk, base_name(g.f[0]->file),
+            g.f[0]->line, (const void *)g.f[0]->wait_count, g.f[0]->wait_target,
+            *g.f[0]->wait_count);
+        return -1;
     }
-    if (r < 0) {
-        // The threads stopped inside the kernel start afresh next time.
-        for (int t = 0; t < g.n_threads; t++)
-            if (g.p->fibers[t]->state != DONE)
-                arm(g.p->fibers[t]);
-        return false;
+}
+
+// After a failure: the threads of a block stopped inside the kernel start
+// afresh next time, and the set is free.
+void abandon(fiber_set *s)
+{
+    for (int t = 0; t < s->n_fibers; t++)
+        if (s->fibers[t]->state != DONE)
+            arm(s->fibers[t]);
+    s->busy = false;
+}
+
+// A set no block holds, grown to the block's threads.
+fiber_set *take_set(char *why, size_t len)
+{
+    int limit = g.cooperative ? LKV_EMU_COOPERATIVE_MAX : 1;
+    for (int k = 0; k < limit; k++) {
+        fiber_set *s = pool_set(g.p, k, why, len);
+        if (!s)
+            return nullptr;
+        if (s->busy)
+            continue;
+        if (!grow_set(s, g.n_threads, why, len))
+            return nullptr;
+        s->busy = true;
+        return s;
     }
-    return true;
+    say(why, len, "more than %d blocks resident at once", limit); // run_grid's cap prevents it
+    return nullptr;
+}
+
+// A cooperative launch found no parked block that can go on: names them.
+void report_stuck(const block_run *parked, int n, char *why, size_t len)
+{
+    say(why, len, "lkv_grid_wait can never return: every block left (%d) waits at one and "
+        "no block is left to raise a counter:", n);
+    for (int i = 0; i < n; i++) {
+        const fiber *f = parked[i].set->fibers[0];
+        say_more(why, len, " block (%u, %u, %u) at %s:%d for *%p >= %u, which is %u;",
+                 parked[i].idx.x, parked[i].idx.y, parked[i].idx.z, base_name(f->file), f->line,
+                 (const void *)f->wait_count, f->wait_target, *f->wait_count);
+    }
+}
+
+// Runs every block of the grid. Ordinarily one after the other on the
+// pool's first set. Cooperatively, a block parked at an lkv_grid_wait keeps
+// its set and a copy of shared memory while the next block starts on
+// another; once every block started, the parked blocks are taken in turn
+// (first parked first) and each resumed when its condition holds; a round
+// over all of them with none resumed fails the launch.
+bool run_grid(const uint32_t grid[3], char *why, size_t len)
+{
+    uint64_t total = (uint64_t)grid[0] * grid[1] * grid[2];
+    block_run parked[LKV_EMU_COOPERATIVE_MAX];
+    int n_parked = 0;
+    int idle = 0; // parked blocks looked at in a row, none of which could go on
+    uint64_t next = 0;
+    size_t shared_bytes = shared_size();
+    bool ok = true;
+    while (ok && (next < total || n_parked > 0)) {
+        block_run b;
+        if (next < total) {
+            uint64_t xy = (uint64_t)grid[0] * grid[1];
+            b.idx = lkv_emu_dim3{(unsigned int)(next % grid[0]),
+                                 (unsigned int)(next / grid[0] % grid[1]),
+                                 (unsigned int)(next / xy)};
+            b.linear = next++;
+            b.interval = 0;
+            b.set = take_set(why, len);
+            if (!b.set) {
+                ok = false;
+                break;
+            }
+            enter_block(&b);
+            poison_shared();
+        } else {
+            b = parked[0];
+            memmove(parked, parked + 1, (size_t)(n_parked - 1) * sizeof parked[0]);
+            n_parked--;
+            if (!grid_wait_holds(b.set->fibers)) {
+                parked[n_parked++] = b;
+                if (++idle < n_parked)
+                    continue;
+                report_stuck(parked, n_parked, why, len);
+                ok = false;
+                break;
+            }
+            idle = 0;
+            enter_block(&b);
+            move_shared(b.set->shared, false);
+            b.interval++;
+        }
+        int r = advance(&b, why, len);
+        if (r < 0) {
+            abandon(b.set);
+            ok = false;
+            break;
+        }
+        if (r == 0) {
+            b.set->busy = false;
+            continue;
+        }
+        if (!b.set->shared && !(b.set->shared = (unsigned char *)malloc(shared_bytes + 8))) {
+            say(why, len, "no memory to park a block's %zu bytes of shared memory",
+                shared_bytes);
+            abandon(b.set);
+            ok = false;
+            break;
+        }
+        move_shared(b.set->shared, true);
+        parked[n_parked++] = b;
+        idle = 0;
+    }
+    for (int i = 0; i < n_parked; i++)
+        abandon(parked[i].set);
+    return ok;
 }
 
 bool check_shape(const uint32_t grid[3], uint32_t block, int warp, char *why, size_t len)
@@ -527,6 +802,18 @@ void lkv_emu_barrier(const char *file, int line)
     yield(self);
 }
 
+void lkv_emu_grid_wait(const unsigned int *count, unsigned int target, const char *file,
+                       int line)
+{
+    fiber *self = g.cur;
+    self->state = AT_GRID_WAIT;
+    self->file = file;
+    self->line = line;
+    self->wait_count = count;
+    self->wait_target = target;
+    yield(self);
+}
+
 uint32_t lkv_emu_shuffle(uint32_t bits, int kind, int arg, const char *file, int line)
 {
     fiber *self = g.cur;
@@ -542,37 +829,53 @@ uint32_t lkv_emu_shuffle(uint32_t bits, int kind, int arg, const char *file, int
 
 // ---- the C interface ----------------------------------------------------------------
 
+namespace {
+
+int run(const lkv_emu_kernel *kernel, void *const *args, const uint32_t grid[3],
+        uint32_t block, int warp, bool cooperative, char *why, size_t why_len)
+{
+    if (!check_shape(grid, block, warp, why, why_len))
+        return -1;
+    uint64_t total = (uint64_t)grid[0] * grid[1] * grid[2];
+    if (cooperative && total > LKV_EMU_COOPERATIVE_MAX) {
+        say(why, why_len, "cooperative grid %u x %u x %u of %llu blocks: the emulator holds "
+            "at most %d blocks at once", (unsigned)grid[0], (unsigned)grid[1],
+            (unsigned)grid[2], (unsigned long long)total, LKV_EMU_COOPERATIVE_MAX);
+        return -1;
+    }
+    pthread_mutex_lock(&g_lock);
+    g.p = &tl_pool;
+    g.cooperative = cooperative;
+    g.kernel = kernel;
+    g.args = args;
+    g.n_threads = (int)block;
+    g.warp = warp;
+    g.cur = nullptr;
+    lkv_emu_warp_size = warp;
+    lkv_emu_thread_idx = lkv_emu_dim3{0, 0, 0};
+    lkv_emu_block_dim = lkv_emu_dim3{block, 1, 1};
+    lkv_emu_grid_dim = lkv_emu_dim3{grid[0], grid[1], grid[2]};
+    bool ok = run_grid(grid, why, why_len);
+    g.p = nullptr;
+    g.f = nullptr;
+    pthread_mutex_unlock(&g_lock);
+    return ok ? 0 : -1;
+}
+
+} // namespace
+
 extern "C" int lkv_emu_run(const lkv_emu_kernel *kernel, void *const *args,
                            const uint32_t grid[3], uint32_t block, int warp, char *why,
                            size_t why_len)
 {
-    if (!check_shape(grid, block, warp, why, why_len))
-        return -1;
-    pthread_mutex_lock(&g_lock);
-    pool *p = &tl_pool;
-    bool ok = grow_pool(p, (int)block, why, why_len);
-    if (ok) {
-        g.p = p;
-        g.kernel = kernel;
-        g.args = args;
-        g.n_threads = (int)block;
-        g.warp = warp;
-        g.cur = nullptr;
-        lkv_emu_warp_size = warp;
-        lkv_emu_thread_idx = lkv_emu_dim3{0, 0, 0};
-        lkv_emu_block_dim = lkv_emu_dim3{block, 1, 1};
-        lkv_emu_grid_dim = lkv_emu_dim3{grid[0], grid[1], grid[2]};
-        uint64_t linear = 0;
-        for (uint32_t z = 0; ok && z < grid[2]; z++)
-            for (uint32_t y = 0; ok && y < grid[1]; y++)
-                for (uint32_t x = 0; ok && x < grid[0]; x++, linear++) {
-                    lkv_emu_block_idx = lkv_emu_dim3{x, y, z};
-                    ok = run_block(linear, why, why_len);
-                }
-        g.p = nullptr;
-    }
-    pthread_mutex_unlock(&g_lock);
-    return ok ? 0 : -1;
+    return run(kernel, args, grid, block, warp, false, why, why_len);
+}
+
+extern "C" int lkv_emu_run_cooperative(const lkv_emu_kernel *kernel, void *const *args,
+                                       const uint32_t grid[3], uint32_t block, int warp,
+                                       char *why, size_t why_len)
+{
+    return run(kernel, args, grid, block, warp, true, why, why_len);
 }
 
 extern "C" int lkv_emu_warp_from_env(int *out_warp, char *why, size_t why_len)

@@ -5,8 +5,10 @@
 // here rather than on one GPU toolchain only. The scheduler
 // (gpu_emu.cpp) runs the blocks of a launch one at a time on one OS thread,
 // each thread of a block a fiber that runs until it reaches a sync point
-// (__syncthreads or a shuffle); so plain memory operations need no atomicity
-// and a `static` variable is memory every thread of the block shares.
+// (__syncthreads, lkv_grid_wait or a shuffle); so plain memory operations
+// need no atomicity and a `static` variable is memory every thread of the
+// block shares. A block waiting at an lkv_grid_wait in a cooperative launch
+// is parked while other blocks run (gpu_emu.cpp).
 //
 // Where the emulator is stricter than a GPU on purpose:
 //   - shared memory is filled with 0xff bytes (NaN, -1) before every block,
@@ -17,8 +19,11 @@
 //     block and the barrier), and a warp's lanes run one after the other to
 //     their next sync point, in alternating order: so a race a missing
 //     __syncthreads leaves shows in some block;
-//   - every thread must reach the same __syncthreads (file and line), every
-//     lane of a warp the same shuffle; anything else fails the launch.
+//   - every thread must reach the same __syncthreads or lkv_grid_wait (file
+//     and line; the same arguments for lkv_grid_wait), every lane of a warp
+//     the same shuffle; anything else fails the launch;
+//   - an lkv_grid_wait that would have to wait fails a launch that is not
+//     cooperative, and one that could never return fails a cooperative one.
 #ifndef LKV_GPU_EMU_H
 #define LKV_GPU_EMU_H
 
@@ -69,6 +74,25 @@ static inline void __syncthreads(const char *file = __builtin_FILE(), int line =
 {
     __asm__ __volatile__("" ::: "memory");
     lkv_emu_barrier(file, line);
+    __asm__ __volatile__("" ::: "memory");
+}
+
+// A barrier that also waits until *count >= target, count being a global
+// counter the grid's blocks raise (lkv_gpu.h). Every thread of the block
+// reaches it with the same arguments, as a __syncthreads. When the
+// condition holds the block goes on at once; when not, in a cooperative
+// launch the scheduler parks the block (its fibers and shared memory kept)
+// and runs others until it holds, and in any other launch the launch fails:
+// on a GPU the block could wait for blocks that never become resident.
+void lkv_emu_grid_wait(const unsigned int *count, unsigned int target, const char *file,
+                       int line);
+
+static inline void lkv_grid_wait(const unsigned int *count, unsigned int target,
+                                 const char *file = __builtin_FILE(),
+                                 int line = __builtin_LINE())
+{
+    __asm__ __volatile__("" ::: "memory");
+    lkv_emu_grid_wait(count, target, file, line);
     __asm__ __volatile__("" ::: "memory");
 }
 

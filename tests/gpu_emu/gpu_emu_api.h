@@ -27,11 +27,31 @@ extern const int lkv_emu_kernel_count;
 
 /* Runs every block of the grid, one after the other, with `block` threads
  * each in warps of `warp` lanes. Returns 0, or -1 with the reason in `why`
- * (a bad shape, a divergent __syncthreads, a shuffle some lane of a warp did
- * not reach, no memory for fiber stacks); the launch stops at the first
- * failing block. Launches from several OS threads run one at a time. */
+ * (a bad shape, a divergent __syncthreads or lkv_grid_wait, a shuffle some
+ * lane of a warp did not reach, an lkv_grid_wait that would have to wait,
+ * no memory for fiber stacks); the launch stops at the first failing block. Launches from several OS threads run one at a time. */
 int lkv_emu_run(const lkv_emu_kernel *kernel, void *const *args, const uint32_t grid[3],
                 uint32_t block, int warp, char *why, size_t why_len);
+
+/* The most blocks a cooperative launch may have: while a block waits at an
+ * lkv_grid_wait another cannot pass, it is parked with a fiber per thread
+ * of its own (stacks of 128 KiB, 256 KiB under ASan, touched only as used)
+ * and a copy of shared memory, so the cap bounds what parked blocks hold. */
+#define LKV_EMU_COOPERATIVE_MAX 32
+
+/* lkv_emu_run for a cooperative launch (all blocks resident at once, as
+ * cuLaunchCooperativeKernel guarantees): a block that reaches an
+ * lkv_grid_wait whose condition does not hold yet is parked (its fibers
+ * and shared memory kept) and the next block starts; once every block has
+ * started, parked blocks are resumed in turn as their conditions hold. A
+ * round over the parked blocks in which none can go on fails the launch
+ * (nothing could ever raise their counters), naming the blocks and the
+ * counters' values. At most LKV_EMU_COOPERATIVE_MAX blocks (-1 beyond). In
+ * lkv_emu_run, an lkv_grid_wait whose condition does not hold when the
+ * block reaches it fails the launch: on a GPU it could hang. */
+int lkv_emu_run_cooperative(const lkv_emu_kernel *kernel, void *const *args,
+                            const uint32_t grid[3], uint32_t block, int warp, char *why,
+                            size_t why_len);
 
 /* The warp width LKV_EMU_WARP asks for: 32 when unset or empty, 64; anything
  * else is -1 with the reason. */

@@ -629,3 +629,241 @@ Test(gpu_emu, a_kernel_pointer_outside_every_allocation_is_an_error)
                   strstr(lkv_last_error(), "divergent"), "%s", lkv_last_error());
     lkv_emu_driver.close(api);
 }
+
+/* ---- lkv_grid_wait and cooperative launches ---- */
+
+static int run_coop(const lkv_emu_kernel *k, void **args, const uint32_t grid[3], uint32_t block,
+                    int warp, char *why)
+{
+    why[0] = '\0';
+    return lkv_emu_run_cooperative(k, args, grid, block, warp, why, WHY);
+}
+
+/* emu_test_grid_sum on `grid`: every block's sum of every block's value,
+ * and no thread's shared value lost across the wait. */
+static void check_grid_sum(const uint32_t grid[3], uint32_t block, int warp)
+{
+    uint32_t n = grid[0] * grid[1] * grid[2];
+    unsigned vals[LKV_EMU_COOPERATIVE_MAX], sums[LKV_EMU_COOPERATIVE_MAX];
+    unsigned count = 0, lost = 0, extra = 0;
+    memset(vals, 0xff, sizeof vals);
+    memset(sums, 0xff, sizeof sums);
+    uint64_t pv = addr(vals), pc = addr(&count), ps = addr(sums), pl = addr(&lost);
+    void *args[] = {&pv, &pc, &ps, &pl, &extra};
+    char why[WHY];
+    cr_assert_eq(run_coop(&lkv_emu_test_grid_sum, args, grid, block, warp, why), 0,
+                 "grid %u x %u x %u, block %u, warp %d: %s", grid[0], grid[1], grid[2], block,
+                 warp, why);
+    unsigned want = 0;
+    for (uint32_t b = 0; b < n; b++)
+        want += b * 7u + 3u;
+    cr_assert_eq(count, n, "counter %u for %u blocks", count, n);
+    for (uint32_t b = 0; b < n; b++)
+        cr_assert_eq(sums[b], want, "grid %u x %u x %u, warp %d: block %u summed %u, want %u",
+                     grid[0], grid[1], grid[2], warp, b, sums[b], want);
+    cr_assert_eq(lost, 0u, "%u threads lost their shared value across lkv_grid_wait", lost);
+}
+
+Test(gpu_emu, a_cooperative_grid_wait_sees_every_blocks_writes_and_keeps_shared_memory)
+{
+    static const uint32_t grids[][3] = {{1, 1, 1}, {2, 1, 1}, {8, 1, 1}, {3, 2, 2}};
+    for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++) {
+        check_grid_sum(grids[i], 256, 32);
+        check_grid_sum(grids[i], 64, 64);
+        check_grid_sum(grids[i], 128, 32);
+    }
+}
+
+Test(gpu_emu, a_cooperative_launch_of_as_many_blocks_as_the_emulator_holds_completes)
+{
+    uint32_t grid[3] = {LKV_EMU_COOPERATIVE_MAX, 1, 1};
+    check_grid_sum(grid, 256, 32);
+    check_grid_sum(grid, 256, 64);
+}
+
+Test(gpu_emu, blocks_park_again_at_a_second_grid_wait)
+{
+    enum { N = 7 };
+    unsigned a[N], b[N], out[N], count = 0;
+    memset(a, 0xff, sizeof a);
+    memset(b, 0xff, sizeof b);
+    uint64_t pa = addr(a), pb = addr(b), pc = addr(&count), po = addr(out);
+    void *args[] = {&pa, &pb, &pc, &po};
+    uint32_t grid[3] = {N, 1, 1};
+    char why[WHY];
+    cr_assert_eq(run_coop(&lkv_emu_test_grid_two_phases, args, grid, 128, 32, why), 0, "%s",
+                 why);
+    cr_assert_eq(count, 2u * N);
+    for (unsigned i = 0; i < N; i++) {
+        unsigned bi = (i + 1) + ((i + 1) % N + 1), bn = ((i + 1) % N + 1) + ((i + 2) % N + 1);
+        cr_assert_eq(out[i], bi + bn, "block %u: %u, want %u", i, out[i], bi + bn);
+    }
+}
+
+Test(gpu_emu, a_grid_wait_that_must_wait_fails_a_launch_that_is_not_cooperative)
+{
+    unsigned vals[4] = {0}, sums[4] = {0}, count = 0, lost = 0, extra = 0;
+    uint64_t pv = addr(vals), pc = addr(&count), ps = addr(sums), pl = addr(&lost);
+    void *args[] = {&pv, &pc, &ps, &pl, &extra};
+    char why[WHY];
+    uint32_t grid[3] = {4, 1, 1};
+    why[0] = '\0';
+    cr_assert_eq(lkv_emu_run(&lkv_emu_test_grid_sum, args, grid, 64, 32, why, WHY), -1);
+    cr_assert(strstr(why, "lkv_grid_wait in a launch that is not cooperative") &&
+                  strstr(why, "block (0, 0, 0)") && strstr(why, ">= 4, which is 1"),
+              "%s", why);
+    /* one block counts itself in: its wait holds, so nothing could hang */
+    count = 0;
+    uint32_t one[3] = {1, 1, 1};
+    cr_assert_eq(lkv_emu_run(&lkv_emu_test_grid_sum, args, one, 64, 32, why, WHY), 0, "%s", why);
+    cr_assert_eq(sums[0], 3u);
+    /* through the driver: DEVICE_ERROR naming the kernel */
+    void *api = driver();
+    lkv_gpu_ptr dv, dc, ds, dl;
+    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof vals, &dv));
+    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof count, &dc));
+    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof sums, &ds));
+    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof lost, &dl));
+    TU_OK(lkv_emu_driver.mem_zero(api, dc, sizeof count));
+    void *dargs[] = {&dv, &dc, &ds, &dl, &extra};
+    cr_assert_eq(lkv_emu_launch_custom(api, &lkv_emu_test_grid_sum, grid, 64, dargs),
+                 LKV_DEVICE_ERROR);
+    cr_assert(strstr(lkv_last_error(), "emu_test_grid_sum") &&
+                  strstr(lkv_last_error(), "not cooperative"), "%s", lkv_last_error());
+    /* the same launch, cooperative, through the driver */
+    TU_OK(lkv_emu_driver.mem_zero(api, dc, sizeof count));
+    TU_OK(lkv_emu_driver.mem_zero(api, dl, sizeof lost));
+    TU_OK(lkv_emu_launch_custom_cooperative(api, &lkv_emu_test_grid_sum, grid, 64, dargs));
+    TU_OK(lkv_emu_driver.dtoh(api, sums, ds, sizeof sums));
+    TU_OK(lkv_emu_driver.dtoh(api, &lost, dl, sizeof lost));
+    for (int b = 0; b < 4; b++)
+        cr_assert_eq(sums[b], 3u + 10u + 17u + 24u, "block %d: %u", b, sums[b]);
+    cr_assert_eq(lost, 0u);
+    lkv_emu_driver.close(api);
+}
+
+Test(gpu_emu, a_grid_wait_some_threads_skip_is_reported)
+{
+    unsigned count = 1;
+    uint64_t pc = addr(&count);
+    static const struct {
+        int mode;
+        const char *a, *b;
+    } cases[] = {
+        {0, "divergent lkv_grid_wait", "thread 64 finished"},
+        {1, "divergent lkv_grid_wait", "thread 64 waits at __syncthreads"},
+        {2, "arguments that differ", "thread 64 for"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int mode = cases[i].mode;
+        void *args[] = {&pc, &mode};
+        for (int coop = 0; coop < 2; coop++) {
+            uint32_t grid[3] = {2, 1, 1};
+            char why[WHY];
+            why[0] = '\0';
+            int r = coop ? run_coop(&lkv_emu_test_grid_wait_divergent, args, grid, 256, 32, why)
+                         : lkv_emu_run(&lkv_emu_test_grid_wait_divergent, args, grid, 256, 32,
+                                       why, WHY);
+            cr_assert_eq(r, -1, "mode %d, cooperative %d should fail", mode, coop);
+            cr_assert(strstr(why, cases[i].a) && strstr(why, cases[i].b),
+                      "mode %d, cooperative %d: '%s' lacks '%s' or '%s'", mode, coop, why,
+                      cases[i].a, cases[i].b);
+        }
+    }
+}
+
+Test(gpu_emu, a_grid_wait_no_block_can_satisfy_fails_instead_of_hanging)
+{
+    unsigned vals[4] = {0}, sums[4] = {0}, count = 0, lost = 0, extra = 1;
+    uint64_t pv = addr(vals), pc = addr(&count), ps = addr(sums), pl = addr(&lost);
+    void *args[] = {&pv, &pc, &ps, &pl, &extra};
+    uint32_t grid[3] = {4, 1, 1};
+    char why[WHY];
+    cr_assert_eq(run_coop(&lkv_emu_test_grid_sum, args, grid, 128, 32, why), -1);
+    cr_assert(strstr(why, "can never return") && strstr(why, "block (0, 0, 0)") &&
+                  strstr(why, "block (3, 0, 0)") && strstr(why, ">= 5, which is 4"),
+              "%s", why);
+    /* a block parked in the failed launch does not disturb the next ones */
+    extra = 0;
+    count = 0;
+    cr_assert_eq(run_coop(&lkv_emu_test_grid_sum, args, grid, 128, 32, why), 0, "%s", why);
+    for (int b = 0; b < 4; b++)
+        cr_assert_eq(sums[b], 54u, "block %d: %u", b, sums[b]);
+    int in[256], scan[256];
+    for (int i = 0; i < 256; i++)
+        in[i] = i;
+    uint64_t pin = addr(in), pout = addr(scan);
+    void *sargs[] = {&pin, &pout};
+    cr_assert_eq(run(&lkv_emu_test_block_scan, sargs, 1, 256, 32, why), 0, "%s", why);
+    for (int i = 0; i < 256; i++)
+        cr_assert_eq(scan[i], i * (i + 1) / 2, "thread %d", i);
+    /* through the driver: DEVICE_ERROR naming the kernel */
+    void *api = driver();
+    lkv_gpu_ptr dv, dc, ds, dl;
+    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof vals, &dv));
+    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof count, &dc));
+    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof sums, &ds));
+    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof lost, &dl));
+    TU_OK(lkv_emu_driver.mem_zero(api, dc, sizeof count));
+    extra = 1;
+    void *dargs[] = {&dv, &dc, &ds, &dl, &extra};
+    cr_assert_eq(lkv_emu_launch_custom_cooperative(api, &lkv_emu_test_grid_sum, grid, 64, dargs),
+                 LKV_DEVICE_ERROR);
+    cr_assert(strstr(lkv_last_error(), "emu_test_grid_sum") &&
+                  strstr(lkv_last_error(), "can never return"), "%s", lkv_last_error());
+    lkv_emu_driver.close(api);
+}
+
+Test(gpu_emu, a_cooperative_grid_larger_than_the_device_holds_is_unsupported)
+{
+    char why[WHY];
+    unsigned count = 0;
+    uint64_t pc = addr(&count);
+    int mode = 0;
+    void *args[] = {&pc, &mode};
+    uint32_t over[3] = {LKV_EMU_COOPERATIVE_MAX + 1, 1, 1};
+    cr_assert_eq(run_coop(&lkv_emu_test_grid_wait_divergent, args, over, 64, 32, why), -1);
+    cr_assert(strstr(why, "at most 32 blocks"), "%s", why);
+    /* a driver of 4 multiprocessors holds 4 x 2 blocks; nothing is looked
+     * at or run beyond (the arguments are not even read) */
+    void *api = driver();
+    uint32_t nine[3] = {3, 3, 1};
+    cr_assert_eq(lkv_emu_launch_custom_cooperative(api, &lkv_emu_test_grid_sum, nine, 64, NULL),
+                 LKV_UNSUPPORTED);
+    cr_assert(strstr(lkv_last_error(), "9 blocks") && strstr(lkv_last_error(), "limit is 8") &&
+                  strstr(lkv_last_error(), "emu_test_grid_sum"), "%s", lkv_last_error());
+    lkv_gpu_launch l = {.kernel = (lkv_gpu_kernel_id)0, .grid = {9, 1, 1}, .block = 64,
+                        .args = NULL};
+    cr_assert_not_null(lkv_emu_driver.launch_cooperative);
+    cr_assert_eq(lkv_emu_driver.launch_cooperative(api, &l), LKV_UNSUPPORTED);
+    lkv_emu_driver.close(api);
+    /* a device of 132 multiprocessors: the emulator's cap */
+    unsetenv("LKV_EMU_WARP");
+    setenv("LKV_EMU_MULTIPROCESSORS", "132", 1);
+    lkv_device *dev = NULL;
+    TU_OK(lkv_backend_gpu_emu.open(0, &dev));
+    unsetenv("LKV_EMU_MULTIPROCESSORS");
+    l.grid[0] = LKV_EMU_COOPERATIVE_MAX + 1;
+    cr_assert_eq(dev->drv->launch_cooperative(dev->api, &l), LKV_UNSUPPORTED);
+    cr_assert(strstr(lkv_last_error(), "33 blocks") && strstr(lkv_last_error(), "limit is 32") &&
+                  strstr(lkv_last_error(), "132 multiprocessors"), "%s", lkv_last_error());
+    lkv_gpu_ptr dv, dc, ds, dl;
+    TU_OK(dev->drv->mem_alloc(dev->api, LKV_EMU_COOPERATIVE_MAX * sizeof(unsigned), &dv));
+    TU_OK(dev->drv->mem_alloc(dev->api, sizeof(unsigned), &dc));
+    TU_OK(dev->drv->mem_alloc(dev->api, LKV_EMU_COOPERATIVE_MAX * sizeof(unsigned), &ds));
+    TU_OK(dev->drv->mem_alloc(dev->api, sizeof(unsigned), &dl));
+    TU_OK(dev->drv->mem_zero(dev->api, dc, sizeof(unsigned)));
+    unsigned extra = 0;
+    void *dargs[] = {&dv, &dc, &ds, &dl, &extra};
+    uint32_t full[3] = {LKV_EMU_COOPERATIVE_MAX, 1, 1};
+    TU_OK(lkv_emu_launch_custom_cooperative(dev->api, &lkv_emu_test_grid_sum, full, 64, dargs));
+    unsigned sums[LKV_EMU_COOPERATIVE_MAX];
+    TU_OK(dev->drv->dtoh(dev->api, sums, ds, sizeof sums));
+    for (unsigned b = 0; b < LKV_EMU_COOPERATIVE_MAX; b++)
+        cr_assert_eq(sums[b], 32u * 31u / 2u * 7u + 32u * 3u, "block %u: %u", b, sums[b]);
+    dev->drv->mem_free(dev->api, dv);
+    dev->drv->mem_free(dev->api, dc);
+    dev->drv->mem_free(dev->api, ds);
+    dev->drv->mem_free(dev->api, dl);
+    lkv_backend_gpu_emu.close(dev);
+}

@@ -4,7 +4,7 @@
 //   out[g][qh]  = softmax(scale * q[g][qh] . K) . V
 //   probs[row]  = each slot's probability, combined over the `per` query heads
 //                 of the row's cache head by max or mean.
-// Flash-decoding in two launches (backends/gpu/gpu_attend.c plans them):
+// Flash-decoding in one launch, or two (backends/gpu/gpu_attend.c plans them):
 //
 //   lkv_attend_split_{f32,f16,bf16}[_vec]_g{1,2,4,8}  grid x = the splits of every
 //       group of the launch (a split is `split_len` consecutive slots of one
@@ -26,14 +26,23 @@
 //       _vec variants, which the host picks when head_dim is a multiple of 4
 //       (f32) or 8 (f16, bf16); one element in the others. Any head_dim up to
 //       LKV_ATT_DIM_MAX (lkv_kernel_abi.h, 1024).
-//       The last split block of a (group, cache head, query-head block) to
-//       finish (a count per such unit in `done`, atomically raised after a
-//       fence) merges the partials of its heads into out and the
-//       log-sum-exp (lkv_att_combine) and puts the count back to 0. Every
-//       group has a split, an empty group one with no slots.
-//   lkv_attend_probs  grid x = slot blocks (grid-stride), y = cache heads,
-//       z = groups; block LKV_ATT_BLOCK. exp(logit - lse) combined over the
-//       group.
+//       The logits of a split of at most LKV_ATT_TILE / QB slots stay in
+//       shared memory between the passes (longer splits: global memory).
+//       Launched cooperatively (flags LKV_ATT_F_COOP: every block resident,
+//       which the host asks for when the grid is one wave), the split blocks
+//       of a unit wait for each other (lkv_grid_wait on its count in
+//       `done`) and share the combine (lkv_att_combine_spread); with
+//       LKV_ATT_F_PROBS each then writes its own slots' probabilities from
+//       the weights its tile still holds (lkv_att_fused_probs): one launch.
+//       Otherwise the last split block of a (group, cache head, query-head
+//       block) to finish (a count per such unit in `done`, atomically
+//       raised after a fence) merges the partials of its heads into out and
+//       the log-sum-exp (lkv_att_combine). Either way the count is back at 0
+//       when the launch ends. Every group has a split, an empty group one
+//       with no slots.
+//   lkv_attend_probs  (when the split blocks did not write them) grid x =
+//       slot blocks (grid-stride), y = cache heads, z = groups; block
+//       LKV_ATT_BLOCK. exp(logit - lse) combined over the group.
 // In a cache that fills holes (core/backend.h's phys) the split kernels
 // read slot i's K and V rows at place phys[row][i] of the row (of the pool
 // when paged: kv_cap, the K/V row stride in slots, is then 0) instead of at
@@ -53,7 +62,10 @@
 //    exp(m_split - M) in the combine; sums per thread in slot order, then
 //    across lanes and warps in tree order;
 //  - probabilities: exp(logit - lse) in f32 rather than a division by the
-//    sum, and the mean is an f32 sum divided by per.
+//    sum (in the split blocks: exp(logit - m) exp(m - lse), m the split's
+//    maximum), and the mean is an f32 sum divided by per;
+//  - the cooperative combine sums each output over the splits in P
+//    interleaved shares, then the shares in order.
 //
 // Scratch layouts (the host sizes them): for group g of a launch, with
 // q_heads = heads * per, logits at slot_off[g] * q_heads: [q_heads][n];
@@ -73,6 +85,9 @@
 // widened or used (lkv_att_chunk), or the compiler consumes each load at
 // the next instruction and the next load waits for it.
 #define LKV_ATT_INFLIGHT(vec) ((vec) > 1 ? 4 : 2)
+// Blocks of at least this many query heads read q from shared memory in
+// the pass over K (lkv_att_logits), fewer keep it in registers.
+#define LKV_ATT_QSHARED 4
 
 typedef unsigned long long lkv_att_u64;
 
@@ -366,25 +381,31 @@ LKV_DEV lkv_att_u64 lkv_att_chunk_at(unsigned at, int c, int nch, int dim, int v
 // The per-slot end of the pass over K: acc holds this lane's part of slot
 // i's dot products with each head's q; sums them over the sub-group (see
 // lkv_att_reduce_scatter), stores the logits of the heads this lane holds
-// and folds them into its maxima mloc.
+// in the tile (head h's at tl[h * T + i - c0]) and, where glg is not null,
+// at glg[h * n + i] for the probabilities, and folds them into its maxima
+// mloc.
 template <int QB>
-LKV_DEV void lkv_att_emit(float (&acc)[QB], int i, int s1, int count, int s, int sl, int jn,
-                          float scale, float *lg, int n, int *first, int *held,
-                          float (&mloc)[QB])
+LKV_DEV void lkv_att_emit(float (&acc)[QB], int i, int c0, int c1, int count, int s, int sl,
+                          int jn, float scale, float *tl, int T, float *glg, int n, int *first,
+                          int *held, float (&mloc)[QB])
 {
     int dup;
     lkv_att_reduce_scatter<QB>(acc, count, s, sl, first, held, &dup);
-    if (i < s1 && (sl & dup) == 0)
+    if (i < c1 && (sl & dup) == 0)
         for (int x = 0; x < QB; x++)
             if (x < *held && *first + x < jn) {
                 float logit = acc[x] * scale;
-                lg[(lkv_att_u64)(*first + x) * n + i] = logit;
+                tl[(lkv_att_u64)(*first + x) * T + (i - c0)] = logit;
+                if (glg)
+                    glg[(lkv_att_u64)(*first + x) * n + i] = logit;
                 mloc[x] = fmaxf(mloc[x], logit);
             }
 }
 
-// Pass over K: logits of slots [s0, s1) for query heads j0 .. j0 + jn - 1,
-// stored to lg[j * n + i]; returns each head's maximum in m (every thread).
+// Pass over K: logits of the tile's slots [c0, c1) for query heads j0 ..
+// j0 + jn - 1, stored to tl[j * T + i - c0] (and glg[j * n + i] where glg
+// is not null); returns each head's maximum over the tile in m (every
+// thread), whose barriers also publish the tile to the block.
 // A sub-group of s lanes takes one slot: lane sl reads chunks sl, sl + s, ...
 // of the row, so a warp reads consecutive rows end to end. Each sub-group
 // takes KU slots a round and issues their loads together, so KU are in
@@ -394,10 +415,9 @@ LKV_DEV void lkv_att_emit(float (&acc)[QB], int i, int s1, int count, int s, int
 // than a warp has lanes) read q from memory and sum every chunk of the
 // round's KU slots before finishing them.
 template <int QB, typename KV, int VEC>
-LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, float *lg, int n,
-                            int s0, int s1,
-                            int dim, int jn, float scale, float (&m)[QB],
-                            float (*red)[LKV_ATT_WARPS])
+LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, const float *qs,
+                            const volatile int *qz, float *tl, int T, float *glg, int n, int c0, int c1, int dim, int jn,
+                            float scale, float (&m)[QB], float (*red)[LKV_ATT_WARPS])
 {
     int tid = (int)threadIdx.x, bs = (int)blockDim.x;
     int nch = dim / VEC;
@@ -412,13 +432,44 @@ LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, fl
         mloc[x] = -INFINITY;
     int first = 0, held = 0;
     // The loop bounds are uniform over the block, so every lane reaches the
-    // shuffles; lanes past s1 or the row add zeros.
-    if (nch <= s) {
+    // shuffles; lanes past c1 or the row add zeros.
+    if (QB >= LKV_ATT_QSHARED && qs && nch <= s) {
+        // Four or eight heads' q would take QB * VEC registers for the pass,
+        // beside the V pass's sums, which live across tiles: read from the
+        // block's copy in shared memory instead (lanes of a sub-group read
+        // consecutive chunks, every sub-group the same ones). The loads'
+        // offset is read anew each round (qz, 0, through a volatile read):
+        // loads of a fixed address would be hoisted out of the loop, back
+        // into those registers.
+        for (int base = c0 + tid / s; base - tid / s < c1; base += KU * step) {
+            int qo = (sl < nch ? sl : 0) * VEC + *qz;
+            unsigned at[KU];
+            lkv_att_places<KU>(prow, base, step, c0, c1, at);
+            lkv_att_chunk<KV, VEC> kc[KU];
+            for (int u = 0; u < KU; u++)
+                lkv_att_fetch(kc[u], krow + lkv_att_chunk_at(at[u], sl, nch, dim, VEC));
+            for (int u = 0; u < KU; u++) {
+                int i = base + u * step;
+                float kx[VEC], acc[QB];
+                lkv_att_widen_chunk(kc[u], kx);
+                for (int j = 0; j < QB; j++) {
+                    float qx[VEC];
+                    lkv_att_load(qs + j * dim + qo, qx);
+                    acc[j] = 0.0f;
+                    for (int e = 0; e < VEC; e++)
+                        acc[j] += qx[e] * kx[e];
+                    acc[j] = i < c1 && sl < nch ? acc[j] : 0.0f;
+                }
+                lkv_att_emit<QB>(acc, i, c0, c1, count, s, sl, jn, scale, tl, T, glg, n, &first,
+                                 &held, mloc);
+            }
+        }
+    } else if (QB < LKV_ATT_QSHARED && nch <= s) {
         float qreg[QB][VEC];
         lkv_att_load_q<QB, VEC>(qh, dim, jn, sl, nch, qreg);
-        for (int base = s0 + tid / s; base - tid / s < s1; base += KU * step) {
+        for (int base = c0 + tid / s; base - tid / s < c1; base += KU * step) {
             unsigned at[KU];
-            lkv_att_places<KU>(prow, base, step, s0, s1, at);
+            lkv_att_places<KU>(prow, base, step, c0, c1, at);
             lkv_att_chunk<KV, VEC> kc[KU];
             for (int u = 0; u < KU; u++)
                 lkv_att_fetch(kc[u], krow + lkv_att_chunk_at(at[u], sl, nch, dim, VEC));
@@ -430,16 +481,16 @@ LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, fl
                     acc[j] = 0.0f;
                     for (int e = 0; e < VEC; e++)
                         acc[j] += qreg[j][e] * kx[e];
-                    acc[j] = i < s1 && sl < nch ? acc[j] : 0.0f;
+                    acc[j] = i < c1 && sl < nch ? acc[j] : 0.0f;
                 }
-                lkv_att_emit<QB>(acc, i, s1, count, s, sl, jn, scale, lg, n, &first, &held,
-                                 mloc);
+                lkv_att_emit<QB>(acc, i, c0, c1, count, s, sl, jn, scale, tl, T, glg, n, &first,
+                                 &held, mloc);
             }
         }
     } else {
-        for (int base = s0 + tid / s; base - tid / s < s1; base += KU * step) {
+        for (int base = c0 + tid / s; base - tid / s < c1; base += KU * step) {
             unsigned at[KU];
-            lkv_att_places<KU>(prow, base, step, s0, s1, at);
+            lkv_att_places<KU>(prow, base, step, c0, c1, at);
             float acc[KU][QB];
             for (int u = 0; u < KU; u++)
                 for (int j = 0; j < QB; j++)
@@ -461,8 +512,8 @@ LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, fl
                     }
             }
             for (int u = 0; u < KU; u++)
-                lkv_att_emit<QB>(acc[u], base + u * step, s1, count, s, sl, jn, scale, lg, n,
-                                 &first, &held, mloc);
+                lkv_att_emit<QB>(acc[u], base + u * step, c0, c1, count, s, sl, jn, scale, tl, T,
+                                 glg, n, &first, &held, mloc);
         }
     }
     // The lane's maxima are of heads first + x; spread them back by head.
@@ -476,16 +527,16 @@ LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, fl
 }
 
 // Pass over V, U slots of a tile at once (c + t, c + t + lanes, ...; all
-// in the tile): acc[j] += weight of the slot for head j times the thread's
-// columns of its V row. The U slots' loads are issued before the first is
-// widened, so they are in flight together; columns past the row read the
-// row's first chunk, so that no load is conditional.
+// in the tile, which starts at slot c): acc[j] += the slot's weight for
+// head j (w[j * T + t + ...]) times the thread's columns of its V row. The
+// U slots' loads are issued before the first is widened, so they are in
+// flight together; columns past the row read the row's first chunk, so
+// that no load is conditional.
 // prow: the row's hole map, or null.
 template <int QB, int U, typename KV, int VEC, int R>
 LKV_DEV void lkv_att_accumulate(const KV *vrow, const int *prow, int c, int dim, int t,
-                                int lanes, int col, int p, int cols, int nch,
-                                const float (*weight)[LKV_BLOCK_MAX],
-                                float (&acc)[QB][VEC * R])
+                                int lanes, int col, int p, int cols, int nch, const float *w,
+                                int T, float (&acc)[QB][VEC * R])
 {
     unsigned at[U];
     lkv_att_places<U>(prow, c + t, lanes, c, c + t + U * lanes, at);
@@ -503,62 +554,59 @@ LKV_DEV void lkv_att_accumulate(const KV *vrow, const int *prow, int c, int dim,
             float vx[VEC];
             lkv_att_widen_chunk(vc[u][r], vx);
             for (int j = 0; j < QB; j++) {
-                float wt = weight[j][t + u * lanes];
+                float wt = w[j * T + t + u * lanes];
                 for (int e = 0; e < VEC; e++)
                     acc[j][r * VEC + e] += wt * vx[e];
             }
         }
 }
 
-// Pass over V: thread = (lane, column); a column is VEC consecutive
-// elements (plus columns col + p, ... on the scalar path), and lanes take
-// alternate slots of each tile of bs slots. Gives this thread's share of
-// o[j] = sum exp(logit - m[j]) V in acc (summed over the block by
-// lkv_att_write_partials) and every thread the block's l[j] = sum
-// exp(logit - m[j]). The logits this block stored are visible to it after
-// the barrier in lkv_att_logits' block reduction.
+// The weights of the tile of tn slots from slot c0, between the passes:
+// exp(logit - m[j]) into tl[j * T + i - c0] (in place where the logits are
+// the tile's own, src == tl; else from the logits in global memory, src[j
+// * n + i]), their sum added to this thread's l[j]. Rows of heads past jn
+// are set to 0. A split whose logits are all -inf adds nothing: where
+// another split of the group has a finite logit, the CPU's exp(-inf - max)
+// is 0 too; where none has, the combine writes the CPU's NaN itself. Never
+// exp(-inf - -inf) here. The weights are the block's after a barrier.
+template <int QB>
+LKV_DEV void lkv_att_weights(float *tl, int T, const float *src, int n, int c0, int tn, int jn,
+                             const float (&m)[QB], float (&l)[QB])
+{
+    int tid = (int)threadIdx.x, bs = (int)blockDim.x;
+    bool own = src == tl;
+    for (int i = tid; i < tn; i += bs)
+        for (int j = 0; j < QB; j++) { // heads innermost: unrolled, m and l stay registers
+            float wt = 0.0f;
+            if (j < jn && m[j] != -INFINITY)
+                wt = expf((own ? tl[j * T + i] : src[(lkv_att_u64)j * n + c0 + i]) - m[j]);
+            tl[j * T + i] = wt;
+            l[j] += wt;
+        }
+}
+
+// Pass over V of a tile of tn slots from slot c, whose weights are w:
+// thread = (lane, column); a column is VEC consecutive elements (plus
+// columns col + p, ... on the scalar path), and lanes take alternate slots.
+// Adds this thread's share of o[j] = sum weight V to acc (summed over the
+// block by lkv_att_write_partials).
 template <int QB, typename KV, int VEC, int R>
-LKV_DEV void lkv_att_values(const KV *vrow, const int *prow, const float *lg, int n, int s0, int s1, int dim,
-                            int jn, const float (&m)[QB],
-                            float (*weight)[LKV_BLOCK_MAX], float (*red)[LKV_ATT_WARPS],
-                            float (&acc)[QB][VEC * R], float (&l)[QB])
+LKV_DEV void lkv_att_values(const KV *vrow, const int *prow, const float *w, int T, int c,
+                            int tn, int dim, float (&acc)[QB][VEC * R])
 {
     int tid = (int)threadIdx.x, bs = (int)blockDim.x;
     int nch = dim / VEC;
     int p = lkv_att_pow2(nch, bs);
     int cols = (nch + p - 1) / p; // <= R (the host checks head_dim)
     int lanes = bs / p, lane = tid / p, col = tid % p;
-    for (int j = 0; j < QB; j++) {
-        l[j] = 0.0f;
-        for (int e = 0; e < VEC * R; e++)
-            acc[j][e] = 0.0f;
-    }
-    for (int c = s0; c < s1; c += bs) {
-        int i = c + tid;
-        for (int j = 0; j < QB; j++) {
-            // A split whose logits are all -inf adds nothing: where another
-            // split of the group has a finite logit, the CPU's exp(-inf - max)
-            // is 0 too; where none has, lkv_att_combine writes the CPU's
-            // NaN itself. Never exp(-inf - -inf) here.
-            float wt = 0.0f;
-            if (j < jn && i < s1 && m[j] != -INFINITY)
-                wt = expf(lg[(lkv_att_u64)j * n + i] - m[j]);
-            weight[j][tid] = wt;
-            l[j] += wt;
-        }
-        __syncthreads();
-        int cn = s1 - c < bs ? s1 - c : bs;
-        const int U = LKV_ATT_INFLIGHT(VEC);
-        int t = lane;
-        for (; t + (U - 1) * lanes < cn; t += U * lanes)
-            lkv_att_accumulate<QB, U, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch,
-                                                  weight, acc);
-        for (; t < cn; t += lanes)
-            lkv_att_accumulate<QB, 1, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch,
-                                                  weight, acc);
-        __syncthreads();
-    }
-    lkv_att_block_reduce(l, false, red);
+    const int U = LKV_ATT_INFLIGHT(VEC);
+    int t = lane;
+    for (; t + (U - 1) * lanes < tn; t += U * lanes)
+        lkv_att_accumulate<QB, U, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch, w,
+                                              T, acc);
+    for (; t < tn; t += lanes)
+        lkv_att_accumulate<QB, 1, KV, VEC, R>(vrow, prow, c, dim, t, lanes, col, p, cols, nch, w,
+                                              T, acc);
 }
 
 // Sums acc over the lanes of each column and writes head j's partials m, l,
@@ -674,23 +722,140 @@ LKV_DEV void lkv_att_combine(const float *part, float *out, float *lse, const in
     __syncthreads(); // scales and red are reused by the next head
 }
 
+// Per head j < jn of the block (query head qh0 + j of group g): M = max_s
+// m_s and L = sum_s l_s exp(m_s - M) over the group's nsp splits, into
+// big[j] and total[j] of every thread. Partials read volatile (other blocks
+// wrote them in this launch).
+template <int QB>
+LKV_DEV void lkv_att_totals(const float *part, lkv_att_u64 pbase0, int nsp, int dim, int jn,
+                            float (&big)[QB], float (&total)[QB], float (*red)[LKV_ATT_WARPS])
+{
+    int tid = (int)threadIdx.x, bs = (int)blockDim.x;
+    lkv_att_u64 stride = (lkv_att_u64)dim + 2;
+    const volatile float *pp = part + pbase0 * stride;
+    for (int j = 0; j < QB; j++) {
+        big[j] = -INFINITY;
+        total[j] = 0.0f;
+    }
+    for (int s = tid; s < nsp; s += bs)
+        for (int j = 0; j < QB; j++)
+            if (j < jn)
+                big[j] = fmaxf(big[j], pp[((lkv_att_u64)j * nsp + s) * stride]);
+    lkv_att_block_reduce(big, true, red);
+    for (int s = tid; s < nsp; s += bs)
+        for (int j = 0; j < QB; j++)
+            if (j < jn) {
+                const volatile float *ps = pp + ((lkv_att_u64)j * nsp + s) * stride;
+                float sc = big[j] == -INFINITY ? 0.0f : expf(ps[0] - big[j]);
+                total[j] += ps[1] * sc;
+            }
+    lkv_att_block_reduce(total, false, red);
+}
+
+// The combine of a cooperative launch (every split block resident, all of
+// the group's partials written: lkv_grid_wait), spread over the group's
+// split blocks instead of done by the last one: split sp writes the
+// elements x = sp, sp + nsp, ... of its heads' outputs [jn][dim], each a
+// sum over the splits as lkv_att_combine's, and split 0 the log-sum-exps.
+// hm, hl: QB floats of shared memory, the heads' M and L for the caller;
+// sums: blockDim floats of shared memory.
+template <int QB>
+LKV_DEV void lkv_att_combine_spread(const float *part, float *out, float *lse,
+                                    lkv_att_u64 pbase0, lkv_att_u64 o0, int nsp, int sp, int dim,
+                                    int jn, int n, int has_out, float *hm, float *hl,
+                                    float (*red)[LKV_ATT_WARPS], float *sums)
+{
+    float big[QB], total[QB];
+    lkv_att_totals<QB>(part, pbase0, nsp, dim, jn, big, total, red);
+    int tid = (int)threadIdx.x, bs = (int)blockDim.x;
+    if (tid == 0)
+        for (int j = 0; j < QB; j++) {
+            hm[j] = big[j];
+            hl[j] = total[j];
+            if (sp == 0 && j < jn)
+                lse[o0 / (lkv_att_u64)dim + j] = big[j] + logf(total[j]);
+        }
+    __syncthreads();
+    lkv_att_u64 stride = (lkv_att_u64)dim + 2;
+    const volatile float *pp = part + pbase0 * stride;
+    // This block's E elements x = sp + k * nsp, each summed over the splits
+    // by P threads (a P-th of the splits each, then through `sums`), so
+    // the sums over splits run in parallel, not one split after another.
+    int E = has_out && sp < jn * dim ? (jn * dim - sp + nsp - 1) / nsp : 0;
+    int P = E > 0 && E < bs ? bs / E : 1, per_round = bs / P;
+    for (int k0 = 0; k0 < E; k0 += per_round) {
+        int k = k0 + tid % per_round, share = tid / per_round;
+        int x = sp + k * nsp, j = x / dim, e = x % dim;
+        float acc = 0.0f;
+        if (k < E && share < P && hm[j] != -INFINITY)
+            for (int s = share; s < nsp; s += P) {
+                const volatile float *ps = pp + ((lkv_att_u64)j * nsp + s) * stride;
+                acc += ps[2 + e] * expf(ps[0] - hm[j]);
+            }
+        sums[tid] = acc;
+        __syncthreads();
+        if (tid < per_round && k < E) {
+            float total = 0.0f;
+            for (int q = 0; q < P; q++)
+                total += sums[q * per_round + tid];
+            out[o0 + x] = hm[j] == -INFINITY ? (n > 0 ? lkv_att_nan() : 0.0f) : total / hl[j];
+        }
+        __syncthreads();
+    }
+}
+
+// The probabilities of this block's split in a cooperative launch, from the
+// weights its one tile still holds (w[j * T + i - s0] = exp(logit - m_j),
+// m_j this split's maximum): p = w exp(m_j - lse_j) = exp(logit - lse_j),
+// combined over the cache head's per = jn query heads (all in this block)
+// by max or mean, as lkv_attend_probs does from the logits. Two roundings
+// more than that kernel's exp(logit - lse). With lse = -inf (no finite
+// logit in the group) the factor is NaN and so is every probability, as
+// on the CPU.
+LKV_DEV void lkv_att_fused_probs(const float *w, int T, float *pr, int s0, int s1, int jn,
+                                 int reduce_max, const float *factor)
+{
+    for (int i = s0 + (int)threadIdx.x; i < s1; i += (int)blockDim.x) {
+        float acc = reduce_max ? -INFINITY : 0.0f;
+        for (int j = 0; j < jn; j++) {
+            float p = w[j * T + i - s0] * factor[j];
+            acc = reduce_max ? fmaxf(acc, p) : acc + p;
+        }
+        pr[i] = reduce_max ? acc : acc / (float)jn;
+    }
+}
+
 // The body of lkv_attend_split_*: VEC elements per chunk (16 bytes on the
 // vector path, 1 otherwise), R chunk columns per thread at most in the pass
 // over V (1 on the vector path, LKV_ATT_COLS on the scalar one: head_dim <=
-// LKV_ATT_COLS * block).
+// LKV_ATT_COLS * block). flags: LKV_ATT_F_* (lkv_kernel_abi.h).
+// A split block's shared memory, declared by the kernel itself
+// (LKV_ATT_SPLIT_KERNEL): a function template's own __shared__ variables
+// are not placed in the emulator's shared section by g++ (they would keep
+// their values from block to block and across a parked block's wait).
+template <int QB, int VEC, int R> struct lkv_att_shared {
+    float tile[LKV_ATT_TILE];             // a tile's logits, then its weights, [QB][T]
+    float red[QB][LKV_ATT_WARPS];         // block reductions
+    float gather[LKV_BLOCK_MAX * VEC * R]; // q of 4 or 8 heads; the partials' sums
+    float heads_m[QB], heads_l[QB];       // the combine's M and L per head
+    unsigned int last;                    // this block combines (not cooperative)
+    int zero;                             // see lkv_att_logits' use of qs
+};
+
 template <int QB, typename KV, int VEC, int R>
-LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const float *q,
-                           float *logits, float *part, float *out, float *lse,
-                           unsigned int *done, const int *row0, const int *group_n,
-                           const int *slot_off, const int *split_off, int n_groups, int cap,
-                           int kv_cap, int dim, int heads, int per, int split_len, float scale,
-                           int has_out)
+LKV_DEV void lkv_att_split(lkv_att_shared<QB, VEC, R> &sh, const KV *k, const KV *v,
+                           const int *phys, const float *q, float *logits, float *part,
+                           float *out, float *lse, float *probs, unsigned int *done,
+                           const int *row0, const int *group_n, const int *slot_off,
+                           const int *split_off, int n_groups, int cap, int kv_cap, int dim,
+                           int heads, int per, int split_len, float scale, int flags)
 {
-    __shared__ float weight[QB][LKV_BLOCK_MAX];
-    __shared__ float red[QB][LKV_ATT_WARPS];
-    __shared__ float gather[LKV_BLOCK_MAX * VEC * R];
-    __shared__ unsigned int last;
+    float *tile = sh.tile, *gather = sh.gather, *heads_m = sh.heads_m, *heads_l = sh.heads_l;
+    float (*red)[LKV_ATT_WARPS] = sh.red;
+    unsigned int &last = sh.last;
+    int &zero = sh.zero;
     static_assert(LKV_BLOCK_MAX * VEC * R >= LKV_ATT_SCALES, "the combine's scales use gather");
+    const int T = LKV_ATT_TILE / QB;
 
     int qblocks = (per + QB - 1) / QB;
     int ch = (int)blockIdx.y / qblocks, j0 = ((int)blockIdx.y % qblocks) * QB;
@@ -700,29 +865,96 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const floa
     int nsp = split_off[g + 1] - split_off[g];
     int s0 = sp * split_len, s1 = n - s0 < split_len ? n : s0 + split_len;
     int q_heads = heads * per, qh0 = ch * per + j0; // first query head of the block, in g
+    int has_out = (flags & LKV_ATT_F_OUT) != 0;
     // 64-bit offsets: rows * capacity * head_dim passes 2^32 on large caches.
     lkv_att_u64 row = (lkv_att_u64)(row0[g] + ch);
     const KV *krow = k + row * (lkv_att_u64)kv_cap * (lkv_att_u64)dim;
     const KV *vrow = v + row * (lkv_att_u64)kv_cap * (lkv_att_u64)dim;
     const int *prow = phys ? phys + row * (lkv_att_u64)cap : nullptr;
     const float *qh = q + ((lkv_att_u64)g * q_heads + qh0) * (lkv_att_u64)dim;
-    float *lg = logits + (lkv_att_u64)slot_off[g] * q_heads + (lkv_att_u64)qh0 * n;
 
+    // The pass over K stores the split's logits in the tile when they fit
+    // (T slots: every split of a plan at the lengths where splits are
+    // short; global memory sees them then only for the probs launch), else
+    // in global memory; the pass over V then takes the weights a tile at a
+    // time. Not an online softmax: its sums would be live in registers
+    // through the pass over K, and the 16-byte kernels then spill at 2
+    // blocks a multiprocessor (ptxas).
+    bool on_chip = s1 - s0 <= T;
+    float *lg = logits + (lkv_att_u64)slot_off[g] * q_heads + (lkv_att_u64)qh0 * n;
+    // q of four or eight heads in shared memory (gather is free until the
+    // partials are written)
+    const float *qs = nullptr;
+    if (QB >= LKV_ATT_QSHARED && QB * dim <= LKV_BLOCK_MAX * VEC * R) {
+        for (int x = (int)threadIdx.x; x < QB * dim; x += (int)blockDim.x)
+            gather[x] = x < jn * dim ? qh[x] : 0.0f;
+        qs = gather;
+    }
+    if (threadIdx.x == 0)
+        zero = 0;
+    __syncthreads();
     float m[QB];
-    lkv_att_logits<QB, KV, VEC>(krow, prow, qh, lg, n, s0, s1, dim, jn, scale, m, red);
-    float acc[QB][VEC * R];
-    float l[QB];
-    lkv_att_values<QB, KV, VEC, R>(vrow, prow, lg, n, s0, s1, dim, jn, m, weight, red, acc, l);
-    lkv_att_u64 pbase = (lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh0 * nsp + sp;
-    lkv_att_write_partials<QB, VEC, R>(part, pbase, nsp, dim, jn, acc, m, l, gather);
+    if (on_chip)
+        lkv_att_logits<QB, KV, VEC>(krow, prow, qh, qs, &zero, tile, T,
+                                    (flags & LKV_ATT_F_LOGITS) ? lg : nullptr, n, s0, s1, dim, jn,
+                                    scale, m, red);
+    else
+        lkv_att_logits<QB, KV, VEC>(krow, prow, qh, qs, &zero, lg, n, nullptr, n, s0, s1, dim, jn,
+                                    scale, m, red);
+    float acc[QB][VEC * R], l[QB];
+    for (int j = 0; j < QB; j++) {
+        l[j] = 0.0f;
+        for (int e = 0; e < VEC * R; e++)
+            acc[j][e] = 0.0f;
+    }
+    for (int c0 = s0; c0 < s1; c0 += T) {
+        int tn = s1 - c0 < T ? s1 - c0 : T;
+        lkv_att_weights<QB>(tile, T, on_chip ? tile : lg, n, c0, tn, jn, m, l);
+        __syncthreads();
+        lkv_att_values<QB, KV, VEC, R>(vrow, prow, tile, T, c0, tn, dim, acc);
+        __syncthreads(); // the next tile's weights overwrite these
+    }
+    lkv_att_block_reduce(l, false, red);
+    lkv_att_u64 pbase0 = (lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh0 * nsp;
+    lkv_att_write_partials<QB, VEC, R>(part, pbase0 + sp, nsp, dim, jn, acc, m, l, gather);
+    unsigned int *count = done + (lkv_att_u64)g * gridDim.y + blockIdx.y;
+    lkv_threadfence();
+    __syncthreads();
+    if (flags & LKV_ATT_F_COOP) {
+        // Every block is resident: each waits for the group's partials and
+        // takes its share of the combine, then (LKV_ATT_F_PROBS) writes its
+        // own slots' probabilities. The count goes up once more as a block
+        // leaves; the last to leave puts it back to 0 for the next launch,
+        // when no block waits on it any more.
+        if (threadIdx.x == 0)
+            atomicAdd(count, 1u);
+        lkv_grid_wait(count, (unsigned int)nsp);
+        lkv_att_u64 o0 = ((lkv_att_u64)g * q_heads + qh0) * (lkv_att_u64)dim;
+        lkv_att_combine_spread<QB>(part, out, lse, pbase0, o0, nsp, sp, dim, jn, n, has_out,
+                                   heads_m, heads_l, red, gather);
+        if (flags & LKV_ATT_F_PROBS) {
+            // the factor exp(m_j - lse_j), m_j this split's own maximum
+            __syncthreads();
+            if (threadIdx.x == 0)
+                for (int j = 0; j < jn; j++) {
+                    const volatile float *own =
+                        part + (pbase0 + (lkv_att_u64)j * nsp + sp) * ((lkv_att_u64)dim + 2);
+                    heads_m[j] = expf(own[0] - (heads_m[j] + logf(heads_l[j])));
+                }
+            __syncthreads();
+            float *pr = probs + row * (lkv_att_u64)cap;
+            lkv_att_fused_probs(tile, T, pr, s0, s1, jn, (flags & LKV_ATT_F_MAX) != 0, heads_m);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0 && atomicAdd(count, 1u) == 2u * (unsigned int)nsp - 1u)
+            *count = 0u;
+        return;
+    }
     // The last of the group's split blocks for these heads to finish
     // combines their splits: no launch of its own, and the combine starts
     // as soon as its inputs are there. The fence puts this block's
     // partials before its count; the count's reset leaves `done` at 0 for
     // the next launch.
-    unsigned int *count = done + (lkv_att_u64)g * gridDim.y + blockIdx.y;
-    lkv_threadfence();
-    __syncthreads();
     if (threadIdx.x == 0)
         last = atomicAdd(count, 1u) == (unsigned int)nsp - 1u;
     __syncthreads();
@@ -740,20 +972,28 @@ LKV_DEV void lkv_att_split(const KV *k, const KV *v, const int *phys, const floa
 // lkv_att_bf16), chunk width (one element, or 16 bytes: _vec) and query
 // heads per block (_g1, _g2, _g4, _g8: the host takes the smallest that
 // holds a cache head's group, so 4:1 GQA keeps registers for 4 heads, not
-// 8). All but the 16-bit 16-byte kernels at 8 heads fit 128 registers
-// without spilling on sm_80 and sm_90, so two blocks share a
-// multiprocessor; those need about 150 (one block). The kernel report
-// (scripts/kernel-report.sh) checks both and the loads in flight.
+// 8). Every one fits 128 registers without spilling on sm_90, so two
+// blocks share a multiprocessor (blocks of 4 and 8 heads read q from shared
+// memory); the kernel report (scripts/kernel-report.sh) checks it and the
+// loads in flight.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+// sm_80's ptxas keeps 3 loads in flight at 128 registers in these: one
+// block and 4 loads there (the kernel report gates 2 blocks on sm_90 only)
+#define LKV_ATT_RESIDENT(QB, VEC) ((QB) == 8 && (VEC) == LKV_ATT_KV16_VEC ? 1 : 2)
+#else
+#define LKV_ATT_RESIDENT(QB, VEC) 2
+#endif
 #define LKV_ATT_SPLIT_KERNEL(name, QB, KV, VEC, R)                                             \
-    LKV_KERNEL_RESIDENT(name, QB == 8 && VEC == LKV_ATT_KV16_VEC ? 1 : 2)                       \
+    LKV_KERNEL_RESIDENT(name, LKV_ATT_RESIDENT(QB, VEC))                                       \
     (const KV *k, const KV *v, const int *phys, const float *q, float *logits, float *part,    \
-     float *out, float *lse, unsigned int *done, const int *row0, const int *group_n,          \
-     const int *slot_off, const int *split_off, int n_groups, int cap, int kv_cap, int dim,    \
-     int heads, int per, int split_len, float scale, int has_out)                              \
+     float *out, float *lse, float *probs, unsigned int *done, const int *row0,                \
+     const int *group_n, const int *slot_off, const int *split_off, int n_groups, int cap,     \
+     int kv_cap, int dim, int heads, int per, int split_len, float scale, int flags)           \
     {                                                                                          \
-        lkv_att_split<QB, KV, VEC, R>(k, v, phys, q, logits, part, out, lse, done, row0,       \
-                                      group_n, slot_off, split_off, n_groups, cap, kv_cap,     \
-                                      dim, heads, per, split_len, scale, has_out);             \
+        __shared__ lkv_att_shared<QB, VEC, R> sh;                                              \
+        lkv_att_split<QB, KV, VEC, R>(sh, k, v, phys, q, logits, part, out, lse, probs, done,  \
+                                      row0, group_n, slot_off, split_off, n_groups, cap,       \
+                                      kv_cap, dim, heads, per, split_len, scale, flags);       \
     }
 
 LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_g1, 1, float, 1, LKV_ATT_COLS)

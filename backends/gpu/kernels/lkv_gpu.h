@@ -22,6 +22,17 @@
 //   atomicAdd on int/unsigned (shared or global memory)
 //   lkv_threadfence()         this thread's global writes are seen by every
 //                             block before its later ones (__threadfence)
+//   lkv_grid_wait(count, target)  called by every thread of the block at the
+//                             same point, like __syncthreads, with block-uniform
+//                             arguments: returns once *count >= target, where
+//                             `count` (global memory) is a counter blocks of the
+//                             same launch raise with atomicAdd after
+//                             lkv_threadfence(); then what those blocks wrote
+//                             before their atomicAdd is visible to every thread
+//                             of this block. Only in a kernel launched
+//                             cooperatively (lkv_gpu_driver.launch_cooperative:
+//                             every block resident at once); anywhere else it
+//                             may hang on a GPU (the emulator fails the launch)
 //   uint4, float4, uint2, float2 and 16-byte loads through them
 //   float math: expf, logf, fmaxf, fminf, sqrtf, isnan; double math: exp, log,
 //   isnan (exp/log of a float is refused by the emulator: CUDA and HIP
@@ -80,6 +91,23 @@ LKV_DEV float lkv_half_to_float(unsigned short h) { return __half2float(__ushort
 
 #else
 #error "backends/gpu/kernels/lkv_gpu.h: compile with nvcc, hipcc/hiprtc, or -DLKV_GPU_EMU"
+#endif
+
+#if !defined(LKV_GPU_EMU)
+// Thread 0 spins on a volatile read (not cached in L1 on either vendor)
+// until the counter is reached, then fences so the writes the counting
+// blocks fenced before their atomicAdd are seen; the barrier hands that on
+// to the block (as cooperative groups' grid sync does). The emulator's is
+// in gpu_emu.h.
+LKV_DEV void lkv_grid_wait(const unsigned int *count, unsigned int target)
+{
+    if (threadIdx.x == 0) {
+        while (*(const volatile unsigned int *)count < target) {
+        }
+        lkv_threadfence();
+    }
+    __syncthreads();
+}
 #endif
 
 // bfloat16 is the upper half of a binary32, so widening is a shift on every

@@ -14,6 +14,12 @@
 // Differs from the shader: f16 is read through vload_half, which keeps
 // subnormals; max is fmax, which passes over NaN (what GLSL max does on the
 // usual drivers, where it is left undefined).
+// Each work-item reads one element of SU consecutive slots' V rows a round
+// (consecutive work-items read consecutive elements), issuing the SU loads
+// before using any, so they are in flight together; the sums stay in slot
+// order.
+
+#define SU 4u // V rows a work-item has in flight
 
 LKV_KERNEL lkv_attend_split(LKV_BIND(const uint, list), LKV_BIND(const KV_T, v),
                             LKV_BIND(const float, logits_all), LKV_BIND(float, part) HOLES_BIND,
@@ -51,16 +57,31 @@ LKV_KERNEL lkv_attend_split(LKV_BIND(const uint, list), LKV_BIND(const KV_T, v),
         acc[j] = 0.0f;
     }
     uint e = db * LKV_WG + tid;
+    uint rbase = kv_skew + KV_ROW(row) * dim + e;
     for (uint c = s0; c < s1; c += LKV_WG) {
         lkv_split_weights(logits, qh0, n, c + tid, s1, jn, m, weight, tid, l);
         barrier(CLK_LOCAL_MEM_FENCE);
         uint cn = min((uint)LKV_WG, s1 - c);
-        if (e < dim)
-            for (uint t = 0u; t < cn; t++) {
-                float val = LOAD_KV(v, kv_skew + (KV_ROW(row) + KV_PLACE(row, c + t)) * dim + e);
+        if (e < dim) {
+            uint t = 0u;
+            // SU slots a round: places, then every load, then their use.
+            for (; t + SU <= cn; t += SU) {
+                uint at[SU];
+                for (uint u = 0u; u < SU; u++)
+                    at[u] = rbase + KV_PLACE(row, c + t + u) * dim;
+                float val[SU];
+                for (uint u = 0u; u < SU; u++)
+                    val[u] = LOAD_KV(v, at[u]);
+                for (uint u = 0u; u < SU; u++)
+                    for (uint j = 0u; j < jn; j++)
+                        acc[j] += weight[j * LKV_WG + t + u] * val[u];
+            }
+            for (; t < cn; t++) {
+                float val = LOAD_KV(v, rbase + KV_PLACE(row, c + t) * dim);
                 for (uint j = 0u; j < jn; j++)
                     acc[j] += weight[j * LKV_WG + t] * val;
             }
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     for (uint j = 0u; j < QBLOCK; j++)

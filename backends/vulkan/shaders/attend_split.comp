@@ -4,13 +4,16 @@
 // (slots [split * split_len, ...)) of one cache head, a block of up to QBLOCK
 // query heads and a block of dimensions (one per invocation), and writes per
 // query head m = max logit, l = sum exp(logit - m) and o[e] = sum exp(logit -
-// m) V[i][e]. V is read once per cache head for the whole block.
+// m) V[i][e]. V is read once per cache head for the whole block: adjacent
+// invocations read adjacent elements of a row, and each issues the loads of
+// INFLIGHT slots before it uses any.
 // Launch: x = splits (the most of a listed group), y = listed groups x cache
 // heads of the chunk, z = query-head blocks *
 // dimension blocks. Logits and partials are per listed group; partials are
 // [query heads of the chunk][n_splits][dim + 2] (m, l, o...).
 // Differs from the CPU oracle: f32, exponentials against the split's own
-// maximum (rescaled in pass 3) instead of the global one, sums in tree order.
+// maximum (rescaled in pass 3) instead of the global one, l summed in tree
+// order, o[e] in slot order.
 #include "kv_storage.glsl"
 #include "attend_list.glsl"
 
@@ -36,6 +39,8 @@ layout(push_constant) uniform Params {
 layout(std430, binding = 1) readonly buffer Values { KV_T v[]; };
 layout(std430, binding = 2) readonly buffer Logits { float logits[]; };
 layout(std430, binding = 3) writeonly buffer Partials { float part[]; };
+
+#define INFLIGHT 4u // slots whose V loads an invocation issues before using any
 
 shared float weight[QBLOCK][WG];
 shared float red[QBLOCK][WG];
@@ -89,6 +94,7 @@ void main()
         acc[j] = 0.0;
     }
     uint e = db * WG + tid;
+    uint vbase = pc.kv_skew + KV_ROW(row) * pc.dim + e; // element e of the row's place 0
     for (uint c = s0; c < s1; c += WG) {
         uint i = c + tid;
         for (uint j = 0u; j < QBLOCK; j++) {
@@ -102,10 +108,16 @@ void main()
         barrier();
         uint cn = min(WG, s1 - c);
         if (e < pc.dim)
-            for (uint t = 0u; t < cn; t++) {
-                float val = LOAD_KV(v, pc.kv_skew + (KV_ROW(row) + KV_PLACE(row, c + t)) * pc.dim + e);
-                for (uint j = 0u; j < jn; j++)
-                    acc[j] += weight[j][t] * val;
+            for (uint t = 0u; t < cn; t += INFLIGHT) {
+                float val[INFLIGHT];
+                for (uint r = 0u; r < INFLIGHT; r++)
+                    val[r] = t + r < cn ? LOAD_KV(v, vbase + KV_PLACE(row, c + t + r) * pc.dim) : 0.0;
+                for (uint r = 0u; r < INFLIGHT; r++) {
+                    if (t + r >= cn)
+                        break;
+                    for (uint j = 0u; j < jn; j++)
+                        acc[j] += weight[j][t + r] * val[r];
+                }
             }
         barrier();
     }

@@ -1,17 +1,20 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// attend, pass 2 of 4, for head_dim a multiple of 4 and at most 4 * WG with
-// rows starting on a 4-element boundary (the host checks; attend_split.comp
-// covers the rest). Same partials as attend_split.comp, but each invocation
-// owns 4 consecutive dimensions (one 16-byte f32 load or one 8-byte f16 or
-// bf16 load per slot) and the workgroup's invocations are split into lanes
-// that take alternate slots, so V loads, weight loads and loop overhead drop
-// about 4x.
-// Lanes are summed in shared memory at the end.
+// attend, pass 2 of 4, for rows of whole 16-byte units (head_dim a multiple
+// of UNIT, rows starting on a UNIT-element boundary) and head_dim at most
+// UNIT * WG (the host checks; attend_split.comp covers the rest). Same
+// partials as attend_split.comp, but each invocation owns one unit of UNIT
+// consecutive dimensions (8 for f16 and bf16, 4 for f32: one 16-byte load
+// per slot) and the workgroup's invocations are split into lanes that take
+// alternate slots, so V loads, weight loads and loop overhead drop 4-8x. A
+// lane issues the loads of INFLIGHT slots before it accumulates any, so that
+// many 16-byte loads are in flight per invocation.
+// Lanes are summed in shared memory at the end (the weights' room).
 // Launch: x = splits (the most of a listed group), y = listed groups x cache
 // heads of the chunk, z = query-head blocks.
 // Differs from the CPU oracle: f32, exponentials against the split's own
-// maximum (rescaled in pass 3), sums in lane-then-slot order.
+// maximum (rescaled in pass 3), sums in lane-then-slot order (lane l: slots
+// l, l + lanes, ... of the split, in order; then the lanes in order).
 #include "kv_storage.glsl"
 #include "attend_list.glsl"
 
@@ -34,27 +37,25 @@ layout(push_constant) uniform Params {
 #define HOLES_BINDING 4
 #include "holes.glsl"
 
+// UNIT: elements of one 16-byte load; VAL_T: one as loaded.
 #ifdef LKV_KV16
-layout(std430, binding = 1) readonly buffer Values { uvec2 v[]; };
+layout(std430, binding = 1) readonly buffer Values { uvec4 v[]; };
+#define UNIT 8u
+#define VAL_T uvec4
+#define VAL_ZERO uvec4(0u)
 #else
 layout(std430, binding = 1) readonly buffer Values { vec4 v[]; };
+#define UNIT 4u
+#define VAL_T vec4
+#define VAL_ZERO vec4(0.0)
 #endif
+#define INFLIGHT 4u // slots whose V loads a lane issues before using any
 layout(std430, binding = 2) readonly buffer Logits { float logits[]; };
 layout(std430, binding = 3) writeonly buffer Partials { float part[]; };
 
+// weight also holds the lanes' sums at the end: UNIT <= QBLOCK values each.
 shared float weight[QBLOCK][WG];
 shared float red[QBLOCK][WG];
-shared vec4 lanes_sum[WG];
-
-vec4 load4(uint idx4)
-{
-#ifdef LKV_KV16
-    uvec2 w = v[idx4];
-    return vec4(unpack_kv2(w.x), unpack_kv2(w.y));
-#else
-    return v[idx4];
-#endif
-}
 
 void reduce(bool take_max)
 {
@@ -82,9 +83,9 @@ void main()
     uint j0 = gl_WorkGroupID.z * QBLOCK, jn = min(QBLOCK, pc.per - j0);
     uint qh0 = chr * pc.per + j0; // chunk-relative query head
     uint s0 = split * split_len, s1 = min(n, s0 + split_len);
-    uint d4 = pc.dim / 4u;           // 4-element units per row
-    uint lanes = WG / d4;            // slots taken side by side
-    uint lane = tid / d4, u = tid % d4;
+    uint du = pc.dim / UNIT; // units per row
+    uint lanes = WG / du;    // slots taken side by side
+    uint lane = tid / du, u = tid % du;
     bool working = lane < lanes;
 
     float m[QBLOCK];
@@ -102,12 +103,18 @@ void main()
     barrier();
 
     float l[QBLOCK];
-    vec4 acc[QBLOCK];
+    vec4 acc[QBLOCK]; // the unit's first 4 dimensions
+#ifdef LKV_KV16
+    vec4 acc_hi[QBLOCK]; // its last 4
+#endif
     for (uint j = 0u; j < QBLOCK; j++) {
         l[j] = 0.0;
         acc[j] = vec4(0.0);
+#ifdef LKV_KV16
+        acc_hi[j] = vec4(0.0);
+#endif
     }
-    uint row4 = (pc.kv_skew + KV_ROW(row) * pc.dim) / 4u;
+    uint rowu = (pc.kv_skew + KV_ROW(row) * pc.dim) / UNIT;
     for (uint c = s0; c < s1; c += WG) {
         uint i = c + tid;
         for (uint j = 0u; j < QBLOCK; j++) {
@@ -121,10 +128,28 @@ void main()
         barrier();
         uint cn = min(WG, s1 - c);
         if (working)
-            for (uint t = lane; t < cn; t += lanes) {
-                vec4 val = load4(row4 + KV_PLACE(row, c + t) * d4 + u);
-                for (uint j = 0u; j < jn; j++)
-                    acc[j] += weight[j][t] * val;
+            for (uint t = lane; t < cn; t += INFLIGHT * lanes) {
+                VAL_T val[INFLIGHT];
+                for (uint r = 0u; r < INFLIGHT; r++) {
+                    uint tr = t + r * lanes;
+                    val[r] = tr < cn ? v[rowu + KV_PLACE(row, c + tr) * du + u] : VAL_ZERO;
+                }
+                for (uint r = 0u; r < INFLIGHT; r++) {
+                    uint tr = t + r * lanes;
+                    if (tr >= cn)
+                        break;
+#ifdef LKV_KV16
+                    vec4 lo = vec4(unpack_kv2(val[r].x), unpack_kv2(val[r].y));
+                    vec4 hi = vec4(unpack_kv2(val[r].z), unpack_kv2(val[r].w));
+                    for (uint j = 0u; j < jn; j++) {
+                        acc[j] += weight[j][tr] * lo;
+                        acc_hi[j] += weight[j][tr] * hi;
+                    }
+#else
+                    for (uint j = 0u; j < jn; j++)
+                        acc[j] += weight[j][tr] * val[r];
+#endif
+                }
             }
         barrier();
     }
@@ -135,16 +160,21 @@ void main()
 
     uint stride = pc.dim + 2u;
     for (uint j = 0u; j < jn; j++) {
-        lanes_sum[tid] = working ? acc[j] : vec4(0.0);
+        for (uint x = 0u; x < 4u; x++) {
+            weight[x][tid] = working ? acc[j][x] : 0.0;
+#ifdef LKV_KV16
+            weight[4u + x][tid] = working ? acc_hi[j][x] : 0.0;
+#endif
+        }
         barrier();
         uint base = pbase + ((qh0 + j) * n_splits + split) * stride;
-        if (tid < d4) {
-            vec4 sum = vec4(0.0);
-            for (uint ln = 0u; ln < lanes; ln++)
-                sum += lanes_sum[ln * d4 + tid];
-            for (uint x = 0u; x < 4u; x++)
-                part[base + 2u + 4u * tid + x] = sum[x];
-        }
+        if (tid < du)
+            for (uint x = 0u; x < UNIT; x++) {
+                float sum = 0.0;
+                for (uint ln = 0u; ln < lanes; ln++)
+                    sum += weight[x][ln * du + tid];
+                part[base + 2u + UNIT * tid + x] = sum;
+            }
         if (tid == 0u) {
             part[base] = m[j];
             part[base + 1u] = red[j][0];
