@@ -120,6 +120,27 @@ static lkv_status cu_launch(void *api, const lkv_gpu_launch *l)
     return lkv_cu_check(&a->lib, r, what);
 }
 
+/* UNSUPPORTED where the grid does not fit the device at once, or the
+ * device has no cooperative launch: the caller then launches otherwise. */
+static lkv_status cu_launch_cooperative(void *api, const lkv_gpu_launch *l)
+{
+    lkv_cu_api *a = api;
+    if (!a->lib.fn.cuLaunchCooperativeKernel)
+        return lkv_fail(LKV_UNSUPPORTED, "cuda: the driver has no cuLaunchCooperativeKernel");
+    CUresult r = a->lib.fn.cuLaunchCooperativeKernel(a->kernels[l->kernel], l->grid[0],
+                                                     l->grid[1], l->grid[2], l->block, 1, 1, 0,
+                                                     a->stream, l->args);
+    if (r == LKV_CUDA_SUCCESS)
+        return LKV_OK;
+    if (r == LKV_CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE || r == LKV_CUDA_ERROR_NOT_SUPPORTED)
+        return lkv_fail(LKV_UNSUPPORTED, "cuda: %s: %u x %u x %u blocks cannot all be resident "
+                        "(CUresult %d)", lkv_gpu_kernel_names[l->kernel], (unsigned)l->grid[0],
+                        (unsigned)l->grid[1], (unsigned)l->grid[2], (int)r);
+    char what[96];
+    snprintf(what, sizeof what, "cuLaunchCooperativeKernel(%s)", lkv_gpu_kernel_names[l->kernel]);
+    return lkv_cu_check(&a->lib, r, what);
+}
+
 static lkv_status cu_occupancy(void *api, lkv_gpu_kernel_id kernel, uint32_t block,
                                int *out_blocks)
 {
@@ -253,6 +274,7 @@ const lkv_gpu_driver lkv_cu_driver = {
     .dtoh = cu_dtoh,
     .dtod = cu_dtod,
     .launch = cu_launch,
+    .launch_cooperative = cu_launch_cooperative,
     .occupancy = cu_occupancy,
     .event_create = cu_event_create,
     .event_destroy = cu_event_destroy,

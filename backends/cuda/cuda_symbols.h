@@ -47,6 +47,10 @@ LKV_SYM(cuda, REQ, CUresult, cuMemcpyDtoHAsync_v2, (void *, CUdeviceptr, size_t,
 LKV_SYM(cuda, REQ, CUresult, cuMemcpyDtoDAsync_v2, (CUdeviceptr, CUdeviceptr, size_t, CUstream))
 LKV_SYM(cuda, REQ, CUresult, cuLaunchKernel, (CUfunction, unsigned int, unsigned int, unsigned int,
         unsigned int, unsigned int, unsigned int, unsigned int, CUstream, void **, void **))
+/* Every block resident at once (attend's shared combine; absent: the
+ * launch that combines in the last block). */
+LKV_SYM(cuda, OPT, CUresult, cuLaunchCooperativeKernel, (CUfunction, unsigned int, unsigned int,
+        unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, CUstream, void **))
 /* UUIDs: _v2 (CUDA 11.4+) gives a MIG instance's own UUID; older drivers
  * have only the first. */
 LKV_SYM(cuda, OPT, CUresult, cuDeviceGetUuid_v2, (CUuuid *, CUdevice))

@@ -140,6 +140,26 @@ static lkv_status hip_launch(void *api, const lkv_gpu_launch *l)
     return lkv_hip_check(&a->lib, e, "hipModuleLaunchKernel");
 }
 
+/* UNSUPPORTED where the grid does not fit the device at once
+ * (hipErrorCooperativeLaunchTooLarge, 720) or the device or runtime has no
+ * cooperative launch (hipErrorNotSupported, 801; the symbol absent): the
+ * caller then launches otherwise. */
+static lkv_status hip_launch_cooperative(void *api, const lkv_gpu_launch *l)
+{
+    lkv_hip_api *a = api;
+    if (!a->lib.fn.hipModuleLaunchCooperativeKernel)
+        return lkv_fail(LKV_UNSUPPORTED, "hip: the runtime has no "
+                        "hipModuleLaunchCooperativeKernel");
+    hipError_t e = a->lib.fn.hipModuleLaunchCooperativeKernel(
+        a->fn[l->kernel], l->grid[0], l->grid[1], l->grid[2], l->block, 1, 1, 0, a->stream,
+        l->args);
+    if ((int)e == 720 || (int)e == 801)
+        return lkv_fail(LKV_UNSUPPORTED, "hip: %s: %u x %u x %u blocks cannot all be resident "
+                        "(hipError_t %d)", lkv_gpu_kernel_names[l->kernel], (unsigned)l->grid[0],
+                        (unsigned)l->grid[1], (unsigned)l->grid[2], (int)e);
+    return lkv_hip_check(&a->lib, e, "hipModuleLaunchCooperativeKernel");
+}
+
 static lkv_status hip_occupancy(void *api, lkv_gpu_kernel_id kernel, uint32_t block,
                                 int *out_blocks)
 {
@@ -272,6 +292,7 @@ const lkv_gpu_driver lkv_hip_driver = {
     .dtoh = hip_dtoh,
     .dtod = hip_dtod,
     .launch = hip_launch,
+    .launch_cooperative = hip_launch_cooperative,
     .occupancy = hip_occupancy,
     .event_create = hip_event_create,
     .event_destroy = hip_event_destroy,

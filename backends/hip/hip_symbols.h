@@ -51,6 +51,11 @@ LKV_SYM(hip, REQ, hipError_t, hipModuleLaunchKernel,
         (hipFunction_t fn, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
          unsigned int block_x, unsigned int block_y, unsigned int block_z,
          unsigned int shared_bytes, hipStream_t stream, void **params, void **extra))
+/* Every block resident at once (attend's shared combine; absent: the
+ * launch that combines in the last block). */
+LKV_SYM(hip, OPT, hipError_t, hipModuleLaunchCooperativeKernel, (hipFunction_t, unsigned int,
+        unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+        hipStream_t, void **))
 /* Device properties, for gcnArchName only: ROCm 6 has both (the plain name
  * keeps the ROCm 5 layout), ROCm 5 only the plain one; one must exist. The
  * argument is a hipDeviceProp_t of the matching layout (hip_api.h). */
