@@ -81,8 +81,8 @@ static int32_t qblock_of(int32_t per)
  * split's logits stay in shared memory, the blocks wait for each other
  * once (grid_sync_s), share the combine (each sums its P-th of the splits
  * for its elements: ceil(splits / P) steps) and write the probabilities
- * themselves where a split fits the tile, so one launch and no logits in
- * memory. Otherwise the last split block combines (a step per split) and
+ * themselves: one launch, and no logits in memory where a split fits the
+ * tile. Otherwise the last split block combines (a step per split) and
  * the probs pass reads the logits back. */
 static void attend_model(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32_t n, int probs,
                          lkv_bench_model *m)
@@ -104,15 +104,17 @@ static void attend_model(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32
     m->blocks = (int64_t)m->splits * (int64_t)in.units;
     int32_t qblocks = (per + qb - 1) / qb;
     int coop = m->blocks <= (int64_t)g->sms * resident;
-    int fused = coop && probs && qblocks == 1 && len <= (uint64_t)(LKV_ATT_TILE / qb);
+    int fused = coop && probs && qblocks == 1;
+    int long_split = len > (uint64_t)(LKV_ATT_TILE / qb);
     /* each block reads its cache head's K and V of its split; the logits
-     * go out only for the probs pass (and, where a split passes the tile,
-     * out and back in its own V pass) */
+     * stay in the tile where the split fits it (else out and back in the
+     * split's own V pass, and once more for fused probabilities); the
+     * probs pass reads them (counted there) */
     double kv = 2.0 * s->kv_heads * qblocks * (double)n * d * e;
     double logit_bytes = 4.0 * s->q_heads * (double)n;
-    double logits = len > (uint64_t)(LKV_ATT_TILE / qb) ? 2.0 * logit_bytes
-                    : probs && !fused                      ? logit_bytes
-                                                           : 0.0;
+    double logits = long_split      ? (fused ? 3.0 : 2.0) * logit_bytes
+                    : probs && !fused ? logit_bytes
+                                      : 0.0;
     double pw = fused ? 4.0 * s->kv_heads * (double)n : 0.0; /* probabilities written */
     double in_flight = vec ? 16.0 * g->split_loads : e;
     double t = kernel_s(g, kv + logits + pw, m->blocks, LKV_ATT_BLOCK, in_flight, resident,

@@ -58,16 +58,18 @@ Test(bench_model, attend_probs_on_h200_is_the_hand_computed_time)
     cr_expect(fabs(m.ideal_s - ideal) < 1e-12);
 }
 
-/* At 64K the splits (2048 slots) pass the tile: cooperative still (the
- * combine shared), but the logits go out and back in the split's V pass
- * and to the probs launch: two launches. */
-Test(bench_model, attend_probs_past_the_tile_takes_the_probs_launch)
+/* At 64K the splits (2048 slots) pass the tile: cooperative still, one
+ * launch, but the logits go out, back in the split's V pass and back once
+ * more for the probabilities. */
+Test(bench_model, attend_probs_past_the_tile_reads_its_logits_back)
 {
     lkv_bench_model m;
     lkv_bench_model_op(lkv_bench_gpu_named("h200"), LKV_BENCH_ATTEND_PROBS, &llama, 65536, 32768,
                        &m);
     cr_expect_eq(m.splits, 32);
-    cr_expect_eq(m.launches, 2);
+    cr_expect_eq(m.launches, 1);
+    cr_expect_float_eq(m.bytes, 2.0 * 8 * 65536 * 128 * 2 + 3.0 * 4 * 32 * 65536 +
+                                    4.0 * 8 * 65536 + 32.0 * 32 * 130 * 4, 1.0, "%.0f", m.bytes);
     cr_expect(m.ideal_s / m.seconds >= 0.80, "%.3f of copy", m.ideal_s / m.seconds);
 }
 

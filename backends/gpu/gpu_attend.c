@@ -5,8 +5,8 @@
  *                        combined into out and the log-sum-exp by the
  *                        group's split blocks together (a cooperative
  *                        launch: the driver places every block at once),
- *                        which then write the probabilities where a split
- *                        fits their tile; else by the last split block
+ *                        which then write the probabilities; else by the
+ *                        last split block
  *   lkv_attend_probs     per-slot probabilities, combined per cache head,
  *                        where the split blocks did not write them
  * LAZYKV_GPU_COOPERATIVE=0 (read when the device is created; 0 or 1) keeps
@@ -420,14 +420,12 @@ static lkv_status launch(lkv_device *d, lkv_gpu_kernel_id kernel, const uint32_t
     return lkv_gpu_launch_kernel(d, kernel, grid[0], grid[1], grid[2], block, args);
 }
 
-/* Whether the split blocks can write the batch's probabilities themselves
- * (LKV_ATT_F_PROBS, in a cooperative launch): every split fits the blocks'
- * tile of logits, and a block holds all of its cache head's query heads. */
-static int probs_in_split(const lkv_attend_args *a, const attend_batch *b)
+/* Whether the split blocks can write the call's probabilities themselves
+ * (LKV_ATT_F_PROBS, in a cooperative launch): a block holds all of its
+ * cache head's query heads. */
+static int probs_in_split(const lkv_attend_args *a)
 {
-    attend_shape s = shape_of(a);
-    int32_t qb = qblock_of(s.per);
-    return a->probs && s.qblocks == 1 && b->split_len <= LKV_ATT_TILE / qb;
+    return a->probs && shape_of(a).qblocks == 1;
 }
 
 /* The split launch, cooperative where the driver can place every block at
@@ -453,7 +451,7 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
     int32_t split_len = b->split_len, reduce_max = a->reduce == LKV_REDUCE_MAX;
     int32_t base = (a->out ? LKV_ATT_F_OUT : 0) | (reduce_max ? LKV_ATT_F_MAX : 0);
     int32_t flags = base | LKV_ATT_F_COOP |
-                    (probs_in_split(a, b) ? LKV_ATT_F_PROBS : a->probs ? LKV_ATT_F_LOGITS : 0);
+                    (probs_in_split(a) ? LKV_ATT_F_PROBS : a->probs ? LKV_ATT_F_LOGITS : 0);
     float scale = a->scale;
 
     void *split_args[] = {&k,      &v,    &phys,  &q,     &logits, &part,  &out,

@@ -33,7 +33,8 @@
 //       of a unit wait for each other (lkv_grid_wait on its count in
 //       `done`) and share the combine (lkv_att_combine_spread); with
 //       LKV_ATT_F_PROBS each then writes its own slots' probabilities from
-//       the weights its tile still holds (lkv_att_fused_probs): one launch.
+//       the weights its tile still holds, or the logits it wrote
+//       (lkv_att_fused_probs): one launch.
 //       Otherwise the last split block of a (group, cache head, query-head
 //       block) to finish (a count per such unit in `done`, atomically
 //       raised after a fence) merges the partials of its heads into out and
@@ -433,14 +434,18 @@ LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, co
     int first = 0, held = 0;
     // The loop bounds are uniform over the block, so every lane reaches the
     // shuffles; lanes past c1 or the row add zeros.
-    if (QB >= LKV_ATT_QSHARED && qs && nch <= s) {
-        // Four or eight heads' q would take QB * VEC registers for the pass,
-        // beside the V pass's sums, which live across tiles: read from the
-        // block's copy in shared memory instead (lanes of a sub-group read
-        // consecutive chunks, every sub-group the same ones). The loads'
-        // offset is read anew each round (qz, 0, through a volatile read):
-        // loads of a fixed address would be hoisted out of the loop, back
-        // into those registers.
+    if (nch <= s && (QB < LKV_ATT_QSHARED || qs)) {
+        // q: up to 2 heads' chunks in registers for the pass; 4 or 8 heads'
+        // would take QB * VEC of them, so those are read from the block's
+        // copy in shared memory (lanes of a sub-group read consecutive
+        // chunks, every sub-group the same ones). That copy's offset is
+        // read anew each round (qz, 0, through a volatile read): loads of a
+        // fixed address would be hoisted out of the loop, back into
+        // registers.
+        const int QR = QB < LKV_ATT_QSHARED ? QB : 1;
+        float qreg[QR][VEC];
+        if (QB < LKV_ATT_QSHARED)
+            lkv_att_load_q<QR, VEC>(qh, dim, jn, sl, nch, qreg);
         for (int base = c0 + tid / s; base - tid / s < c1; base += KU * step) {
             int qo = (sl < nch ? sl : 0) * VEC + *qz;
             unsigned at[KU];
@@ -454,33 +459,14 @@ LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, co
                 lkv_att_widen_chunk(kc[u], kx);
                 for (int j = 0; j < QB; j++) {
                     float qx[VEC];
-                    lkv_att_load(qs + j * dim + qo, qx);
+                    if (QB >= LKV_ATT_QSHARED)
+                        lkv_att_load(qs + j * dim + qo, qx);
+                    else
+                        for (int e = 0; e < VEC; e++)
+                            qx[e] = qreg[j % QR][e];
                     acc[j] = 0.0f;
                     for (int e = 0; e < VEC; e++)
                         acc[j] += qx[e] * kx[e];
-                    acc[j] = i < c1 && sl < nch ? acc[j] : 0.0f;
-                }
-                lkv_att_emit<QB>(acc, i, c0, c1, count, s, sl, jn, scale, tl, T, glg, n, &first,
-                                 &held, mloc);
-            }
-        }
-    } else if (QB < LKV_ATT_QSHARED && nch <= s) {
-        float qreg[QB][VEC];
-        lkv_att_load_q<QB, VEC>(qh, dim, jn, sl, nch, qreg);
-        for (int base = c0 + tid / s; base - tid / s < c1; base += KU * step) {
-            unsigned at[KU];
-            lkv_att_places<KU>(prow, base, step, c0, c1, at);
-            lkv_att_chunk<KV, VEC> kc[KU];
-            for (int u = 0; u < KU; u++)
-                lkv_att_fetch(kc[u], krow + lkv_att_chunk_at(at[u], sl, nch, dim, VEC));
-            for (int u = 0; u < KU; u++) {
-                int i = base + u * step;
-                float kx[VEC], acc[QB];
-                lkv_att_widen_chunk(kc[u], kx);
-                for (int j = 0; j < QB; j++) {
-                    acc[j] = 0.0f;
-                    for (int e = 0; e < VEC; e++)
-                        acc[j] += qreg[j][e] * kx[e];
                     acc[j] = i < c1 && sl < nch ? acc[j] : 0.0f;
                 }
                 lkv_att_emit<QB>(acc, i, c0, c1, count, s, sl, jn, scale, tl, T, glg, n, &first,
@@ -804,21 +790,24 @@ LKV_DEV void lkv_att_combine_spread(const float *part, float *out, float *lse,
     }
 }
 
-// The probabilities of this block's split in a cooperative launch, from the
-// weights its one tile still holds (w[j * T + i - s0] = exp(logit - m_j),
-// m_j this split's maximum): p = w exp(m_j - lse_j) = exp(logit - lse_j),
+// The probabilities of this block's split in a cooperative launch,
 // combined over the cache head's per = jn query heads (all in this block)
-// by max or mean, as lkv_attend_probs does from the logits. Two roundings
-// more than that kernel's exp(logit - lse). With lse = -inf (no finite
-// logit in the group) the factor is NaN and so is every probability, as
-// on the CPU.
-LKV_DEV void lkv_att_fused_probs(const float *w, int T, float *pr, int s0, int s1, int jn,
-                                 int reduce_max, const float *factor)
+// by max or mean, as lkv_attend_probs does. From the weights its one tile
+// still holds where the split fit it (w[j * T + i - s0] = exp(logit -
+// m_j), m_j this split's maximum): p = w factor[j] with factor[j] =
+// exp(m_j - lse_j), two roundings more than exp(logit - lse); else from the
+// logits it wrote to global memory (lg[j * n + i]): p = exp(logit - lse[j]),
+// as that kernel computes it. With lse = -inf (no finite logit in the
+// group) every probability is NaN, as on the CPU.
+LKV_DEV void lkv_att_fused_probs(const float *w, int T, const float *lg, int n, float *pr, int s0,
+                                 int s1, int jn, int reduce_max, const float *factor,
+                                 const float *lse)
 {
     for (int i = s0 + (int)threadIdx.x; i < s1; i += (int)blockDim.x) {
         float acc = reduce_max ? -INFINITY : 0.0f;
         for (int j = 0; j < jn; j++) {
-            float p = w[j * T + i - s0] * factor[j];
+            float p = w ? w[j * T + i - s0] * factor[j]
+                        : expf(lg[(lkv_att_u64)j * n + i] - lse[j]);
             acc = reduce_max ? fmaxf(acc, p) : acc + p;
         }
         pr[i] = reduce_max ? acc : acc / (float)jn;
@@ -933,17 +922,20 @@ LKV_DEV void lkv_att_split(lkv_att_shared<QB, VEC, R> &sh, const KV *k, const KV
         lkv_att_combine_spread<QB>(part, out, lse, pbase0, o0, nsp, sp, dim, jn, n, has_out,
                                    heads_m, heads_l, red, gather);
         if (flags & LKV_ATT_F_PROBS) {
-            // the factor exp(m_j - lse_j), m_j this split's own maximum
+            // heads_l[j] becomes lse_j, heads_m[j] the factor exp(m_j -
+            // lse_j), m_j this split's own maximum
             __syncthreads();
             if (threadIdx.x == 0)
                 for (int j = 0; j < jn; j++) {
                     const volatile float *own =
                         part + (pbase0 + (lkv_att_u64)j * nsp + sp) * ((lkv_att_u64)dim + 2);
-                    heads_m[j] = expf(own[0] - (heads_m[j] + logf(heads_l[j])));
+                    heads_l[j] = heads_m[j] + logf(heads_l[j]);
+                    heads_m[j] = expf(own[0] - heads_l[j]);
                 }
             __syncthreads();
             float *pr = probs + row * (lkv_att_u64)cap;
-            lkv_att_fused_probs(tile, T, pr, s0, s1, jn, (flags & LKV_ATT_F_MAX) != 0, heads_m);
+            lkv_att_fused_probs(on_chip ? tile : nullptr, T, lg, n, pr, s0, s1, jn,
+                                (flags & LKV_ATT_F_MAX) != 0, heads_m, heads_l);
         }
         __syncthreads();
         if (threadIdx.x == 0 && atomicAdd(count, 1u) == 2u * (unsigned int)nsp - 1u)
@@ -977,14 +969,15 @@ LKV_DEV void lkv_att_split(lkv_att_shared<QB, VEC, R> &sh, const KV *k, const KV
 // memory); the kernel report (scripts/kernel-report.sh) checks it and the
 // loads in flight.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-// sm_80's ptxas keeps 3 loads in flight at 128 registers in these: one
-// block and 4 loads there (the kernel report gates 2 blocks on sm_90 only)
-#define LKV_ATT_RESIDENT(QB, VEC) ((QB) == 8 && (VEC) == LKV_ATT_KV16_VEC ? 1 : 2)
+// sm_80's ptxas spills the 16-bit kernels at 8 heads at 128 registers (or
+// keeps 3 loads in flight in the 16-byte ones): one block there (the
+// kernel report gates 2 blocks on sm_90 only)
+#define LKV_ATT_RESIDENT(QB, KV) ((QB) == 8 && sizeof(KV) == 2 ? 1 : 2)
 #else
-#define LKV_ATT_RESIDENT(QB, VEC) 2
+#define LKV_ATT_RESIDENT(QB, KV) 2
 #endif
 #define LKV_ATT_SPLIT_KERNEL(name, QB, KV, VEC, R)                                             \
-    LKV_KERNEL_RESIDENT(name, LKV_ATT_RESIDENT(QB, VEC))                                       \
+    LKV_KERNEL_RESIDENT(name, LKV_ATT_RESIDENT(QB, KV))                                        \
     (const KV *k, const KV *v, const int *phys, const float *q, float *logits, float *part,    \
      float *out, float *lse, float *probs, unsigned int *done, const int *row0,                \
      const int *group_n, const int *slot_off, const int *split_off, int n_groups, int cap,     \

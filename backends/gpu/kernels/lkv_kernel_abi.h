@@ -28,15 +28,15 @@
 #define LKV_ATT_DIM_MAX (LKV_ATT_COLS * LKV_ATT_BLOCK)
 #define LKV_ATT_MAX_SPLITS 1024 /* per group, so the combine's loops stay short */
 /* a split block's tile of logits in shared memory, floats: LKV_ATT_TILE / QB
- * slots of its QB query heads (the online softmax's tile; a split of at most
- * that many slots keeps its weights there for probabilities in the launch) */
+ * slots of its QB query heads: a split of at most that many keeps its logits
+ * there between the passes, longer ones in global memory */
 #define LKV_ATT_TILE 4096
 /* the split kernels' `flags` */
 #define LKV_ATT_F_OUT 1    /* write out */
 #define LKV_ATT_F_LOGITS 2 /* write the logits for lkv_attend_probs */
 #define LKV_ATT_F_COOP 4   /* launched cooperatively: every block resident */
-#define LKV_ATT_F_PROBS 8  /* probabilities in this launch (needs F_COOP, a split of one
-                              tile, the cache head's query heads in one block) */
+#define LKV_ATT_F_PROBS 8  /* probabilities in this launch (needs F_COOP and the cache
+                              head's query heads in one block) */
 #define LKV_ATT_F_MAX 16   /* those probabilities combined by max, else by mean */
 #define LKV_ATT_SCALES 1024     /* combine: split scales kept in shared memory */
 
