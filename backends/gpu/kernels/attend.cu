@@ -888,8 +888,8 @@ LKV_DEV void lkv_att_split(lkv_att_shared<QB, VEC, R> &sh, const KV *k, const KV
                                     (flags & LKV_ATT_F_LOGITS) ? lg : nullptr, n, s0, s1, dim, jn,
                                     scale, m, red);
     else
-        lkv_att_logits<QB, KV, VEC>(krow, prow, qh, qs, &zero, lg, n, nullptr, n, s0, s1, dim, jn,
-                                    scale, m, red);
+        lkv_att_logits<QB, KV, VEC>(krow, prow, qh, qs, &zero, lg + s0, n, nullptr, n, s0, s1,
+                                    dim, jn, scale, m, red); // head h's slot i at lg[h * n + i]
     float acc[QB][VEC * R], l[QB];
     for (int j = 0; j < QB; j++) {
         l[j] = 0.0f;
