@@ -246,7 +246,8 @@ static lkv_bind_pipe logits_pipe(const attend_shape *s, uint32_t skew)
 
 /* attend_split_vec: an item owns one 16-byte unit of V (8 dimensions of a
  * 2-byte type, 4 of f32), every unit of a row in one work-group. The bound
- * is OpenCL's kernel's too, whose items own 4 dimensions of any type. */
+ * (4 dimensions an item at most) also holds OpenCL's kernel, whose 16-bit
+ * items own 8 dimensions where rows allow and 4 otherwise. */
 static int split_vec(lkv_device *d, const attend_shape *s, uint32_t skew)
 {
     return rows_of_16_bytes(s, skew) && s->dim <= 4 * lkv_bind_lim(d)->wg;

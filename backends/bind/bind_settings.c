@@ -9,7 +9,8 @@
 #include "error.h"
 
 /* Local (shared) memory per work-item of the most demanding kernel
- * (attend_split_vec: weights and partial sums for 8 query heads, a vec4). */
+ * (attend_logits: a team's partial dot products, 4 slots of 4 heads a
+ * round, as vec4s; attend_split_vec now takes less). */
 #define LKV_BIND_LOCAL_PER_ITEM 80
 
 /* The knob's value when set and valid: 1 and *out, else 0 (*out kept). */

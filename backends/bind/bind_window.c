@@ -133,7 +133,8 @@ uint32_t lkv_bind_groups(lkv_device *d, int64_t items, int64_t rows)
  * item that loops grid-stride reads slots a whole grid apart: at the CPU
  * budget and a batch of 64 rows, 5 work-groups a row, each item strides
  * 320 K rows, which no prefetcher follows (PoCL's logits ran 1.8x slower
- * per byte than its V pass). One slot per item reads K in order; these
+ * per byte than its V pass). A run of consecutive slots per work-group
+ * (attend_logits: a team of items per slot) reads K in order; these
  * kernels keep no per-group state, so the extra groups cost only their
  * launch. */
 uint32_t lkv_bind_slot_groups(lkv_device *d, int64_t items, int64_t rows)
