@@ -428,6 +428,17 @@ static int probs_in_split(const lkv_attend_args *a)
     return a->probs && shape_of(a).qblocks == 1;
 }
 
+/* Whether a grid of `kernel` may fit the device at once: within one wave
+ * by the occupancy query's answer (unknown: the driver decides). Larger
+ * grids are not offered to the cooperative launch, which would refuse
+ * them on every call of a large batch. */
+static int one_wave(const lkv_device *d, lkv_gpu_kernel_id kernel, const uint32_t grid[3])
+{
+    int resident = d->resident[kernel];
+    uint64_t blocks = (uint64_t)grid[0] * grid[1] * grid[2];
+    return resident <= 0 || blocks <= (uint64_t)d->lim.multiprocessors * (uint64_t)resident;
+}
+
 /* The split launch, cooperative where the driver can place every block at
  * once: then the group's split blocks share its combine and may write the
  * probabilities (one launch); else the last block of each group combines
@@ -459,7 +470,7 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
                           &groups, &cap,  &kv_cap, &dim,  &heads,  &per,   &split_len,
                           &scale,  &flags};
     lkv_gpu_kernel_id kernel = split_kernel(a);
-    lkv_status st = d->cooperative
+    lkv_status st = d->cooperative && one_wave(d, kernel, b->grid[LAUNCH_SPLIT])
                         ? lkv_gpu_launch_cooperative(d, kernel, b->grid[LAUNCH_SPLIT],
                                                      LKV_ATT_BLOCK, split_args)
                         : LKV_UNSUPPORTED;

@@ -271,7 +271,8 @@ static lkv_status launch_with(lkv_device *d, lkv_gpu_kernel_id kernel, const uin
     if (cooperative && !d->drv->launch_cooperative)
         return lkv_fail(LKV_UNSUPPORTED, "%s: no cooperative launch", d->drv->name);
     lkv_gpu_launch l = {kernel, {gx, gy, gz}, block, args};
-    lkv_status st = cooperative ? d->drv->launch_cooperative(d->api, &l) : d->drv->launch(d->api, &l);
+    lkv_status st = cooperative ? d->drv->launch_cooperative(d->api, &l)
+                                : d->drv->launch(d->api, &l);
     if (st == LKV_OK)
         d->counters.launches++;
     if (st == LKV_UNSUPPORTED && cooperative)

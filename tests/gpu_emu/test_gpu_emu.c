@@ -708,6 +708,16 @@ Test(gpu_emu, blocks_park_again_at_a_second_grid_wait)
     }
 }
 
+/* lkv_emu_test_grid_sum's buffers on a driver's device: vals and sums (4
+ * words each), count (zeroed) and lost (one word each), in argument order. */
+static void grid_sum_buffers(void *api, lkv_gpu_ptr d[4])
+{
+    const size_t words[4] = {4, 1, 4, 1};
+    for (int i = 0; i < 4; i++)
+        TU_OK(lkv_emu_driver.mem_alloc(api, words[i] * sizeof(unsigned), &d[i]));
+    TU_OK(lkv_emu_driver.mem_zero(api, d[1], sizeof(unsigned)));
+}
+
 Test(gpu_emu, a_grid_wait_that_must_wait_fails_a_launch_that_is_not_cooperative)
 {
     unsigned vals[4] = {0}, sums[4] = {0}, count = 0, lost = 0, extra = 0;
@@ -727,23 +737,19 @@ Test(gpu_emu, a_grid_wait_that_must_wait_fails_a_launch_that_is_not_cooperative)
     cr_assert_eq(sums[0], 3u);
     /* through the driver: DEVICE_ERROR naming the kernel */
     void *api = driver();
-    lkv_gpu_ptr dv, dc, ds, dl;
-    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof vals, &dv));
-    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof count, &dc));
-    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof sums, &ds));
-    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof lost, &dl));
-    TU_OK(lkv_emu_driver.mem_zero(api, dc, sizeof count));
-    void *dargs[] = {&dv, &dc, &ds, &dl, &extra};
+    lkv_gpu_ptr d[4];
+    grid_sum_buffers(api, d);
+    void *dargs[] = {&d[0], &d[1], &d[2], &d[3], &extra};
     cr_assert_eq(lkv_emu_launch_custom(api, &lkv_emu_test_grid_sum, grid, 64, dargs),
                  LKV_DEVICE_ERROR);
     cr_assert(strstr(lkv_last_error(), "emu_test_grid_sum") &&
                   strstr(lkv_last_error(), "not cooperative"), "%s", lkv_last_error());
     /* the same launch, cooperative, through the driver */
-    TU_OK(lkv_emu_driver.mem_zero(api, dc, sizeof count));
-    TU_OK(lkv_emu_driver.mem_zero(api, dl, sizeof lost));
+    TU_OK(lkv_emu_driver.mem_zero(api, d[1], sizeof count));
+    TU_OK(lkv_emu_driver.mem_zero(api, d[3], sizeof lost));
     TU_OK(lkv_emu_launch_custom_cooperative(api, &lkv_emu_test_grid_sum, grid, 64, dargs));
-    TU_OK(lkv_emu_driver.dtoh(api, sums, ds, sizeof sums));
-    TU_OK(lkv_emu_driver.dtoh(api, &lost, dl, sizeof lost));
+    TU_OK(lkv_emu_driver.dtoh(api, sums, d[2], sizeof sums));
+    TU_OK(lkv_emu_driver.dtoh(api, &lost, d[3], sizeof lost));
     for (int b = 0; b < 4; b++)
         cr_assert_eq(sums[b], 3u + 10u + 17u + 24u, "block %d: %u", b, sums[b]);
     cr_assert_eq(lost, 0u);
@@ -800,14 +806,10 @@ Test(gpu_emu, a_grid_wait_no_block_can_satisfy_fails_instead_of_hanging)
     expect_a_block_scan_right();
     /* through the driver: DEVICE_ERROR naming the kernel */
     void *api = driver();
-    lkv_gpu_ptr dv, dc, ds, dl;
-    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof vals, &dv));
-    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof count, &dc));
-    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof sums, &ds));
-    TU_OK(lkv_emu_driver.mem_alloc(api, sizeof lost, &dl));
-    TU_OK(lkv_emu_driver.mem_zero(api, dc, sizeof count));
+    lkv_gpu_ptr d[4];
+    grid_sum_buffers(api, d);
     extra = 1;
-    void *dargs[] = {&dv, &dc, &ds, &dl, &extra};
+    void *dargs[] = {&d[0], &d[1], &d[2], &d[3], &extra};
     cr_assert_eq(lkv_emu_launch_custom_cooperative(api, &lkv_emu_test_grid_sum, grid, 64, dargs),
                  LKV_DEVICE_ERROR);
     cr_assert(strstr(lkv_last_error(), "emu_test_grid_sum") &&

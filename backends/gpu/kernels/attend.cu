@@ -31,7 +31,7 @@
 //       Launched cooperatively (flags LKV_ATT_F_COOP: every block resident,
 //       which the host asks for when the grid is one wave), the split blocks
 //       of a unit wait for each other (lkv_grid_wait on its count in
-//       `done`) and share the combine (lkv_att_combine_spread); with
+//       `done`) and share the combine (lkv_att_combine); with
 //       LKV_ATT_F_PROBS each then writes its own slots' probabilities from
 //       the weights its tile still holds, or the logits it wrote
 //       (lkv_att_fused_probs): one launch.
@@ -76,7 +76,7 @@
 // are 64-bit wherever rows * capacity * head_dim can pass 2^32.
 #include "lkv_gpu.h"
 
-// LKV_ATT_QBLOCK, LKV_ATT_COLS, the chunk widths and LKV_ATT_SCALES are in
+// LKV_ATT_QBLOCK, LKV_ATT_COLS, the chunk widths and LKV_ATT_TILE are in
 // lkv_kernel_abi.h: the host plans launches by them.
 #define LKV_ATT_WARPS (LKV_BLOCK_MAX / 32)   // most warps in a block (warp 32)
 // K or V rows a thread has in flight in each pass: every 16-byte chunk
@@ -417,8 +417,9 @@ LKV_DEV void lkv_att_emit(float (&acc)[QB], int i, int c0, int c1, int count, in
 // round's KU slots before finishing them.
 template <int QB, typename KV, int VEC>
 LKV_DEV void lkv_att_logits(const KV *krow, const int *prow, const float *qh, const float *qs,
-                            const volatile int *qz, float *tl, int T, float *glg, int n, int c0, int c1, int dim, int jn,
-                            float scale, float (&m)[QB], float (*red)[LKV_ATT_WARPS])
+                            const volatile int *qz, float *tl, int T, float *glg, int n, int c0,
+                            int c1, int dim, int jn, float scale, float (&m)[QB],
+                            float (*red)[LKV_ATT_WARPS])
 {
     int tid = (int)threadIdx.x, bs = (int)blockDim.x;
     int nch = dim / VEC;
@@ -654,60 +655,6 @@ LKV_DEV float lkv_att_nan(void)
     return __uint_as_float(0x7fc00000u);
 }
 
-// Per (group g of n valid slots, query head qh): M = max_s m_s, L = sum_s
-// l_s exp(m_s - M), out = sum_s o_s exp(m_s - M) / L and lse = M + log L.
-// Two cases as the CPU has them: with no valid slot (n = 0: one empty
-// split, m = -inf, l = 0) out is 0 (its empty sum); with
-// slots but no logit above -inf (M = -inf: every logit -inf or NaN) out is
-// the NaN of its exp(-inf - -inf). lse is -inf in both, so
-// lkv_attend_probs gives such a group's slots NaN, as the CPU does.
-// `out` is written only when has_out. The whole block calls it; `scales`
-// holds LKV_ATT_SCALES floats of shared memory. The partials are read
-// volatile: other blocks wrote them in this launch, and a cached copy in
-// this multiprocessor's L1 would be stale.
-LKV_DEV void lkv_att_combine(const float *part, float *out, float *lse, const int *split_off,
-                             int q_heads, int dim, int has_out, int g, int n, int qh,
-                             float (*red)[LKV_ATT_WARPS], float *scales)
-{
-    int tid = (int)threadIdx.x, bs = (int)blockDim.x;
-    int nsp = split_off[g + 1] - split_off[g];
-    lkv_att_u64 stride = (lkv_att_u64)dim + 2;
-    const volatile float *pp =
-        part + ((lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh * nsp) * stride;
-    float big[1] = {-INFINITY};
-    for (int s = tid; s < nsp; s += bs)
-        big[0] = fmaxf(big[0], pp[s * stride]);
-    lkv_att_block_reduce(big, true, red);
-    float M = big[0];
-    float total[1] = {0.0f};
-    for (int s = tid; s < nsp; s += bs) {
-        float sc = M == -INFINITY ? 0.0f : expf(pp[s * stride] - M);
-        if (s < LKV_ATT_SCALES)
-            scales[s] = sc;
-        total[0] += pp[s * stride + 1] * sc;
-    }
-    lkv_att_block_reduce(total, false, red); // its barriers publish `scales`
-    float L = total[0];
-    lkv_att_u64 o = ((lkv_att_u64)g * q_heads + qh) * (lkv_att_u64)dim;
-    if (has_out && M == -INFINITY) {
-        float none = n > 0 ? lkv_att_nan() : 0.0f;
-        for (int e = tid; e < dim; e += bs)
-            out[o + e] = none;
-    } else if (has_out) {
-        for (int e = tid; e < dim; e += bs) {
-            float acc = 0.0f;
-            for (int s = 0; s < nsp; s++) {
-                float sc = s < LKV_ATT_SCALES ? scales[s] : expf(pp[s * stride] - M);
-                acc += pp[s * stride + 2 + e] * sc;
-            }
-            out[o + e] = acc / L;
-        }
-    }
-    if (tid == 0)
-        lse[(lkv_att_u64)g * q_heads + qh] = M + logf(L);
-    __syncthreads(); // scales and red are reused by the next head
-}
-
 // Per head j < jn of the block (query head qh0 + j of group g): M = max_s
 // m_s and L = sum_s l_s exp(m_s - M) over the group's nsp splits, into
 // big[j] and total[j] of every thread. Partials read volatile (other blocks
@@ -738,18 +685,27 @@ LKV_DEV void lkv_att_totals(const float *part, lkv_att_u64 pbase0, int nsp, int 
     lkv_att_block_reduce(total, false, red);
 }
 
-// The combine of a cooperative launch (every split block resident, all of
-// the group's partials written: lkv_grid_wait), spread over the group's
-// split blocks instead of done by the last one: split sp writes the
-// elements x = sp, sp + nsp, ... of its heads' outputs [jn][dim], each a
-// sum over the splits as lkv_att_combine's, and split 0 the log-sum-exps.
-// hm, hl: QB floats of shared memory, the heads' M and L for the caller;
-// sums: blockDim floats of shared memory.
+// The combine of the group's splits for the block's jn heads: M = max_s
+// m_s, L = sum_s l_s exp(m_s - M), out = sum_s o_s exp(m_s - M) / L and lse
+// = M + log L. This block writes the elements x = x0, x0 + dx, ... of the
+// heads' outputs [jn][dim] (all of them, x0 = 0 and dx = 1, in the last
+// split block to finish; a share, x0 = its split and dx = the splits, in
+// each split block of a cooperative launch) and, where x0 = 0, the
+// log-sum-exps. Two cases as the CPU has them: with no valid slot (n = 0:
+// one empty split, m = -inf, l = 0) out is 0 (its empty sum); with slots
+// but no logit above -inf (M = -inf: every logit -inf or NaN) out is the
+// NaN of its exp(-inf - -inf). lse is -inf in both, so the probabilities
+// of such a group are NaN, as on the CPU. `out` is written only when
+// has_out. The whole block calls it, after every split's partials are
+// written; they are read volatile (other blocks wrote them in this launch,
+// and a cached copy in this multiprocessor's L1 would be stale). hm, hl: QB
+// floats of shared memory, the heads' M and L for the caller; sums:
+// blockDim floats of shared memory.
 template <int QB>
-LKV_DEV void lkv_att_combine_spread(const float *part, float *out, float *lse,
-                                    lkv_att_u64 pbase0, lkv_att_u64 o0, int nsp, int sp, int dim,
-                                    int jn, int n, int has_out, float *hm, float *hl,
-                                    float (*red)[LKV_ATT_WARPS], float *sums)
+LKV_DEV void lkv_att_combine(const float *part, float *out, float *lse, lkv_att_u64 pbase0,
+                             lkv_att_u64 o0, int nsp, int x0, int dx, int dim, int jn, int n,
+                             int has_out, float *hm, float *hl, float (*red)[LKV_ATT_WARPS],
+                             float *sums)
 {
     float big[QB], total[QB];
     lkv_att_totals<QB>(part, pbase0, nsp, dim, jn, big, total, red);
@@ -758,20 +714,20 @@ LKV_DEV void lkv_att_combine_spread(const float *part, float *out, float *lse,
         for (int j = 0; j < QB; j++) {
             hm[j] = big[j];
             hl[j] = total[j];
-            if (sp == 0 && j < jn)
+            if (x0 == 0 && j < jn)
                 lse[o0 / (lkv_att_u64)dim + j] = big[j] + logf(total[j]);
         }
     __syncthreads();
     lkv_att_u64 stride = (lkv_att_u64)dim + 2;
     const volatile float *pp = part + pbase0 * stride;
-    // This block's E elements x = sp + k * nsp, each summed over the splits
+    // This block's E elements x = x0 + k * dx, each summed over the splits
     // by P threads (a P-th of the splits each, then through `sums`), so
     // the sums over splits run in parallel, not one split after another.
-    int E = has_out && sp < jn * dim ? (jn * dim - sp + nsp - 1) / nsp : 0;
+    int E = has_out && x0 < jn * dim ? (jn * dim - x0 + dx - 1) / dx : 0;
     int P = E > 0 && E < bs ? bs / E : 1, per_round = bs / P;
     for (int k0 = 0; k0 < E; k0 += per_round) {
         int k = k0 + tid % per_round, share = tid / per_round;
-        int x = sp + k * nsp, j = x / dim, e = x % dim;
+        int x = x0 + k * dx, j = x / dim, e = x % dim;
         float acc = 0.0f;
         if (k < E && share < P && hm[j] != -INFINITY)
             for (int s = share; s < nsp; s += P) {
@@ -814,10 +770,6 @@ LKV_DEV void lkv_att_fused_probs(const float *w, int T, const float *lg, int n, 
     }
 }
 
-// The body of lkv_attend_split_*: VEC elements per chunk (16 bytes on the
-// vector path, 1 otherwise), R chunk columns per thread at most in the pass
-// over V (1 on the vector path, LKV_ATT_COLS on the scalar one: head_dim <=
-// LKV_ATT_COLS * block). flags: LKV_ATT_F_* (lkv_kernel_abi.h).
 // A split block's shared memory, declared by the kernel itself
 // (LKV_ATT_SPLIT_KERNEL): a function template's own __shared__ variables
 // are not placed in the emulator's shared section by g++ (they would keep
@@ -825,12 +777,16 @@ LKV_DEV void lkv_att_fused_probs(const float *w, int T, const float *lg, int n, 
 template <int QB, int VEC, int R> struct lkv_att_shared {
     float tile[LKV_ATT_TILE];             // a tile's logits, then its weights, [QB][T]
     float red[QB][LKV_ATT_WARPS];         // block reductions
-    float gather[LKV_BLOCK_MAX * VEC * R]; // q of 4 or 8 heads; the partials' sums
+    float gather[LKV_BLOCK_MAX * VEC * R]; // q of 4 or 8 heads; the partials' and combine's sums
     float heads_m[QB], heads_l[QB];       // the combine's M and L per head
     unsigned int last;                    // this block combines (not cooperative)
     int zero;                             // see lkv_att_logits' use of qs
 };
 
+// The body of lkv_attend_split_*: VEC elements per chunk (16 bytes on the
+// vector path, 1 otherwise), R chunk columns per thread at most in the pass
+// over V (1 on the vector path, LKV_ATT_COLS on the scalar one: head_dim <=
+// LKV_ATT_COLS * block). flags: LKV_ATT_F_* (lkv_kernel_abi.h).
 template <int QB, typename KV, int VEC, int R>
 LKV_DEV void lkv_att_split(lkv_att_shared<QB, VEC, R> &sh, const KV *k, const KV *v,
                            const int *phys, const float *q, float *logits, float *part,
@@ -843,7 +799,6 @@ LKV_DEV void lkv_att_split(lkv_att_shared<QB, VEC, R> &sh, const KV *k, const KV
     float (*red)[LKV_ATT_WARPS] = sh.red;
     unsigned int &last = sh.last;
     int &zero = sh.zero;
-    static_assert(LKV_BLOCK_MAX * VEC * R >= LKV_ATT_SCALES, "the combine's scales use gather");
     const int T = LKV_ATT_TILE / QB;
 
     int qblocks = (per + QB - 1) / QB;
@@ -906,6 +861,7 @@ LKV_DEV void lkv_att_split(lkv_att_shared<QB, VEC, R> &sh, const KV *k, const KV
     lkv_att_block_reduce(l, false, red);
     lkv_att_u64 pbase0 = (lkv_att_u64)split_off[g] * q_heads + (lkv_att_u64)qh0 * nsp;
     lkv_att_write_partials<QB, VEC, R>(part, pbase0 + sp, nsp, dim, jn, acc, m, l, gather);
+    lkv_att_u64 o0 = ((lkv_att_u64)g * q_heads + qh0) * (lkv_att_u64)dim; // out, lse: [g][qh]
     unsigned int *count = done + (lkv_att_u64)g * gridDim.y + blockIdx.y;
     lkv_threadfence();
     __syncthreads();
@@ -918,9 +874,8 @@ LKV_DEV void lkv_att_split(lkv_att_shared<QB, VEC, R> &sh, const KV *k, const KV
         if (threadIdx.x == 0)
             atomicAdd(count, 1u);
         lkv_grid_wait(count, (unsigned int)nsp);
-        lkv_att_u64 o0 = ((lkv_att_u64)g * q_heads + qh0) * (lkv_att_u64)dim;
-        lkv_att_combine_spread<QB>(part, out, lse, pbase0, o0, nsp, sp, dim, jn, n, has_out,
-                                   heads_m, heads_l, red, gather);
+        lkv_att_combine<QB>(part, out, lse, pbase0, o0, nsp, sp, nsp, dim, jn, n, has_out,
+                            heads_m, heads_l, red, gather);
         if (flags & LKV_ATT_F_PROBS) {
             // heads_l[j] becomes lse_j, heads_m[j] the factor exp(m_j -
             // lse_j), m_j this split's own maximum
@@ -953,9 +908,8 @@ LKV_DEV void lkv_att_split(lkv_att_shared<QB, VEC, R> &sh, const KV *k, const KV
     if (!last)
         return;
     lkv_threadfence();
-    for (int j = 0; j < jn; j++)
-        lkv_att_combine(part, out, lse, split_off, q_heads, dim, has_out, g, n, qh0 + j, red,
-                        gather);
+    lkv_att_combine<QB>(part, out, lse, pbase0, o0, nsp, 0, 1, dim, jn, n, has_out, heads_m,
+                        heads_l, red, gather);
     if (threadIdx.x == 0)
         *count = 0u;
 }

@@ -38,7 +38,6 @@
 #define LKV_ATT_F_PROBS 8  /* probabilities in this launch (needs F_COOP and the cache
                               head's query heads in one block) */
 #define LKV_ATT_F_MAX 16   /* those probabilities combined by max, else by mean */
-#define LKV_ATT_SCALES 1024     /* combine: split scales kept in shared memory */
 
 /* observe, score, select (backends/gpu/kernels/observe.cu, score.cu, select.cu): any
  * block of whole warps up to LKV_BLOCK_MAX works; these are the ones used. */
@@ -105,9 +104,6 @@ LKV_ABI_ASSERT(LKV_ATT_DIM_MAX <= LKV_ATT_F32_VEC * LKV_ATT_BLOCK,
                "f32 vector V pass: head_dim <= one float4 per thread of the block");
 LKV_ABI_ASSERT(LKV_ATT_DIM_MAX <= LKV_ATT_KV16_VEC * LKV_ATT_BLOCK,
                "f16/bf16 vector V pass: head_dim <= one uint4 of elements per thread of the block");
-/* more splits than scales still combine right, but recompute exp per column */
-LKV_ABI_ASSERT(LKV_ATT_MAX_SPLITS <= LKV_ATT_SCALES,
-               "a group's split scales fit the combine's shared memory");
 LKV_ABI_ASSERT(LKV_COMPACT_MAX_SLICE <= LKV_COMPACT_PER_THREAD * LKV_COMPACT_BLOCK,
                "lkv_compact_march: a slice of w units needs w <= block * per thread");
 
