@@ -147,14 +147,14 @@ static double per_slot_s(const lkv_bench_gpu *g, double bytes, const lkv_bench_s
     return kernel_s(g, bytes, *blocks, 256, 4.0 * loads, 8, waves);
 }
 
-/* select: a block per row; four radix passes over the row's scores with
- * LKV_SELECT_INFLIGHT 4-byte loads in flight a thread (8: the kernel
- * report reads them in the SASS), each pass's digit by a block scan of its
- * 256 bins (log2 256 = 8 steps); then the last pass over the row writing
- * the kept slots, with 4 in flight (the report's figure: nvcc issues its 8
- * loads in two halves there). */
-static double select_s(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32_t n, int32_t k,
-                       lkv_bench_model *m)
+/* select, one block a row (lkv_select_rows): four radix passes over the
+ * row's scores with LKV_SELECT_INFLIGHT 4-byte loads in flight a thread
+ * (8: the kernel report reads them in the SASS), each pass's digit by a
+ * block scan of its 256 bins (log2 256 = 8 steps); then the last pass over
+ * the row writing the kept slots, with 4 in flight (the report's figure:
+ * nvcc issues its 8 loads in two halves there). */
+static double select_rows_s(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32_t n,
+                            int32_t k, lkv_bench_model *m)
 {
     double pass = 4.0 * s->kv_heads * (double)n, kept = 4.0 * s->kv_heads * (double)k;
     m->blocks = s->kv_heads;
@@ -163,6 +163,32 @@ static double select_s(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32_t
                     &m->waves) +
            kernel_s(g, pass + kept, m->blocks, LKV_SELECT_BLOCK, 4.0 * 4.0, 8, NULL) +
            4.0 * 8.0 * g->scan_step_s;
+}
+
+/* select where a row's blocks fit the device at once (gpu_select.c):
+ * ceil(n / LKV_SELECT_CHUNK) blocks a row each read their chunk once (8
+ * scores in flight a thread) and keep it in shared memory; the four passes'
+ * histograms and then the blocks' counts are exchanged through memory, a
+ * wait for the row's blocks each (5 x grid_sync_s), each digit found by a
+ * block scan of the bins, the blocks' counts by one more. Resident: 4
+ * blocks a multiprocessor (its launch bounds ask for 4; ptxas fits it in
+ * 64 registers with no spill on sm_80 and sm_90: kernel report).
+ * Otherwise lkv_select_rows. */
+static double select_s(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32_t n, int32_t k,
+                       lkv_bench_model *m)
+{
+    const int resident = 4;
+    int64_t parts = (n + LKV_SELECT_CHUNK - 1) / LKV_SELECT_CHUNK;
+    int64_t blocks = parts * s->kv_heads;
+    if (parts < 1 || blocks > (int64_t)g->sms * resident)
+        return select_rows_s(g, s, n, k, m);
+    double pass = 4.0 * s->kv_heads * (double)n, kept = 4.0 * s->kv_heads * (double)k;
+    m->blocks = blocks;
+    m->bytes = pass + kept;
+    double waits = parts > 1 ? 5.0 * g->grid_sync_s + 1.0 * 8.0 * g->scan_step_s : 0.0;
+    return kernel_s(g, pass + kept, blocks, LKV_SELECT_BLOCK, 4.0 * LKV_SELECT_INFLIGHT, resident,
+                    &m->waves) +
+           4.0 * 8.0 * g->scan_step_s + waits;
 }
 
 void lkv_bench_model_op(const lkv_bench_gpu *g, lkv_bench_op op, const lkv_bench_shape *s,

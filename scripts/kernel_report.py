@@ -106,7 +106,7 @@ def body_lines(path, function):
     lines, found = open(path).read().splitlines(), set()
     for i, line in enumerate(lines):
         if (line.startswith("LKV_DEV") and re.search(r"\b%s\(" % function, line)
-                or line.startswith("LKV_KERNEL(%s)" % function)):
+                or re.match(r"LKV_KERNEL(_RESIDENT)?\(%s[,)]" % function, line)):
             j = next(j for j in range(i, len(lines)) if lines[j].startswith("}"))
             found |= {(os.path.basename(path), n) for n in range(i + 1, j + 2)}
     if not found:
@@ -176,13 +176,17 @@ def nvidia_loads(cubin):
     loads = {name: min(in_flight(code, fetch, k_lines), in_flight(code, fetch, v_lines))
              for name, code in kernels.items()
              if vec_split(name)}
-    # select's scores, 4 bytes each: the radix passes' and the last pass's
+    # select's scores, 4 bytes each: lkv_select_rows' radix passes' and its
+    # last pass's; lkv_select_spread's one read of its chunk
     fetch = body_lines(SELECT, "lkv_select_fetch")
     passes = body_lines(SELECT, "lkv_select_threshold")
-    last = body_lines(SELECT, "lkv_select_rows")
+    last = body_lines(SELECT, "lkv_select_place")
     code = kernels.get("lkv_select_rows", [])
     loads["lkv_select_rows"] = "%d, %d x 4 B" % (in_flight(code, fetch, passes, LOAD4, 1),
                                                 in_flight(code, fetch, last, LOAD4, 1, passes))
+    code = kernels.get("lkv_select_spread", [])
+    spread = body_lines(SELECT, "lkv_select_spread")
+    loads["lkv_select_spread"] = "%d x 4 B" % in_flight(code, fetch, spread, LOAD4, 1)
     return loads
 
 
@@ -217,7 +221,7 @@ def nvidia(arch, blocks):
             fit.append(lim["smem"] // r["smem"])
         r.update(block=b, resident=min(fit),
                  loads=loads.get(name, "not checked")
-                 if vec_split(name) or name == "lkv_select_rows" else "-")
+                 if vec_split(name) or name.startswith("lkv_select") else "-")
     return rows
 
 

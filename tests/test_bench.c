@@ -73,16 +73,37 @@ Test(bench_model, attend_probs_past_the_tile_reads_its_logits_back)
     cr_expect(m.ideal_s / m.seconds >= 0.80, "%.3f of copy", m.ideal_s / m.seconds);
 }
 
-/* select: a block per row (8); four radix passes of 4-byte scores with 8
- * loads in flight a thread (8 x 256 x 32 B / 0.8 us = 81.92 GB/s), the last
- * pass (the scores again and the kept slots) with 4 (40.96 GB/s), 4
- * passes' block scans of 8 steps of 20 ns, one launch and the sync. */
-Test(bench_model, select_is_bound_by_its_eight_blocks)
+/* select at 32K where a row's blocks fit the device at once: 32768 / 2048
+ * = 16 blocks a row, 128 in all (<= 132 x 4 resident), each reading its
+ * chunk once with 8 scores in flight a thread (128 x 256 x 32 B / 0.8 us =
+ * 1.31 TB/s, under the copy bandwidth) and writing its kept slots: 4 x 8
+ * x (32768 + 16384) bytes; 4 passes' block scans of 8 steps of 20 ns, one
+ * more for the blocks' counts, 5 waits of 1 us for the row's blocks, one
+ * launch and the sync: 12.0 us, where one block a row took 95. */
+Test(bench_model, select_spreads_each_row_over_blocks_that_read_it_once)
 {
     lkv_bench_model m;
-    lkv_bench_model_op(lkv_bench_gpu_named("h200"), LKV_BENCH_SELECT, &llama, 4096, 2048, &m);
-    double want = 4.0 * 4 * 8 * 4096 / (8 * 256 * 32 / 0.8e-6) +
-                  (4.0 * 8 * 4096 + 4.0 * 8 * 2048) / (8 * 256 * 16 / 0.8e-6) + 32 * 20e-9 + 5e-6;
+    lkv_bench_model_op(lkv_bench_gpu_named("h200"), LKV_BENCH_SELECT, &llama, 32768, 16384, &m);
+    double bytes = 4.0 * 8 * (32768 + 16384);
+    double want = bytes / (128 * 256 * 32 / 0.8e-6) + 5 * 8 * 20e-9 + 5 * 1e-6 + 5e-6;
+    cr_expect_eq(m.blocks, 128);
+    cr_expect_float_eq(m.bytes, bytes, 0.5);
+    cr_expect(fabs(m.seconds - want) < 1e-12, "%.9g s, want %.9g", m.seconds, want);
+}
+
+/* select at 160K: 80 blocks a row, 640 in all, do not fit at once (132 x
+ * 4 = 528), so a block per row (8); four radix passes of 4-byte scores
+ * with 8 loads in flight a thread (8 x 256 x 32 B / 0.8 us = 81.92 GB/s),
+ * the last pass (the scores again and the kept slots) with 4 (40.96
+ * GB/s), 4 passes' block scans of 8 steps of 20 ns, one launch and the
+ * sync. */
+Test(bench_model, select_past_one_wave_is_bound_by_its_eight_blocks)
+{
+    lkv_bench_model m;
+    int32_t n = 163840, k = 81920;
+    lkv_bench_model_op(lkv_bench_gpu_named("h200"), LKV_BENCH_SELECT, &llama, n, k, &m);
+    double want = 4.0 * 4 * 8 * n / (8 * 256 * 32 / 0.8e-6) +
+                  (4.0 * 8 * n + 4.0 * 8 * k) / (8 * 256 * 16 / 0.8e-6) + 32 * 20e-9 + 5e-6;
     cr_expect_eq(m.blocks, 8);
     cr_expect(fabs(m.seconds - want) < 1e-12, "%.9g s, want %.9g", m.seconds, want);
 }

@@ -237,15 +237,8 @@ static lkv_gpu_kernel_id split_kernel(const lkv_attend_args *a);
  * cannot say. */
 static uint64_t split_budget(lkv_device *d, const lkv_attend_args *a)
 {
-    lkv_gpu_kernel_id k = split_kernel(a);
-    if (d->resident[k] == 0) {
-        int blocks = 0;
-        lkv_status st = d->drv->occupancy ? d->drv->occupancy(d->api, k, LKV_ATT_BLOCK, &blocks)
-                                          : LKV_UNSUPPORTED;
-        d->resident[k] = st == LKV_OK && blocks > 0 ? blocks : -1;
-        lkv_clear_error(); /* a driver that cannot say is not a failure of the call */
-    }
-    return lkv_attend_budget(d->lim.multiprocessors, d->resident[k]);
+    return lkv_attend_budget(d->lim.multiprocessors,
+                             lkv_gpu_resident(d, split_kernel(a), LKV_ATT_BLOCK));
 }
 
 /* Splits (backends/plan/attend_plan.h): the batch's slots spread over one
@@ -428,17 +421,6 @@ static int probs_in_split(const lkv_attend_args *a)
     return a->probs && shape_of(a).qblocks == 1;
 }
 
-/* Whether a grid of `kernel` may fit the device at once: within one wave
- * by the occupancy query's answer (unknown: the driver decides). Larger
- * grids are not offered to the cooperative launch, which would refuse
- * them on every call of a large batch. */
-static int one_wave(const lkv_device *d, lkv_gpu_kernel_id kernel, const uint32_t grid[3])
-{
-    int resident = d->resident[kernel];
-    uint64_t blocks = (uint64_t)grid[0] * grid[1] * grid[2];
-    return resident <= 0 || blocks <= (uint64_t)d->lim.multiprocessors * (uint64_t)resident;
-}
-
 /* The split launch, cooperative where the driver can place every block at
  * once: then the group's split blocks share its combine and may write the
  * probabilities (one launch); else the last block of each group combines
@@ -470,7 +452,7 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
                           &groups, &cap,  &kv_cap, &dim,  &heads,  &per,   &split_len,
                           &scale,  &flags};
     lkv_gpu_kernel_id kernel = split_kernel(a);
-    lkv_status st = d->cooperative && one_wave(d, kernel, b->grid[LAUNCH_SPLIT])
+    lkv_status st = d->cooperative && lkv_gpu_one_wave(d, kernel, b->grid[LAUNCH_SPLIT])
                         ? lkv_gpu_launch_cooperative(d, kernel, b->grid[LAUNCH_SPLIT],
                                                      LKV_ATT_BLOCK, split_args)
                         : LKV_UNSUPPORTED;

@@ -51,8 +51,8 @@ void lkv_gpu_close(lkv_device *d)
 {
     if (!d)
         return;
-    lkv_buffer *scratch[] = {d->lists, d->logits, d->partials, d->lse, d->attend_done,
-                             d->compact_scratch};
+    lkv_buffer *scratch[] = {d->lists,       d->logits,          d->partials,   d->lse,
+                             d->attend_done, d->compact_scratch, d->select_sync};
     size_t count = sizeof scratch / sizeof scratch[0];
     if (d->drv->enter(d->api) == LKV_OK) {
         /* a lane's work may still read its scratch and the other handle's

@@ -159,7 +159,7 @@ struct lkv_device {
     /* What the device did, for the counters op: counted where it happens. */
     lkv_counters counters;
     /* Op scratch, grown on demand and kept (lkv_gpu_reserve). */
-    lkv_buffer *logits, *partials, *lse, *attend_done, *compact_scratch;
+    lkv_buffer *logits, *partials, *lse, *attend_done, *compact_scratch, *select_sync;
     int64_t attend_batch_bytes; /* scratch budget of an attend batch (gpu_attend.c) */
     int cooperative;            /* attend may launch cooperatively (gpu_attend.c) */
     /* Each kernel's resident blocks a multiprocessor at the launch block
@@ -223,6 +223,16 @@ lkv_status lkv_gpu_launch_kernel(lkv_device *d, lkv_gpu_kernel_id kernel, uint32
  * driver has none or the grid does not fit the device at once. */
 lkv_status lkv_gpu_launch_cooperative(lkv_device *d, lkv_gpu_kernel_id kernel,
                                       const uint32_t grid[3], uint32_t block, void **args);
+
+/* The blocks of `kernel` one multiprocessor holds at `block` threads (the
+ * driver's occupancy query, asked once per kernel; each kernel has one
+ * launch block), or -1 where the driver cannot say. */
+int lkv_gpu_resident(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t block);
+/* Whether a grid of `kernel` may fit the device at once: within one wave by
+ * lkv_gpu_resident's answer as already asked (unknown: the driver
+ * decides). Larger grids are not offered to the cooperative launch, which
+ * would refuse them on every call of a large batch. */
+int lkv_gpu_one_wave(const lkv_device *d, lkv_gpu_kernel_id kernel, const uint32_t grid[3]);
 
 /* Launch arithmetic the ops share. */
 

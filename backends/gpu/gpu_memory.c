@@ -296,3 +296,22 @@ lkv_status lkv_gpu_launch_cooperative(lkv_device *d, lkv_gpu_kernel_id kernel,
 {
     return launch_with(d, kernel, grid, block, args, 1);
 }
+
+int lkv_gpu_resident(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t block)
+{
+    if (d->resident[kernel] == 0) {
+        int blocks = 0;
+        lkv_status st = d->drv->occupancy ? d->drv->occupancy(d->api, kernel, block, &blocks)
+                                          : LKV_UNSUPPORTED;
+        d->resident[kernel] = st == LKV_OK && blocks > 0 ? blocks : -1;
+        lkv_clear_error(); /* a driver that cannot say is not a failure of the call */
+    }
+    return d->resident[kernel];
+}
+
+int lkv_gpu_one_wave(const lkv_device *d, lkv_gpu_kernel_id kernel, const uint32_t grid[3])
+{
+    int resident = d->resident[kernel];
+    uint64_t blocks = (uint64_t)grid[0] * grid[1] * grid[2];
+    return resident <= 0 || blocks <= (uint64_t)d->lim.multiprocessors * (uint64_t)resident;
+}

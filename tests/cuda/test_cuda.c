@@ -859,7 +859,8 @@ Test(driver, a_device_opened_on_one_thread_works_from_another)
     for (int i = 0; i < 64; i++)
         cr_assert_eq(job.out[i], 1000 - 3 * i, "element %d read back wrong", i);
     cr_assert_eq(s->launches, 1);
-    cr_assert_str_eq(s->last_kernel, lkv_gpu_kernel_names[LKV_GPU_K_lkv_select_rows]);
+    /* rows of one chunk: the spread select, one block a row, a plain launch */
+    cr_assert_str_eq(s->last_kernel, lkv_gpu_kernel_names[LKV_GPU_K_lkv_select_spread]);
     lkv_backend_cuda.close(job.dev);
     expect_nothing_held(s, "ops from another thread");
 }

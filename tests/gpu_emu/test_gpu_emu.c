@@ -12,6 +12,7 @@
 #include "emu_driver.h"
 #include "emu_test_kernels.h"
 #include "error.h"
+#include "lkv_kernel_abi.h"
 #include "test_util.h"
 
 #define WHY 512
@@ -869,4 +870,84 @@ Test(gpu_emu, a_cooperative_grid_larger_than_the_device_holds_is_unsupported)
     dev->drv->mem_free(dev->api, ds);
     dev->drv->mem_free(dev->api, dl);
     lkv_backend_gpu_emu.close(dev);
+}
+
+/* ---- select spread over a row's blocks ---- */
+
+static const float *sort_scores; /* qsort has no context argument */
+
+/* The oracle's ranking: higher score first, NaN last, ties to the lower
+ * slot. */
+static int by_rank(const void *a, const void *b)
+{
+    int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+    float x = sort_scores[i], y = sort_scores[j];
+    int xn = isnan(x), yn = isnan(y);
+    if (xn != yn)
+        return xn - yn;
+    if (!xn && x != y)
+        return x > y ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+static int ascending(const void *a, const void *b)
+{
+    int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+    return (i > j) - (i < j);
+}
+
+/* One row of 61440 slots on a 132-multiprocessor device: 30 blocks share
+ * it (lkv_select_spread, a cooperative launch), exchanging bins and counts
+ * through the device's sync words. Scores of few values (long runs of
+ * ties across blocks) and NaNs; the kept list must be the host sort's, on
+ * a second call too, and the sync words must be back at zero after each. */
+Test(gpu_emu, a_row_shared_by_30_blocks_keeps_what_a_host_sort_keeps)
+{
+    enum { N = 61440, K = 20000, PARTS = N / LKV_SELECT_CHUNK };
+    unsetenv("LKV_EMU_WARP");
+    setenv("LKV_EMU_MULTIPROCESSORS", "132", 1);
+    lkv_device *dev = NULL;
+    TU_OK(lkv_backend_gpu_emu.open(0, &dev));
+    unsetenv("LKV_EMU_MULTIPROCESSORS");
+    float *scores = malloc(N * sizeof *scores);
+    int32_t *order = malloc(N * sizeof *order), *kept = malloc(N * sizeof *kept);
+    cr_assert(scores && order && kept);
+    uint64_t seed = 21;
+    for (int32_t i = 0; i < N; i++) {
+        uint32_t r = next_u32(&seed);
+        scores[i] = r % 97 == 0 ? NAN : (float)(r % 13) * 0.25f;
+        order[i] = i;
+    }
+    sort_scores = scores;
+    qsort(order, N, sizeof *order, by_rank);
+    qsort(order, K, sizeof *order, ascending);
+    lkv_buffer *s = NULL, *out = NULL;
+    TU_OK(lkv_backend_gpu_emu.alloc(dev, N * sizeof(float), &s));
+    TU_OK(lkv_backend_gpu_emu.alloc(dev, N * sizeof(int32_t), &out));
+    TU_OK(lkv_backend_gpu_emu.write(dev, s, 0, scores, N * sizeof(float)));
+    int32_t row = 0, n = N, k = K;
+    lkv_select_args a = {.capacity = N, .n_rows = 1, .rows = &row, .row_n = &n, .row_k = &k,
+                         .scores = s, .kept = out};
+    for (int call = 0; call < 2; call++) {
+        TU_OK(lkv_backend_gpu_emu.select(dev, &a));
+        TU_OK(lkv_backend_gpu_emu.read(dev, out, 0, kept, K * sizeof(int32_t)));
+        for (int32_t i = 0; i < K; i++)
+            cr_assert_eq(kept[i], order[i], "call %d: kept[%d] = %d, the host sort's %d", call,
+                         i, kept[i], order[i]);
+        cr_assert_not_null(dev->select_sync, "the spread select did not run");
+        size_t words = LKV_SELECT_SYNC_WORDS(PARTS);
+        cr_assert_geq(dev->select_sync->size, words * 4);
+        unsigned *sync = malloc(words * 4);
+        cr_assert_not_null(sync);
+        TU_OK(lkv_backend_gpu_emu.read(dev, dev->select_sync, 0, sync, words * 4));
+        for (size_t w = 0; w < words; w++)
+            cr_assert_eq(sync[w], 0u, "call %d: sync word %zu left at %u", call, w, sync[w]);
+        free(sync);
+    }
+    lkv_backend_gpu_emu.free(dev, s);
+    lkv_backend_gpu_emu.free(dev, out);
+    lkv_backend_gpu_emu.close(dev);
+    free(scores);
+    free(order);
+    free(kept);
 }

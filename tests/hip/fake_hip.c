@@ -673,12 +673,16 @@ static int build(fake_program *p, unsigned mach)
     put(p->code + 18, EM_AMDGPU, 2);
     put(p->code + 0x30, mach, 4);
     size_t at = 64;
-    /* Every first argument of a ...KERNEL(...) macro: LKV_KERNEL(name) and
-     * the macros that define kernels through it (LKV_KERNEL_RESIDENT,
-     * LKV_STORE_KERNEL, ...), their own definitions' parameter included,
-     * which names nothing the loader asks for. */
-    for (const char *k = strstr(p->source, "KERNEL("); k; k = strstr(k, "KERNEL(")) {
-        k += strlen("KERNEL(");
+    /* Every first argument of a ...KERNEL(...) or ...KERNEL_RESIDENT(...)
+     * macro: LKV_KERNEL(name) and the macros that define kernels through it
+     * (LKV_KERNEL_RESIDENT, LKV_STORE_KERNEL, ...), their own definitions'
+     * parameter included, which names nothing the loader asks for. */
+    for (const char *k = strstr(p->source, "KERNEL"); k; k = strstr(k, "KERNEL")) {
+        k += strlen("KERNEL");
+        if (strncmp(k, "_RESIDENT", 9) == 0)
+            k += 9;
+        if (*k++ != '(')
+            continue;
         size_t n = strcspn(k, ",)");
         memcpy(p->code + at, k, n);
         at += n + 1;

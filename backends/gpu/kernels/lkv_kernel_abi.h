@@ -45,6 +45,12 @@
 #define LKV_SCORE_BLOCK 256
 #define LKV_SELECT_BLOCK 256
 #define LKV_SELECT_INFLIGHT 8  /* scores a select thread loads before it uses the first */
+/* lkv_select_spread: the slots a block holds as keys in shared memory (a row
+ * takes ceil(n / LKV_SELECT_CHUNK) blocks), and the words of a listed row's
+ * exchange among its `parts` blocks: a count, four passes' 256 bins, and
+ * each block's keys below and equal to the threshold */
+#define LKV_SELECT_CHUNK 2048
+#define LKV_SELECT_SYNC_WORDS(parts) (1u + 4u * 256u + 2u * (unsigned)(parts))
 
 /* compact (backends/gpu/kernels/compact.cu, backends/gpu/gpu_compact.c): a block moves a
  * slice of at most LKV_COMPACT_PER_THREAD units per thread of each slot. */
@@ -89,6 +95,7 @@ LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_SCORE_BLOCK), "score block: whole warps, <= 
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_SELECT_BLOCK), "select block: whole warps, <= LKV_BLOCK_MAX");
 LKV_ABI_ASSERT(LKV_SELECT_INFLIGHT * LKV_BLOCK_MAX < 65536,
                "select packs a tile's counts in 16 bits");
+LKV_ABI_ASSERT(LKV_SELECT_CHUNK % LKV_SELECT_BLOCK == 0, "a spread select chunk: whole blocks");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_STORE_BLOCK), "store block: whole warps, <= LKV_BLOCK_MAX");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_COMPACT_BLOCK), "compact block: whole warps, <= LKV_BLOCK_MAX");
 LKV_ABI_ASSERT(LKV_ABI_BLOCK_OK(LKV_GATHER_BLOCK), "gather block: whole warps, <= LKV_BLOCK_MAX");

@@ -12,11 +12,19 @@
 // shuffles, then the per-warp totals) of the threads' counts, each thread
 // holding LKV_SELECT_INFLIGHT consecutive slots. Every pass loads
 // LKV_SELECT_INFLIGHT scores a thread before it uses one
-// (lkv_select_fetch). The kept set is exactly the oracle's: the keys order the slots as its comparison does and equal keys go to the
-// lower slot; there is no arithmetic. k >= n keeps every slot; k == 0
+// (lkv_select_fetch). The kept set is exactly the oracle's: the keys order
+// the slots as its comparison does and equal keys go to the lower slot;
+// there is no arithmetic. k >= n keeps every slot; k == 0
 // writes nothing. Works at any warp width and any block of whole warps.
-// Launch: block LKV_SELECT_BLOCK (any multiple of 64 up to LKV_BLOCK_MAX), one
-// block per listed row, x = listed rows (grid-stride over n_rows).
+// Two kernels: lkv_select_spread, where every row fits its blocks' shared
+// memory (LKV_SELECT_CHUNK slots a block) and those blocks fit the device
+// at once, reads the scores once and runs the passes over keys in shared
+// memory, the blocks of a row exchanging bins and counts through memory
+// (gpu_select.c picks it); lkv_select_rows, one block a row, reads the
+// row for every pass.
+// lkv_select_rows' launch: block LKV_SELECT_BLOCK (any multiple of 64 up
+// to LKV_BLOCK_MAX), one block per listed row, x = listed rows
+// (grid-stride over n_rows).
 #include "lkv_gpu.h"
 
 // Ascending key = descending score; -0 ties +0; every NaN is the last key.
@@ -125,6 +133,68 @@ LKV_DEV unsigned int lkv_select_threshold(const float *s, unsigned int n, unsign
     return need;
 }
 
+// Keep keys < key_k and the first `need` keys == key_k, in slot order, of
+// the m slots first0.. (slot first0 + i is written as slot c0 + i): a tile
+// of U x block slots at a time, U consecutive slots a thread (loaded
+// together); one block scan of the threads' counts (at most a tile each,
+// packed in one word) places them. kept_total and eq_total start at what
+// the slots before c0 kept and held equal to key_k; the keys come from the
+// scores in global memory (LOCAL false) or from keys[] in shared memory.
+template <bool LOCAL>
+LKV_DEV void lkv_select_place(const float *s, const unsigned int *keys, unsigned int m,
+                              unsigned int c0, unsigned int k, unsigned int key_k,
+                              unsigned int need, unsigned int kept_total, unsigned int eq_total,
+                              int *out, unsigned int *warp_sum)
+{
+    const unsigned int U = LKV_SELECT_INFLIGHT;
+    for (unsigned int c = 0u; c < m && kept_total < k; c += U * blockDim.x) {
+        unsigned int first = c + threadIdx.x * U;
+        unsigned int key[LKV_SELECT_INFLIGHT];
+        if (LOCAL) {
+            for (unsigned int u = 0u; u < U; u++)
+                key[u] = first + u < m ? keys[first + u] : 0u;
+        } else {
+            float v[LKV_SELECT_INFLIGHT];
+            lkv_select_fetch(s, m, first < m ? first : c, 1u, v);
+            for (unsigned int u = 0u; u < U; u++)
+                key[u] = lkv_select_key(v[u]);
+        }
+        unsigned int less = 0u, eq = 0u;
+        for (unsigned int u = 0u; u < U; u++) {
+            bool in = first + u < m;
+            less += (in & (key[u] < key_k)) ? 1u : 0u;
+            eq += (in & (key[u] == key_k)) ? 1u : 0u;
+        }
+        unsigned int total;
+        unsigned int before = lkv_select_scan(less | (eq << 16), warp_sum, &total);
+        unsigned int take = need > eq_total ? need - eq_total : 0u;
+        unsigned int lb = before & 0xffffu, eb = before >> 16;
+        for (unsigned int u = 0u; u < U && first + u < m; u++) {
+            if (key[u] < key_k || (key[u] == key_k && eb < take))
+                out[kept_total + lb + (eb < take ? eb : take)] = (int)(c0 + first + u);
+            lb += key[u] < key_k ? 1u : 0u;
+            eb += key[u] == key_k ? 1u : 0u;
+        }
+        // the same in every thread, so the loop's test is block-uniform
+        kept_total += (total & 0xffffu) + ((total >> 16) < take ? (total >> 16) : take);
+        eq_total += total >> 16;
+    }
+}
+
+// Rows whose choice needs no ranking: k == 0 writes nothing, k >= n keeps
+// every slot (the blocks of a row each write their share). True when the
+// row was one of them.
+LKV_DEV bool lkv_select_trivial(unsigned int n, unsigned int k, int *out, unsigned int part,
+                                unsigned int parts)
+{
+    if (k != 0u && k < n)
+        return false;
+    if (k != 0u)
+        for (unsigned int i = part * blockDim.x + threadIdx.x; i < n; i += parts * blockDim.x)
+            out[i] = (int)i;
+    return true;
+}
+
 LKV_KERNEL(lkv_select_rows)(const int *rows, const int *row_n, const int *row_k,
                             const float *scores, int *kept, int cap, int n_rows)
 {
@@ -136,49 +206,133 @@ LKV_KERNEL(lkv_select_rows)(const int *rows, const int *row_n, const int *row_k,
         unsigned int n = (unsigned int)row_n[r], k = (unsigned int)row_k[r];
         const float *s = scores + base;
         int *out = kept + base;
-        if (k == 0u)
+        if (lkv_select_trivial(n, k, out, 0u, 1u))
             continue;
-        if (k >= n) {
-            for (unsigned int i = threadIdx.x; i < n; i += blockDim.x)
-                out[i] = (int)i;
-            continue;
-        }
         unsigned int key_k;
         unsigned int need = lkv_select_threshold(s, n, k, hist, sh, warp_sum, &key_k);
-        // keep keys < key_k and the first `need` keys == key_k, in slot order:
-        // a tile of U x block slots at a time, U consecutive slots a thread
-        // (loaded together); one block scan of the threads' counts (at most
-        // a tile each, packed in one word) places them
-        const unsigned int U = LKV_SELECT_INFLIGHT;
-        unsigned int kept_total = 0u, eq_total = 0u;
-        for (unsigned int c = 0u; c < n; c += U * blockDim.x) {
-            unsigned int first = c + threadIdx.x * U;
-            float v[LKV_SELECT_INFLIGHT];
-            lkv_select_fetch(s, n, first < n ? first : c, 1u, v);
-            unsigned int less = 0u, eq = 0u;
-            for (unsigned int u = 0u; u < U; u++) {
-                unsigned int key = lkv_select_key(v[u]);
-                bool in = first + u < n;
-                less += (in & (key < key_k)) ? 1u : 0u;
-                eq += (in & (key == key_k)) ? 1u : 0u;
-            }
-            unsigned int total;
-            unsigned int before = lkv_select_scan(less | (eq << 16), warp_sum, &total);
-            unsigned int take = need > eq_total ? need - eq_total : 0u;
-            unsigned int lb = before & 0xffffu, eb = before >> 16;
-            for (unsigned int u = 0u; u < U; u++) {
-                unsigned int key = lkv_select_key(v[u]);
-                if (first + u >= n)
-                    break;
-                if (key < key_k || (key == key_k && eb < take))
-                    out[kept_total + lb + (eb < take ? eb : take)] = (int)(first + u);
-                lb += key < key_k ? 1u : 0u;
-                eb += key == key_k ? 1u : 0u;
-            }
-            kept_total += (total & 0xffffu) + ((total >> 16) < take ? (total >> 16) : take);
-            eq_total += total >> 16;
-            if (kept_total == k) // the same in every thread: the rest keeps nothing
-                break;
+        lkv_select_place<false>(s, nullptr, n, 0u, k, key_k, need, 0u, 0u, out, warp_sum);
+    }
+}
+
+// The spread select: gridDim.x blocks share each listed row (blockIdx.y),
+// each holding its chunk of at most LKV_SELECT_CHUNK slots as keys in
+// shared memory, so the scores are read from memory once rather than five
+// times, by gridDim.x times the blocks. The same radix select as
+// lkv_select_rows, but each pass counts the block's own keys and, with
+// more than one block a row, adds its bins to the row's histogram in
+// `sync` and waits for the row's other blocks (lkv_grid_wait: launched
+// cooperatively then) before it finds the digit from the whole row's
+// bins. Then each block counts its keys below and equal to the threshold,
+// the row's blocks exchange those counts the same way, and each places its
+// own kept slots after those of the blocks before it. The kept set and
+// order are lkv_select_rows' (the same keys, ties to the lower slot).
+// sync: per listed row LKV_SELECT_SYNC_WORDS(gridDim.x) words, zero before
+// the launch; the last block of a row to leave zeroes them again.
+// Launch: block LKV_SELECT_BLOCK, x = blocks a row (the longest row's
+// slots / LKV_SELECT_CHUNK, rounded up; cooperative when above 1),
+// y = listed rows.
+LKV_KERNEL_RESIDENT(lkv_select_spread, 4)(const int *rows, const int *row_n,
+                                          const int *row_k, const float *scores, int *kept,
+                                          unsigned int *sync, int cap)
+{
+    __shared__ unsigned int keys[LKV_SELECT_CHUNK];
+    __shared__ unsigned int hist[256];
+    __shared__ unsigned int sh[2];
+    __shared__ unsigned int warp_sum[LKV_BLOCK_MAX / 32];
+    const unsigned int parts = gridDim.x, part = blockIdx.x;
+    const int r = (int)blockIdx.y;
+    unsigned long long base = (unsigned long long)rows[r] * (unsigned long long)cap;
+    unsigned int n = (unsigned int)row_n[r], k = (unsigned int)row_k[r];
+    int *out = kept + base;
+    if (lkv_select_trivial(n, k, out, part, parts))
+        return;
+    unsigned int len = (n + parts - 1u) / parts;
+    unsigned int c0 = part * len < n ? part * len : n;
+    unsigned int m = n - c0 < len ? n - c0 : len;
+    const float *s = scores + base + c0;
+    for (unsigned int c = threadIdx.x; c < m; c += LKV_SELECT_INFLIGHT * blockDim.x) {
+        float v[LKV_SELECT_INFLIGHT];
+        lkv_select_fetch(s, m, c, blockDim.x, v);
+        for (unsigned int u = 0u; u < LKV_SELECT_INFLIGHT; u++)
+            if (c + u * blockDim.x < m)
+                keys[c + u * blockDim.x] = lkv_select_key(v[u]);
+    }
+    unsigned int *count = sync + (unsigned long long)r * LKV_SELECT_SYNC_WORDS(parts);
+    unsigned int *row_hist = count + 1, *row_counts = row_hist + 4u * 256u;
+    unsigned int prefix = 0u, mask = 0u, need = k, round = 0u;
+    for (int shift = 24; shift >= 0; shift -= 8, round++) {
+        for (unsigned int b = threadIdx.x; b < 256u; b += blockDim.x)
+            hist[b] = 0u;
+        __syncthreads(); // also: the keys are in (the first pass)
+        for (unsigned int i = threadIdx.x; i < m; i += blockDim.x)
+            if ((keys[i] & mask) == prefix)
+                atomicAdd(&hist[(keys[i] >> shift) & 255u], 1u);
+        __syncthreads();
+        if (parts > 1u) {
+            unsigned int *rh = row_hist + round * 256u;
+            for (unsigned int b = threadIdx.x; b < 256u; b += blockDim.x)
+                if (hist[b] != 0u)
+                    atomicAdd(&rh[b], hist[b]);
+            lkv_threadfence();
+            __syncthreads();
+            if (threadIdx.x == 0)
+                atomicAdd(count, 1u);
+            lkv_grid_wait(count, parts * (round + 1u));
+            const volatile unsigned int *all = rh; // other blocks added to it
+            for (unsigned int b = threadIdx.x; b < 256u; b += blockDim.x)
+                hist[b] = all[b];
+            __syncthreads();
+        }
+        lkv_select_digit(hist, need, sh, warp_sum);
+        __syncthreads();
+        prefix |= sh[0] << shift;
+        mask |= 255u << shift;
+        need = sh[1];
+        __syncthreads(); // sh and hist are rewritten by the next pass
+    }
+    // what the chunks before this one keep: their keys below the threshold,
+    // and as many of their keys equal to it as `need` allows
+    unsigned int less = 0u, eq = 0u, less_before = 0u, eq_before = 0u, total;
+    for (unsigned int i = threadIdx.x; i < m; i += blockDim.x) {
+        less += keys[i] < prefix ? 1u : 0u;
+        eq += keys[i] == prefix ? 1u : 0u;
+    }
+    if (parts > 1u) {
+        lkv_select_scan(less, warp_sum, &less);
+        lkv_select_scan(eq, warp_sum, &eq);
+        if (threadIdx.x == 0) {
+            row_counts[2u * part] = less;
+            row_counts[2u * part + 1u] = eq;
+        }
+        lkv_threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0)
+            atomicAdd(count, 1u);
+        lkv_grid_wait(count, parts * 5u);
+        const volatile unsigned int *counts = row_counts;
+        for (unsigned int p0 = 0u; p0 < part; p0 += blockDim.x) {
+            unsigned int p = p0 + threadIdx.x;
+            lkv_select_scan(p < part ? counts[2u * p] : 0u, warp_sum, &total);
+            less_before += total;
+            lkv_select_scan(p < part ? counts[2u * p + 1u] : 0u, warp_sum, &total);
+            eq_before += total;
         }
     }
+    unsigned int eq_kept = eq_before < need ? eq_before : need;
+    lkv_select_place<true>(nullptr, keys, m, c0, k, prefix, need, less_before + eq_kept,
+                           eq_before, out, warp_sum);
+    if (parts == 1u)
+        return;
+    // The last of the row's blocks to leave zeroes its words for the next
+    // launch: every other block is past its last read of them.
+    __syncthreads();
+    if (threadIdx.x == 0)
+        sh[0] = atomicAdd(count, 1u) == parts * 6u - 1u;
+    __syncthreads();
+    if (sh[0] == 0u)
+        return;
+    for (unsigned int i = threadIdx.x + 1u; i < LKV_SELECT_SYNC_WORDS(parts); i += blockDim.x)
+        count[i] = 0u;
+    if (threadIdx.x == 0)
+        *count = 0u;
 }

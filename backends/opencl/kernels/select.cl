@@ -7,9 +7,14 @@
 // local memory, each pass's digit found by a work-group scan of the bins)
 // finds the k-th key T and how many slots with key == T to
 // take; a last pass in slot order keeps every key < T and the first of the
-// keys == T, placing them with a work-group prefix sum. The result is
-// exactly the CPU oracle's (same keys, same tie rule).
+// keys == T, placing them with a work-group prefix sum. A row of at most
+// SELECT_CHUNK slots is read once: its keys go to local memory first and
+// every pass reads them there, not the scores again (five reads otherwise).
+// The result is exactly the CPU oracle's (same keys, same tie rule).
 // Launch: x = listed rows. list: (row, n, k) triples.
+
+// The most slots a row can have for its keys to be held in keys[] (8 KiB).
+#define SELECT_CHUNK 2048u
 
 // Ascending key = descending score; -0 ties +0; every NaN is the last key.
 static uint key_of(uint b)
@@ -20,6 +25,13 @@ static uint key_of(uint b)
         b = 0u;
     uint ord = (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
     return ~ord;
+}
+
+// Slot i's key: held in keys[] when the row fits there, else from its score.
+static uint key_at(bool held, __global const uint *scores, uint base, __local const uint *keys,
+                   uint i)
+{
+    return held ? keys[i] : key_of(scores[base + i]);
 }
 
 static uint group_scan(uint mine, uint *total, __local uint *scan);
@@ -46,8 +58,9 @@ static void find_digit(__local const uint *hist, uint need, __local uint *sh,
 
 // The k-th smallest key of the row's n and how many keys equal to it the
 // k best take (*need). Every work-item returns the same.
-static uint kth_key(__global const uint *scores, uint base, uint n, uint k, uint *need,
-                    __local uint *hist, __local uint *sh, __local uint *scan)
+static uint kth_key(bool held, __global const uint *scores, uint base, __local const uint *keys,
+                    uint n, uint k, uint *need, __local uint *hist, __local uint *sh,
+                    __local uint *scan)
 {
     uint tid = (uint)get_local_id(0);
     uint prefix = 0u, mask = 0u;
@@ -56,10 +69,16 @@ static uint kth_key(__global const uint *scores, uint base, uint n, uint k, uint
         for (uint b = tid; b < 256u; b += LKV_WG)
             hist[b] = 0u;
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint i = tid; i < n; i += LKV_WG) {
-            uint key = key_of(scores[base + i]);
-            if ((key & mask) == prefix)
-                atomic_inc(&hist[(key >> (uint)shift) & 255u]);
+        // A chunk of LKV_WG slots a round, as the placement: PoCL 3.1
+        // miscompiles the strided loop (i += LKV_WG) once it reads keys[],
+        // losing the counts of rows shorter than the work-group.
+        for (uint c = 0u; c < n; c += LKV_WG) {
+            uint i = c + tid;
+            if (i < n) {
+                uint key = key_at(held, scores, base, keys, i);
+                if ((key & mask) == prefix)
+                    atomic_inc(&hist[(key >> (uint)shift) & 255u]);
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         find_digit(hist, *need, sh, scan);
@@ -97,6 +116,7 @@ LKV_KERNEL lkv_select(LKV_BIND(uint, list), LKV_BIND(uint, scores), LKV_BIND(uin
     LKV_OPEN(uint, list);
     LKV_OPEN(uint, scores); // f32 bits
     LKV_OPEN(uint, kept);
+    __local uint keys[SELECT_CHUNK];
     __local uint hist[256];
     __local uint sh[2]; // the pass's digit and what is still needed
     __local uint scan[LKV_WG];
@@ -108,8 +128,12 @@ LKV_KERNEL lkv_select(LKV_BIND(uint, list), LKV_BIND(uint, scores), LKV_BIND(uin
         return;
     bool take_all = k >= n;
     uint need = k, prefix = 0u;
+    bool held = !take_all && n <= SELECT_CHUNK; // the same in the whole work-group
+    for (uint i = tid; held && i < n; i += LKV_WG)
+        keys[i] = key_of(scores[base + i]);
+    barrier(CLK_LOCAL_MEM_FENCE);
     if (!take_all)
-        prefix = kth_key(scores, base, n, k, &need, hist, sh, scan);
+        prefix = kth_key(held, scores, base, keys, n, k, &need, hist, sh, scan);
     // prefix is now the k-th key; keep keys < prefix and `need` of the keys
     // == prefix, the lowest slots first.
     uint kept_total = 0u, eq_total = 0u;
@@ -120,7 +144,7 @@ LKV_KERNEL lkv_select(LKV_BIND(uint, list), LKV_BIND(uint, scores), LKV_BIND(uin
             if (take_all) {
                 less = 1u;
             } else {
-                uint key = key_of(scores[base + i]);
+                uint key = key_at(held, scores, base, keys, i);
                 less = key < prefix ? 1u : 0u;
                 eq = key == prefix ? 1u : 0u;
             }

@@ -8,8 +8,11 @@
 // shared memory, each pass's digit found by a workgroup scan of the bins)
 // finds the k-th key T and how many slots with key == T to
 // take; a last pass in slot order keeps every key < T and the first of the
-// keys == T, placing them with a workgroup prefix sum. No subgroup size is
-// assumed. The result is exactly the CPU oracle's (same keys, same tie rule).
+// keys == T, placing them with a workgroup prefix sum. A row of at most
+// SELECT_CHUNK slots is read once: its keys go to shared memory first and
+// every pass reads them there, not the scores again (five reads otherwise).
+// No subgroup size is assumed. The result is exactly the CPU oracle's (same
+// keys, same tie rule).
 // Launch: x = listed rows. list: (row, n, k) triples.
 #include "meta_rows.glsl"
 
@@ -26,6 +29,11 @@ layout(std430, binding = 0) readonly buffer List { uint list[]; };
 layout(std430, binding = 1) readonly buffer Scores { uint scores[]; }; // f32 bits
 layout(std430, binding = 2) writeonly buffer Kept { uint kept[]; };
 
+// The most slots a row can have for its keys to be held in keys[] (8 KiB;
+// with hist and scan about 10 KiB of the 16 KiB Vulkan guarantees).
+const uint SELECT_CHUNK = 2048u;
+
+shared uint keys[SELECT_CHUNK];
 shared uint hist[256];
 shared uint sh_digit, sh_need;
 shared uint scan[WG];
@@ -77,6 +85,12 @@ uint key_of(uint b)
     return ~ord;
 }
 
+// Slot i's key: held in keys[] when the row fits there, else from its score.
+uint key_at(bool held, uint base, uint i)
+{
+    return held ? keys[i] : key_of(scores[base + i]);
+}
+
 void main()
 {
     uint tid = gl_LocalInvocationID.x;
@@ -87,15 +101,22 @@ void main()
         return;
     bool all = k >= n;
     uint prefix = 0u, mask = 0u, need = k;
+    bool held = !all && n <= SELECT_CHUNK; // the same in the whole workgroup
+    for (uint i = tid; held && i < n; i += WG)
+        keys[i] = key_of(scores[base + i]);
+    barrier();
     if (!all) {
         for (int shift = 24; shift >= 0; shift -= 8) {
             for (uint b = tid; b < 256u; b += WG)
                 hist[b] = 0u;
             barrier();
-            for (uint i = tid; i < n; i += WG) {
-                uint key = key_of(scores[base + i]);
-                if ((key & mask) == prefix)
-                    atomicAdd(hist[(key >> uint(shift)) & 255u], 1u);
+            for (uint c = 0u; c < n; c += WG) { // as select.cl (PoCL)
+                uint i = c + tid;
+                if (i < n) {
+                    uint key = key_at(held, base, i);
+                    if ((key & mask) == prefix)
+                        atomicAdd(hist[(key >> uint(shift)) & 255u], 1u);
+                }
             }
             barrier();
             find_digit(tid, need);
@@ -116,7 +137,7 @@ void main()
             if (all) {
                 less = 1u;
             } else {
-                uint key = key_of(scores[base + i]);
+                uint key = key_at(held, base, i);
                 less = key < prefix ? 1u : 0u;
                 eq = key == prefix ? 1u : 0u;
             }
