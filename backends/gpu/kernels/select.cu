@@ -87,6 +87,20 @@ LKV_DEV void lkv_select_digit(const unsigned int *hist, unsigned int need, unsig
     }
 }
 
+// A pass's end: its digit from the bins (lkv_select_digit) joins the
+// prefix, and `need` becomes what is left of it in that digit's bin.
+LKV_DEV void lkv_select_narrow(const unsigned int *hist, int shift, unsigned int *sh,
+                               unsigned int *warp_sum, unsigned int *prefix, unsigned int *mask,
+                               unsigned int *need)
+{
+    lkv_select_digit(hist, *need, sh, warp_sum);
+    __syncthreads();
+    *prefix |= sh[0] << shift;
+    *mask |= 255u << shift;
+    *need = sh[1];
+    __syncthreads(); // sh and hist are rewritten by the next pass
+}
+
 // The scores of slots c + u * stride (u < LKV_SELECT_INFLIGHT; c < n), all
 // loaded before any is used so that they are in flight together: a slot
 // past n reads slot c instead (its key is not counted), as a load that
@@ -122,12 +136,7 @@ LKV_DEV unsigned int lkv_select_threshold(const float *s, unsigned int n, unsign
             }
         }
         __syncthreads();
-        lkv_select_digit(hist, need, sh, warp_sum);
-        __syncthreads();
-        prefix |= sh[0] << shift;
-        mask |= 255u << shift;
-        need = sh[1];
-        __syncthreads(); // sh and hist are rewritten by the next pass
+        lkv_select_narrow(hist, shift, sh, warp_sum, &prefix, &mask, &need);
     }
     *out_key = prefix;
     return need;
@@ -283,12 +292,7 @@ LKV_KERNEL_RESIDENT(lkv_select_spread, 4)(const int *rows, const int *row_n,
                 hist[b] = all[b];
             __syncthreads();
         }
-        lkv_select_digit(hist, need, sh, warp_sum);
-        __syncthreads();
-        prefix |= sh[0] << shift;
-        mask |= 255u << shift;
-        need = sh[1];
-        __syncthreads(); // sh and hist are rewritten by the next pass
+        lkv_select_narrow(hist, shift, sh, warp_sum, &prefix, &mask, &need);
     }
     // what the chunks before this one keep: their keys below the threshold,
     // and as many of their keys equal to it as `need` allows
