@@ -452,14 +452,14 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
                           &groups, &cap,  &kv_cap, &dim,  &heads,  &per,   &split_len,
                           &scale,  &flags};
     lkv_gpu_kernel_id kernel = split_kernel(a);
-    lkv_status st = d->cooperative && lkv_gpu_one_wave(d, kernel, b->grid[LAUNCH_SPLIT])
-                        ? lkv_gpu_launch_cooperative(d, kernel, b->grid[LAUNCH_SPLIT],
-                                                     LKV_ATT_BLOCK, split_args)
+    const uint32_t *grid = b->grid[LAUNCH_SPLIT];
+    lkv_status st = d->cooperative && lkv_gpu_one_wave(d, kernel, LKV_ATT_BLOCK, grid)
+                        ? lkv_gpu_launch_cooperative(d, kernel, grid, LKV_ATT_BLOCK, split_args)
                         : LKV_UNSUPPORTED;
     if (st == LKV_UNSUPPORTED) {
         lkv_clear_error(); /* the grid does not fit at once: the other way */
         flags = base | (a->probs ? LKV_ATT_F_LOGITS : 0);
-        st = launch(d, kernel, b->grid[LAUNCH_SPLIT], LKV_ATT_BLOCK, split_args);
+        st = launch(d, kernel, grid, LKV_ATT_BLOCK, split_args);
     }
     if (st != LKV_OK || !(flags & LKV_ATT_F_LOGITS) || b->max_n == 0)
         return st;

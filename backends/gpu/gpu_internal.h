@@ -228,11 +228,12 @@ lkv_status lkv_gpu_launch_cooperative(lkv_device *d, lkv_gpu_kernel_id kernel,
  * driver's occupancy query, asked once per kernel; each kernel has one
  * launch block), or -1 where the driver cannot say. */
 int lkv_gpu_resident(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t block);
-/* Whether a grid of `kernel` may fit the device at once: within one wave by
- * lkv_gpu_resident's answer as already asked (unknown: the driver
- * decides). Larger grids are not offered to the cooperative launch, which
- * would refuse them on every call of a large batch. */
-int lkv_gpu_one_wave(const lkv_device *d, lkv_gpu_kernel_id kernel, const uint32_t grid[3]);
+/* Whether a grid of `kernel`'s blocks of `block` threads may fit the device
+ * at once: within one wave by lkv_gpu_resident's answer (unknown: the
+ * driver decides). Larger grids are not offered to the cooperative launch,
+ * which would refuse them on every call of a large batch. */
+int lkv_gpu_one_wave(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t block,
+                     const uint32_t grid[3]);
 
 /* Launch arithmetic the ops share. */
 

@@ -309,9 +309,10 @@ int lkv_gpu_resident(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t block)
     return d->resident[kernel];
 }
 
-int lkv_gpu_one_wave(const lkv_device *d, lkv_gpu_kernel_id kernel, const uint32_t grid[3])
+int lkv_gpu_one_wave(lkv_device *d, lkv_gpu_kernel_id kernel, uint32_t block,
+                     const uint32_t grid[3])
 {
-    int resident = d->resident[kernel];
+    int resident = lkv_gpu_resident(d, kernel, block);
     uint64_t blocks = (uint64_t)grid[0] * grid[1] * grid[2];
     return resident <= 0 || blocks <= (uint64_t)d->lim.multiprocessors * (uint64_t)resident;
 }

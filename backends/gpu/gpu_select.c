@@ -17,9 +17,8 @@ static lkv_status launch_spread(lkv_device *d, const lkv_select_args *a, const l
     int32_t longest = lkv_gpu_longest(a->row_n, a->n_rows);
     uint64_t parts = lkv_gpu_div_up(longest > 0 ? (uint64_t)longest : 1u, LKV_SELECT_CHUNK);
     const uint32_t grid[3] = {(uint32_t)parts, (uint32_t)a->n_rows, 1};
-    (void)lkv_gpu_resident(d, kernel, LKV_SELECT_BLOCK); /* for lkv_gpu_one_wave */
-    if ((uint32_t)a->n_rows > d->lim.max_grid_y ||
-        (parts > 1 && (!d->cooperative || !lkv_gpu_one_wave(d, kernel, grid))))
+    int together = d->cooperative && lkv_gpu_one_wave(d, kernel, LKV_SELECT_BLOCK, grid);
+    if ((uint32_t)a->n_rows > d->lim.max_grid_y || (parts > 1 && !together))
         return LKV_UNSUPPORTED;
     lkv_status st = lkv_gpu_reserve(d, &d->select_sync,
                                     (size_t)a->n_rows * LKV_SELECT_SYNC_WORDS(parts) * 4);

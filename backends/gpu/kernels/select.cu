@@ -143,7 +143,7 @@ LKV_DEV unsigned int lkv_select_threshold(const float *s, unsigned int n, unsign
 }
 
 // Keep keys < key_k and the first `need` keys == key_k, in slot order, of
-// the m slots first0.. (slot first0 + i is written as slot c0 + i): a tile
+// the m slots of s or keys (slot i is written as slot c0 + i): a tile
 // of U x block slots at a time, U consecutive slots a thread (loaded
 // together); one block scan of the threads' counts (at most a tile each,
 // packed in one word) places them. kept_total and eq_total start at what
@@ -223,6 +223,19 @@ LKV_KERNEL(lkv_select_rows)(const int *rows, const int *row_n, const int *row_k,
     }
 }
 
+// A spread select block's arrival at a row's meeting point, once its
+// writes to the row's words are fenced: returns when the row's count
+// reaches `target` (every block of the row arrived as often), with what
+// they wrote before arriving visible. Every thread calls it.
+LKV_DEV void lkv_select_meet(unsigned int *count, unsigned int target)
+{
+    lkv_threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        atomicAdd(count, 1u);
+    lkv_grid_wait(count, target);
+}
+
 // The spread select: gridDim.x blocks share each listed row (blockIdx.y),
 // each holding its chunk of at most LKV_SELECT_CHUNK slots as keys in
 // shared memory, so the scores are read from memory once rather than five
@@ -282,11 +295,7 @@ LKV_KERNEL_RESIDENT(lkv_select_spread, 4)(const int *rows, const int *row_n,
             for (unsigned int b = threadIdx.x; b < 256u; b += blockDim.x)
                 if (hist[b] != 0u)
                     atomicAdd(&rh[b], hist[b]);
-            lkv_threadfence();
-            __syncthreads();
-            if (threadIdx.x == 0)
-                atomicAdd(count, 1u);
-            lkv_grid_wait(count, parts * (round + 1u));
+            lkv_select_meet(count, parts * (round + 1u));
             const volatile unsigned int *all = rh; // other blocks added to it
             for (unsigned int b = threadIdx.x; b < 256u; b += blockDim.x)
                 hist[b] = all[b];
@@ -296,23 +305,20 @@ LKV_KERNEL_RESIDENT(lkv_select_spread, 4)(const int *rows, const int *row_n,
     }
     // what the chunks before this one keep: their keys below the threshold,
     // and as many of their keys equal to it as `need` allows
-    unsigned int less = 0u, eq = 0u, less_before = 0u, eq_before = 0u, total;
-    for (unsigned int i = threadIdx.x; i < m; i += blockDim.x) {
-        less += keys[i] < prefix ? 1u : 0u;
-        eq += keys[i] == prefix ? 1u : 0u;
-    }
+    unsigned int less_before = 0u, eq_before = 0u;
     if (parts > 1u) {
+        unsigned int less = 0u, eq = 0u, total;
+        for (unsigned int i = threadIdx.x; i < m; i += blockDim.x) {
+            less += keys[i] < prefix ? 1u : 0u;
+            eq += keys[i] == prefix ? 1u : 0u;
+        }
         lkv_select_scan(less, warp_sum, &less);
         lkv_select_scan(eq, warp_sum, &eq);
         if (threadIdx.x == 0) {
             row_counts[2u * part] = less;
             row_counts[2u * part + 1u] = eq;
         }
-        lkv_threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0)
-            atomicAdd(count, 1u);
-        lkv_grid_wait(count, parts * 5u);
+        lkv_select_meet(count, parts * 5u);
         const volatile unsigned int *counts = row_counts;
         for (unsigned int p0 = 0u; p0 < part; p0 += blockDim.x) {
             unsigned int p = p0 + threadIdx.x;
