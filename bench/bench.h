@@ -37,6 +37,9 @@ typedef enum lkv_bench_op {
     LKV_BENCH_SCORE,            /* score, lazy kind */
     LKV_BENCH_SELECT,
     LKV_BENCH_COMPACT,
+    LKV_BENCH_ATTEND_OBSERVE, /* attend and the lazy observe: one op where the backend fuses
+                               * them (attend_observes), else attend + probs then observe,
+                               * as core runs them */
     LKV_BENCH_OP_COUNT
 } lkv_bench_op;
 

@@ -83,7 +83,12 @@ static int32_t qblock_of(int32_t per)
  * for its elements: ceil(splits / P) steps) and write the probabilities
  * themselves: one launch, and no logits in memory where a split fits the
  * tile. Otherwise the last split block combines (a step per split) and
- * the probs pass reads the logits back. */
+ * the probs pass reads the logits back. `probs`: 0 none, 1 written,
+ * ATTEND_OBSERVED the lazy observe applied where they are computed
+ * instead (last and mri read and written, 16 bytes a row's slot; no
+ * probabilities in memory): no launch of its own. */
+enum { ATTEND_OBSERVED = 2 };
+
 static void attend_model(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32_t n, int probs,
                          lkv_bench_model *m)
 {
@@ -115,7 +120,10 @@ static void attend_model(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32
     double logits = long_split      ? (fused ? 3.0 : 2.0) * logit_bytes
                     : probs && !fused ? logit_bytes
                                       : 0.0;
-    double pw = fused ? 4.0 * s->kv_heads * (double)n : 0.0; /* probabilities written */
+    /* what a row's slot costs where its probability is computed: written,
+     * or the observe's state read and written */
+    double sink = (probs == ATTEND_OBSERVED ? 16.0 : 4.0) * s->kv_heads * (double)n;
+    double pw = fused ? sink : 0.0;
     double in_flight = vec ? 16.0 * g->split_loads : e;
     double t = kernel_s(g, kv + logits + pw, m->blocks, LKV_ATT_BLOCK, in_flight, resident,
                         &m->waves);
@@ -129,8 +137,8 @@ static void attend_model(const lkv_bench_gpu *g, const lkv_bench_shape *s, int32
     }
     m->bytes = kv + logits + pw + partials;
     m->launches = 1;
-    if (probs && !fused) { /* every logit read once more, the group's probabilities written */
-        double pb = 4.0 * s->q_heads * (double)n + 4.0 * s->kv_heads * (double)n;
+    if (probs && !fused) { /* every logit read once more; the probabilities written or observed */
+        double pb = 4.0 * s->q_heads * (double)n + sink;
         t += kernel_s(g, pb, (n + LKV_ATT_BLOCK - 1) / LKV_ATT_BLOCK * s->kv_heads,
                       LKV_ATT_BLOCK, 4.0 * per, 8, NULL);
         m->bytes += pb;
@@ -201,6 +209,9 @@ void lkv_bench_model_op(const lkv_bench_gpu *g, lkv_bench_op op, const lkv_bench
     case LKV_BENCH_ATTEND_PROBS:
     case LKV_BENCH_ATTEND_PLAIN:
         attend_model(g, s, length, op == LKV_BENCH_ATTEND_PROBS, &m);
+        break;
+    case LKV_BENCH_ATTEND_OBSERVE: /* the CUDA/HIP backend fuses them */
+        attend_model(g, s, length, ATTEND_OBSERVED, &m);
         break;
     case LKV_BENCH_OBSERVE: /* probs, last and mri in flight */
         m.bytes = bytes;

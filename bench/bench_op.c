@@ -11,6 +11,10 @@
  *   select          reads the scores (4 R n), writes the kept list (4 R k)
  *   compact         per kept slot: reads the index (4), reads and writes its
  *                   K and V (2 x 2 d e) and pos, last, mri, state_f (2 x 16)
+ *   attend + observe  attend (plain) and the lazy observe's state, read and
+ *                   written (16 R n, an upper bound as above); no
+ *                   probabilities in memory: what a fused kernel moves (a
+ *                   backend that runs the two ops moves both ops' bytes)
  * Each query head re-reads its group's K and V; the model counts them once,
  * as a kernel that keeps a group's heads together does. */
 #include <stdio.h>
@@ -28,6 +32,7 @@ static const struct {
     {"score", "score (lazy)", "12 R n"},
     {"select", "select", "4 R n + 4 R k"},
     {"compact", "compact", "R k (4 + 4 d e + 32)"},
+    {"attend_observe", "attend + observe", "2 R n d e + 8 H d + 16 R n"},
 };
 
 const char *lkv_bench_op_id(lkv_bench_op op)
@@ -64,6 +69,7 @@ double lkv_bench_op_bytes(lkv_bench_op op, const lkv_bench_shape *s, int32_t len
     case LKV_BENCH_SCORE: return 12.0 * rows * n;
     case LKV_BENCH_SELECT: return 4.0 * rows * n + 4.0 * rows * k;
     case LKV_BENCH_COMPACT: return rows * k * (4.0 + 2.0 * (2.0 * d * e) + 2.0 * 16.0);
+    case LKV_BENCH_ATTEND_OBSERVE: return 2.0 * rows * n * d * e + q_and_out + 16.0 * rows * n;
     default: return 0.0;
     }
 }

@@ -116,6 +116,28 @@ static lkv_status attend(op_rig *g, int with_probs)
 }
 
 static lkv_status issue_attend_probs(void *ctx) { return attend(ctx, 1); }
+
+static lkv_status issue_observe(void *ctx);
+
+/* As core runs a decode step of a lazy cache: one op where the backend
+ * fuses the observe into attend, attend with probs and observe otherwise. */
+static lkv_status issue_attend_observe(void *ctx)
+{
+    op_rig *g = ctx;
+    if (!g->rt->ops->attend_observes) {
+        lkv_status st = attend(g, 1);
+        return st == LKV_OK ? issue_observe(g) : st;
+    }
+    int32_t row0 = 0, n = g->length, t = LKV_BENCH_STEP;
+    lkv_attend_observe o = {.kind = LKV_OBSERVE_RECURRENCE, .alpha = 1e-4f, .group_t = &t};
+    lkv_attend_args a = {
+        .cache = &g->cache, .n_groups = 1, .group_row0 = &row0, .group_n = &n,
+        .cache_heads = g->rows, .q_heads = g->shape->q_heads,
+        .scale = (float)(1.0 / sqrt((double)g->shape->head_dim)), .reduce = LKV_REDUCE_MAX,
+        .q = g->q, .out = g->out, .observe = &o,
+    };
+    return g->rt->ops->attend(g->rt->dev, &a);
+}
 static lkv_status issue_attend_plain(void *ctx) { return attend(ctx, 0); }
 
 static lkv_status issue_observe(void *ctx)
@@ -170,6 +192,7 @@ static int has_op(const lkv_backend_ops *ops, lkv_bench_op op)
     case LKV_BENCH_SCORE: return ops->score != NULL;
     case LKV_BENCH_SELECT: return ops->select != NULL;
     case LKV_BENCH_COMPACT: return ops->compact != NULL;
+    case LKV_BENCH_ATTEND_OBSERVE: return ops->attend != NULL && ops->observe != NULL;
     default: return 0;
     }
 }
@@ -188,6 +211,7 @@ void lkv_bench_ops_run(lkv_runtime *rt, const lkv_bench_settings *s,
     static const lkv_bench_issue issue[LKV_BENCH_OP_COUNT] = {
         issue_attend_probs, issue_attend_plain, issue_observe,
         issue_score,        issue_select,       issue_compact,
+        issue_attend_observe,
     };
     op_rig g = {.rt = rt, .shape = &in->shape, .rows = in->shape.kv_heads, .length = length,
                 .keep = lkv_bench_keep(s, length), .window = s->window};

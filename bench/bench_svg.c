@@ -1,5 +1,6 @@
-/* The plot (`lazykv bench --plot FILE.svg`), hand-written SVG. Nine panels,
- * each against cache length on a log axis: the six ops' median time (log),
+/* The plot (`lazykv bench --plot FILE.svg`), hand-written SVG. A panel per
+ * op and three more, three to a row, each against cache length on a log
+ * axis: the ops' median time (log),
  * then the decode step lazy vs full, the observation cost ratio and attend's
  * share of the copy roofline. Colour = backend; in the op panels the line
  * style and marker = head shape; in the decode panel solid = lazy, dashed =
@@ -17,6 +18,8 @@
 #define PITCH_Y 290
 #define FIRST_X 85
 #define FIRST_Y 150
+/* the op panels, then the decode, observation-cost and roofline panels */
+enum { PANEL_DECODE = LKV_BENCH_OP_COUNT, PANEL_RATIO, PANEL_ROOFLINE, PANELS };
 
 static const char *const colors[LKV_BENCH_MAX_DEVICES] = {
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
@@ -110,7 +113,7 @@ static void decode_panel(FILE *f, const lkv_bench_results *r)
                 series[n].y[l] = dc->status == LKV_OK ? ms / 1e3 : NAN;
             }
         }
-    lkv_svg_panel p = panel_at(6, LKV_SVG_SECONDS);
+    lkv_svg_panel p = panel_at(PANEL_DECODE, LKV_SVG_SECONDS);
     lkv_svg_panel_draw(f, &p, "decode step: lazy vs full cache", "mean time per step (log scale)",
                        r->settings.lengths, r->settings.n_lengths, series, n);
     char lazy[64];
@@ -125,12 +128,12 @@ static void ratio_panels(FILE *f, const lkv_bench_results *r)
 {
     lkv_svg_series series[LKV_BENCH_MAX_DEVICES * LKV_BENCH_MAX_SHAPES];
     int n = gather(r, observation_ratio, 0, series);
-    lkv_svg_panel p = panel_at(7, LKV_SVG_RATIO);
+    lkv_svg_panel p = panel_at(PANEL_RATIO, LKV_SVG_RATIO);
     lkv_svg_panel_draw(f, &p, "observation cost", "attend + probs time / plain time",
                        r->settings.lengths, r->settings.n_lengths, series, n);
     lkv_svg_reference(f, &p, 1.0, "no cost");
     n = gather(r, copy_percent, LKV_BENCH_ATTEND_PROBS, series);
-    p = panel_at(8, LKV_SVG_PERCENT);
+    p = panel_at(PANEL_ROOFLINE, LKV_SVG_PERCENT);
     lkv_svg_panel_draw(f, &p, "attend + probs vs the copy roofline",
                        "% of copy bandwidth (log scale)", r->settings.lengths,
                        r->settings.n_lengths, series, n);
@@ -169,7 +172,7 @@ static void header(FILE *f, const lkv_bench_results *r)
 
 int lkv_bench_write_svg(FILE *f, const lkv_bench_results *r)
 {
-    int height = FIRST_Y + 3 * PITCH_Y;
+    int height = FIRST_Y + (PANELS + 2) / 3 * PITCH_Y;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"

@@ -32,6 +32,22 @@
  * storage rounding is common to both sides and only the f32 arithmetic
  * differs.
  *
+ * Observe modes ("observe=lazy", "accumulate", "assign": a backend whose
+ * attend_observes is 1 applies the observe where it computes the
+ * probabilities, and keeps none). The oracle attends with probs and then
+ * observes; the tested backend does both in its attend, with probs NULL,
+ * or, where attend_observes is 0, runs its two ops as core then does.
+ * Each group observes at its own step. The state is compared with the
+ * probabilities' tolerance: state_f (accumulate, assign: old + p or p)
+ * with the probs thresholds; lazy's integer state exactly, except at slots
+ * whose oracle probability is within the probs tolerance of alpha, where
+ * either decision is right. alpha is 1/n of the first group, so about
+ * half of its slots count and a backend that observes nothing, everything
+ * or the wrong step differs at thousands of slots. That the fused state is
+ * the bits of the same backend's attend and observe is the emulator's unit
+ * test (tests/gpu_emu/test_gpu_emu.c); here it is checked against the
+ * oracle. Quick grids run them in f32 on the shapes marked `observe`.
+ *
  * Storage types. The full grid runs every shape and mode in f32, f16 and
  * bf16. The quick grid runs f32 and f16 everywhere and bf16 only where its
  * shape says: bf16 loads differ from f16 ones only in how an element widens,
@@ -66,55 +82,65 @@ typedef enum attend_variant {
 
 /* The modes every shape runs in: indices of modes[], and bits of a shape's
  * bf16 modes. */
-enum { MODE_PROBS_NONE, MODE_PROBS_MAX, MODE_PROBS_MEAN, MODE_OUT_NONE, MODE_COUNT };
+enum {
+    MODE_PROBS_NONE,
+    MODE_PROBS_MAX,
+    MODE_PROBS_MEAN,
+    MODE_OUT_NONE,
+    MODE_OBSERVE_LAZY,
+    MODE_OBSERVE_ACCUMULATE,
+    MODE_OBSERVE_ASSIGN,
+    MODE_COUNT
+};
 
 typedef struct attend_shape {
     int32_t d, n, hq, hkv, groups;
     attend_variant variant; /* EMPTY and MASKED need groups >= 2 */
     conf_bf16_modes bf16;   /* bit MODE_x: bf16 runs in that mode too */
+    int observe;            /* 1: the quick grid runs the observe modes (f32) */
 } attend_shape;
 
 static const attend_shape quick_grid[] = {
     /* 1:1, a single slot (its probability is exactly 1) */
-    {64, 1, 4, 4, 2, ATTEND_PLAIN, CONF_BF16_NONE},
+    {64, 1, 4, 4, 2, ATTEND_PLAIN, CONF_BF16_NONE, 1},
     /* 4:1 as in Llama-3-8B, one past a power of two */
-    {128, 4097, 32, 8, 1, ATTEND_PLAIN, CONF_BF16_MODE(MODE_PROBS_MAX)},
+    {128, 4097, 32, 8, 1, ATTEND_PLAIN, CONF_BF16_MODE(MODE_PROBS_MAX), 0},
     /* 8:1, three groups of different lengths */
-    {64, 1000, 8, 1, 3, ATTEND_PLAIN, CONF_BF16_NONE},
+    {64, 1000, 8, 1, 3, ATTEND_PLAIN, CONF_BF16_NONE, 1},
     /* 8:1, four groups */
-    {128, 257, 16, 2, 4, ATTEND_PLAIN, CONF_BF16_NONE},
+    {128, 257, 16, 2, 4, ATTEND_PLAIN, CONF_BF16_NONE, 0},
     /* odd head_dim: no vector loads, odd rows */
-    {33, 500, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL},
+    {33, 500, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL, 1},
     /* f32 rows of whole 16-byte units, 2-byte not */
-    {100, 300, 6, 3, 1, ATTEND_PLAIN, CONF_BF16_ALL},
+    {100, 300, 6, 3, 1, ATTEND_PLAIN, CONF_BF16_ALL, 0},
     /* 32:1 (MQA): 4 query-head blocks per row */
-    {256, 300, 32, 1, 2, ATTEND_PLAIN, CONF_BF16_NONE},
+    {256, 300, 32, 1, 2, ATTEND_PLAIN, CONF_BF16_NONE, 1},
     /* 3:1 as in SmolLM2: a block of 4 query heads with 3 of them used */
-    {64, 700, 9, 3, 2, ATTEND_PLAIN, CONF_BF16_NONE},
+    {64, 700, 9, 3, 2, ATTEND_PLAIN, CONF_BF16_NONE, 1},
     /* the largest head_dim: more chunks than lanes */
-    {1024, 300, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_NONE},
+    {1024, 300, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_NONE, 0},
     /* a listed group without a valid slot */
-    {128, 257, 16, 2, 4, ATTEND_EMPTY, CONF_BF16_NONE},
+    {128, 257, 16, 2, 4, ATTEND_EMPTY, CONF_BF16_NONE, 1},
     /* query heads whose every logit is -inf */
-    {64, 300, 8, 2, 2, ATTEND_MASKED, CONF_BF16_ALL},
+    {64, 300, 8, 2, 2, ATTEND_MASKED, CONF_BF16_ALL, 1},
 };
 
 static const attend_shape full_grid[] = {
-    {64, 1, 4, 4, 2, ATTEND_PLAIN, CONF_BF16_ALL},
-    {128, 4097, 32, 8, 1, ATTEND_PLAIN, CONF_BF16_ALL},
-    {64, 1000, 8, 1, 3, ATTEND_PLAIN, CONF_BF16_ALL},
-    {128, 257, 16, 2, 4, ATTEND_PLAIN, CONF_BF16_ALL},
-    {33, 500, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL},
-    {100, 300, 6, 3, 1, ATTEND_PLAIN, CONF_BF16_ALL},
-    {256, 300, 32, 1, 2, ATTEND_PLAIN, CONF_BF16_ALL},
-    {1024, 300, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL},
-    {128, 257, 16, 2, 4, ATTEND_EMPTY, CONF_BF16_ALL},
-    {64, 300, 8, 2, 2, ATTEND_MASKED, CONF_BF16_ALL},
-    {64, 700, 9, 3, 2, ATTEND_PLAIN, CONF_BF16_ALL},     /* 3:1 as in SmolLM2 */
-    {64, 4097, 32, 32, 1, ATTEND_PLAIN, CONF_BF16_ALL},  /* 1:1 at full width */
-    {128, 16385, 8, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL},  /* 4:1 over 16K slots, two groups */
-    {64, 131072, 4, 1, 1, ATTEND_PLAIN, CONF_BF16_ALL},  /* 4:1 over 128K slots */
-    {128, 131072, 8, 1, 1, ATTEND_PLAIN, CONF_BF16_ALL}, /* 8:1 over 128K slots */
+    {64, 1, 4, 4, 2, ATTEND_PLAIN, CONF_BF16_ALL, 1},
+    {128, 4097, 32, 8, 1, ATTEND_PLAIN, CONF_BF16_ALL, 1},
+    {64, 1000, 8, 1, 3, ATTEND_PLAIN, CONF_BF16_ALL, 1},
+    {128, 257, 16, 2, 4, ATTEND_PLAIN, CONF_BF16_ALL, 1},
+    {33, 500, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL, 1},
+    {100, 300, 6, 3, 1, ATTEND_PLAIN, CONF_BF16_ALL, 1},
+    {256, 300, 32, 1, 2, ATTEND_PLAIN, CONF_BF16_ALL, 1},
+    {1024, 300, 4, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL, 1},
+    {128, 257, 16, 2, 4, ATTEND_EMPTY, CONF_BF16_ALL, 1},
+    {64, 300, 8, 2, 2, ATTEND_MASKED, CONF_BF16_ALL, 1},
+    {64, 700, 9, 3, 2, ATTEND_PLAIN, CONF_BF16_ALL, 1},     /* 3:1 as in SmolLM2 */
+    {64, 4097, 32, 32, 1, ATTEND_PLAIN, CONF_BF16_ALL, 1},  /* 1:1 at full width */
+    {128, 16385, 8, 2, 2, ATTEND_PLAIN, CONF_BF16_ALL, 1},  /* 4:1 over 16K slots, two groups */
+    {64, 131072, 4, 1, 1, ATTEND_PLAIN, CONF_BF16_ALL, 1},  /* 4:1 over 128K slots */
+    {128, 131072, 8, 1, 1, ATTEND_PLAIN, CONF_BF16_ALL, 1}, /* 8:1 over 128K slots */
 };
 
 static const char *const variant_names[] = {"", ",empty", ",masked"};
@@ -123,14 +149,24 @@ typedef struct attend_mode {
     const char *name;
     int out, probs;
     lkv_group_reduce reduce;
+    int observe; /* 1: the observe of `kind` rides on the attend */
+    lkv_observe_kind kind;
 } attend_mode;
 
 static const attend_mode modes[MODE_COUNT] = {
-    [MODE_PROBS_NONE] = {"probs=none", 1, 0, LKV_REDUCE_MAX},
-    [MODE_PROBS_MAX] = {"probs=max", 1, 1, LKV_REDUCE_MAX},
-    [MODE_PROBS_MEAN] = {"probs=mean", 1, 1, LKV_REDUCE_MEAN},
-    [MODE_OUT_NONE] = {"out=none,probs=mean", 0, 1, LKV_REDUCE_MEAN},
+    [MODE_PROBS_NONE] = {"probs=none", 1, 0, LKV_REDUCE_MAX, 0, 0},
+    [MODE_PROBS_MAX] = {"probs=max", 1, 1, LKV_REDUCE_MAX, 0, 0},
+    [MODE_PROBS_MEAN] = {"probs=mean", 1, 1, LKV_REDUCE_MEAN, 0, 0},
+    [MODE_OUT_NONE] = {"out=none,probs=mean", 0, 1, LKV_REDUCE_MEAN, 0, 0},
+    [MODE_OBSERVE_LAZY] = {"observe=lazy,max", 1, 1, LKV_REDUCE_MAX, 1, LKV_OBSERVE_RECURRENCE},
+    [MODE_OBSERVE_ACCUMULATE] = {"observe=accumulate,mean", 1, 1, LKV_REDUCE_MEAN, 1,
+                                 LKV_OBSERVE_ACCUMULATE},
+    [MODE_OBSERVE_ASSIGN] = {"out=none,observe=assign,max", 0, 1, LKV_REDUCE_MAX, 1,
+                             LKV_OBSERVE_ASSIGN},
 };
+
+/* the most rows a case lists (groups x cache heads of the widest shape) */
+#define ATTEND_MAX_ROWS (ATTEND_MAX_GROUPS * 32)
 
 typedef struct attend_case {
     const conf_family *family;
@@ -139,6 +175,8 @@ typedef struct attend_case {
     const attend_mode *mode;
     int32_t capacity;
     int32_t group_row0[ATTEND_MAX_GROUPS], group_n[ATTEND_MAX_GROUPS];
+    int32_t group_t[ATTEND_MAX_GROUPS]; /* observe modes: each group's step */
+    float alpha;
     int cache, q, out, probs; /* image indices; -1 when not passed */
 } attend_case;
 
@@ -217,6 +255,33 @@ static void mask(conf_case *c, const attend_case *a, float *q)
     }
 }
 
+/* Observe modes: each group's step, alpha, the state the observe starts
+ * from (last before the step; mri and state_f anywhere, never subnormal),
+ * and the state the op may write. */
+static void prepare_observe(conf_case *c, attend_case *a, conf_rng *rng)
+{
+    a->alpha = 1.0f / (float)a->s.n;
+    for (int32_t g = 0; g < a->s.groups; g++) {
+        int32_t t = 1 + conf_rng_below(rng, 200000);
+        a->group_t[g] = t;
+        for (int32_t h = 0; h < a->s.hkv; h++) {
+            int32_t row = a->group_row0[g] + h, n = a->group_n[g];
+            int32_t *last = conf_slot(c, a->cache + CONF_STATE_A, row, 0);
+            int32_t *mri = conf_slot(c, a->cache + CONF_STATE_B, row, 0);
+            float *f = conf_slot(c, a->cache + CONF_STATE_F, row, 0);
+            for (int32_t i = 0; i < n; i++) {
+                last[i] = conf_rng_below(rng, t);
+                mri[i] = conf_rng_below(rng, 3000);
+                f[i] = (float)pow(10.0, -1.0 - 6.0 * conf_rng_uniform(rng));
+            }
+            int lazy = a->mode->kind == LKV_OBSERVE_RECURRENCE;
+            conf_allow(c, a->cache + (lazy ? CONF_STATE_A : CONF_STATE_F), row, n);
+            if (lazy)
+                conf_allow(c, a->cache + CONF_STATE_B, row, n);
+        }
+    }
+}
+
 static int build(conf_case *c, void *params, conf_rng *rng)
 {
     attend_case *a = params;
@@ -255,6 +320,8 @@ static int build(conf_case *c, void *params, conf_rng *rng)
     }
     if (s->variant == ATTEND_MASKED)
         mask(c, a, q);
+    if (a->mode->observe)
+        prepare_observe(c, a, rng);
     /* attend reads these and must write none of them (K/V only where small) */
     for (int i = CONF_POS; i < CONF_CACHE_IMAGES; i++)
         conf_watch(c, a->cache + i);
@@ -264,6 +331,26 @@ static int build(conf_case *c, void *params, conf_rng *rng)
         conf_watch(c, a->cache + CONF_V);
     }
     return 1;
+}
+
+/* The observe op after attend, as core runs it on a backend that does not
+ * fuse them: every row of every group at the group's step. */
+static lkv_status observe_after(const conf_case *c, int side, const attend_case *a,
+                                const lkv_cache_buffers *cache, const lkv_buffer *probs)
+{
+    int32_t rows[ATTEND_MAX_ROWS], row_n[ATTEND_MAX_ROWS], row_t[ATTEND_MAX_ROWS], m = 0;
+    for (int32_t g = 0; g < a->s.groups; g++)
+        for (int32_t h = 0; h < a->s.hkv; h++, m++) {
+            rows[m] = a->group_row0[g] + h;
+            row_n[m] = a->group_n[g];
+            row_t[m] = a->group_t[g];
+        }
+    lkv_observe_args args = {
+        .cache = cache, .n_rows = m, .rows = rows, .row_n = row_n, .probs = probs,
+        .kind = a->mode->kind, .t = a->group_t[0], .row_t = row_t, .alpha = a->alpha,
+    };
+    const lkv_runtime *rt = c->rt[side];
+    return rt->ops->observe(rt->dev, &args);
 }
 
 static lkv_status invoke(const conf_case *c, int side, const void *params)
@@ -284,7 +371,60 @@ static lkv_status invoke(const conf_case *c, int side, const void *params)
         .probs = conf_dev(c, side, a->probs),
     };
     const lkv_runtime *rt = c->rt[side];
-    return rt->ops->attend(rt->dev, &args);
+    if (!a->mode->observe)
+        return rt->ops->attend(rt->dev, &args);
+    lkv_attend_observe o = {.kind = a->mode->kind, .alpha = a->alpha, .group_t = a->group_t};
+    if (rt->ops->attend_observes) {
+        args.probs = NULL; /* fused: the probabilities need not be kept */
+        args.observe = &o;
+        return rt->ops->attend(rt->dev, &args);
+    }
+    lkv_status st = rt->ops->attend(rt->dev, &args);
+    return st == LKV_OK ? observe_after(c, side, a, &cache, args.probs) : st;
+}
+
+static int32_t i32_at(const conf_image *im, int side, int32_t row, int32_t i)
+{
+    int32_t x;
+    memcpy(&x, im->got[side] + ((size_t)row * (size_t)im->capacity + (size_t)i) * 4, 4);
+    return x;
+}
+
+/* lazy's last and mri exactly, but where the oracle's probability is
+ * within the probs tolerance of alpha (either side of it is right). */
+static void check_recurrence(const conf_case *c, const attend_case *a, conf_verdict *v)
+{
+    const conf_image *pr = &c->img[a->probs];
+    const conf_image *last = &c->img[a->cache + CONF_STATE_A];
+    const conf_image *mri = &c->img[a->cache + CONF_STATE_B];
+    int64_t differ = 0, near = 0, compared = 0;
+    char first[160] = "";
+    for (int32_t g = 0; g < a->s.groups; g++)
+        for (int32_t h = 0; h < a->s.hkv; h++) {
+            int32_t row = a->group_row0[g] + h;
+            for (int32_t i = 0; i < a->group_n[g]; i++) {
+                float p;
+                memcpy(&p, pr->got[CONF_ORACLE] + ((size_t)row * (size_t)pr->capacity + i) * 4, 4);
+                double tol = ATTEND_PROBS_ATOL + ATTEND_PROBS_RTOL * fmax(fabs(p), a->alpha);
+                if (fabs((double)p - (double)a->alpha) <= tol) {
+                    near++;
+                    continue;
+                }
+                compared++;
+                int32_t l0 = i32_at(last, CONF_ORACLE, row, i), l1 = i32_at(last, CONF_TESTED, row, i);
+                int32_t m0 = i32_at(mri, CONF_ORACLE, row, i), m1 = i32_at(mri, CONF_TESTED, row, i);
+                if (l0 == l1 && m0 == m1)
+                    continue;
+                if (differ++ == 0)
+                    snprintf(first, sizeof first, "; first at row %d slot %d: last %d mri %d, "
+                             "oracle %d %d (p %.9g)", row, i, l1, m1, l0, m0, (double)p);
+            }
+        }
+    conf_verdict_check(v, differ != 0, "state mismatches", (double)differ, 0.0,
+                       "%lld of %lld slots differ in last/mri%s", (long long)differ,
+                       (long long)compared, first);
+    conf_verdict_note(v, "alpha %.9g, %lld slots within tolerance of it not compared",
+                      (double)a->alpha, (long long)near);
 }
 
 static void check(const conf_case *c, const void *params, conf_verdict *v)
@@ -292,12 +432,26 @@ static void check(const conf_case *c, const void *params, conf_verdict *v)
     const attend_case *a = params;
     if (a->out >= 0)
         conf_check_nmse(c, a->out, ATTEND_OUT_NMSE, v);
-    if (a->probs >= 0)
+    if (a->mode->observe && a->mode->kind == LKV_OBSERVE_RECURRENCE)
+        check_recurrence(c, a, v);
+    else if (a->mode->observe)
+        conf_check_close(c, a->cache + CONF_STATE_F, ATTEND_PROBS_ATOL, ATTEND_PROBS_RTOL, v);
+    else if (a->probs >= 0)
         conf_check_close(c, a->probs, ATTEND_PROBS_ATOL, ATTEND_PROBS_RTOL, v);
     conf_check_guards(c, v);
 }
 
 static const conf_family family = {sizeof(attend_case), build, invoke, check};
+
+/* Whether the grid runs `shape` in storage `dtype` and mode m: the
+ * shape's bf16 modes; observe modes in f32 on the marked shapes of the
+ * quick grid, on every shape of the full one. */
+static int runs(const conf_run *r, const attend_shape *shape, lkv_dtype dtype, size_t m)
+{
+    if (modes[m].observe && r->opt->quick && (!shape->observe || dtype != LKV_DTYPE_F32))
+        return 0;
+    return conf_runs_dtype(shape->bf16, dtype, m);
+}
 
 void conf_run_attend(conf_run *r)
 {
@@ -308,11 +462,12 @@ void conf_run_attend(conf_run *r)
     for (size_t i = 0; i < shapes; i++)
         for (size_t dt = 0; dt < conf_dtype_count; dt++)
             for (size_t m = 0; m < MODE_COUNT; m++)
-                total += conf_runs_dtype(grid[i].bf16, conf_dtypes[dt], m);
+                total += runs(r, &grid[i], conf_dtypes[dt], m);
+    const lkv_backend_ops *ops = r->rt[CONF_TESTED]->ops;
     for (size_t i = 0; i < shapes; i++)
         for (size_t dt = 0; dt < conf_dtype_count; dt++)
             for (size_t m = 0; m < MODE_COUNT; m++) {
-                if (!conf_runs_dtype(grid[i].bf16, conf_dtypes[dt], m))
+                if (!runs(r, &grid[i], conf_dtypes[dt], m))
                     continue;
                 attend_case a = {.family = &family, .s = grid[i], .dtype = conf_dtypes[dt],
                                  .mode = &modes[m]};
@@ -321,7 +476,9 @@ void conf_run_attend(conf_run *r)
                          a.s.d, a.s.n, a.s.hq, a.s.hkv, a.s.groups, variant_names[a.s.variant],
                          a.mode->name, conf_dtype_name(a.dtype));
                 conf_progress(r, "attend", index++, total);
-                conf_group_run(r, name, "attend", conf_dtype_name(a.dtype),
-                               r->rt[CONF_TESTED]->ops->attend != NULL, conf_case_seed, &a);
+                int runs_ops = ops->attend && (!a.mode->observe || ops->observe ||
+                                               ops->attend_observes);
+                conf_group_run(r, name, "attend", conf_dtype_name(a.dtype), runs_ops,
+                               conf_case_seed, &a);
             }
 }

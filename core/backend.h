@@ -56,13 +56,29 @@ typedef struct lkv_cache_buffers {
     int paged;        /* phys holds places of a K/V pool, not of the row */
 } lkv_cache_buffers;
 
+/* The observe an attend applies itself (lkv_attend_args.observe; only for
+ * a backend whose attend_observes is 1): the observe op's update of `kind`
+ * with `alpha` (lkv_observe_args) of every row of every group, over the
+ * group's group_n[g] slots at its own step group_t[g], from the
+ * probabilities the attend computes: the state it leaves is bit for bit what
+ * the same backend's attend with probs and then its observe of those rows
+ * would leave. The probabilities never reach memory unless probs is given
+ * too, which is the point: one pass over them instead of a write, a launch
+ * and a read. */
+typedef struct lkv_attend_observe {
+    lkv_observe_kind kind;
+    float alpha;
+    const int32_t *group_t; /* [n_groups] host array */
+} lkv_attend_observe;
+
 /* attend: for each group (one sequence and layer: `cache_heads` consecutive
  * rows starting at group_row0[g], each with group_n[g] valid slots) and each
  * query head h (cache head h / (q_heads / cache_heads)):
  *   out[g][h]  = softmax(scale * q[g][h] . K) . V
  *   probs[row] = the softmax probabilities, combined over the query heads that
  *                share the cache head by `reduce` (max or mean).
- * `out` or `probs` may be NULL when not wanted. */
+ * `out` or `probs` may be NULL when not wanted. `observe` (NULL: none) also
+ * updates the policy state from those probabilities (lkv_attend_observe). */
 typedef struct lkv_attend_args {
     const lkv_cache_buffers *cache;
     int32_t n_groups;
@@ -75,6 +91,7 @@ typedef struct lkv_attend_args {
     const lkv_buffer *q;     /* [n_groups][q_heads][head_dim] f32 */
     lkv_buffer *out;         /* [n_groups][q_heads][head_dim] f32, or NULL */
     lkv_buffer *probs;       /* [rows][capacity] f32, or NULL */
+    const lkv_attend_observe *observe; /* or NULL */
 } lkv_attend_args;
 
 /* observe: update per-slot policy state of each listed row from probs. */
@@ -376,6 +393,10 @@ typedef struct lkv_backend_ops {
     /* 1 when observe and score honour row_t, so one dispatch serves rows at
      * different steps; 0: core splits such a batch by step. */
     int row_steps;
+    /* 1 when attend takes lkv_attend_args.observe (observe fused into the
+     * pass that computes the probabilities); 0: core never passes it and
+     * runs observe after attend. */
+    int attend_observes;
     /* 1 when attend, store and compact honour cache->phys (holes); 0: a
      * cache that fills holes is refused at create. */
     int holes;

@@ -174,9 +174,19 @@ lkv_status lkv_lists_reserve(lkv_cache *c, int32_t n);
 /* One attend dispatch over `n_groups` groups: group g is the query set
  * q[g] ([q_heads][head_dim] rows of the q buffer) over the first group_n[g]
  * slots of the (sequence, layer) whose first row is row0[g] (c->lists).
- * out and probs as wanted (NULL: not). */
+ * out and probs as wanted (NULL: not); `observe` only where the backend
+ * takes it (attend_observes), else NULL. */
 lkv_status lkv_cache_attend(lkv_cache *c, int32_t n_groups, const lkv_buffer *q,
-                            lkv_buffer *out, int want_probs);
+                            lkv_buffer *out, int want_probs, const lkv_attend_observe *observe);
+
+/* The same attend, then the observe of `kind` of every group's rows from
+ * its probabilities: group g is sequence seqs[g] at step steps[g] over its
+ * group_n[g] slots (c->lists), in `layer`. One dispatch where the backend
+ * fuses them (attend_observes), else attend with probs and then
+ * lkv_cache_observe. */
+lkv_status lkv_cache_attend_observe(lkv_cache *c, int32_t n_groups, const lkv_buffer *q,
+                                    lkv_buffer *out, const int32_t *seqs, const int32_t *steps,
+                                    int32_t layer, lkv_observe_kind kind);
 
 /* One observe dispatch over every head of the listed sequences' `layer`,
  * each at its own step (steps[i]) over ns[i] slots (NULL: its length); split

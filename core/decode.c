@@ -147,6 +147,32 @@ static int any_observing(const lkv_cache *c, int32_t n)
     return 0;
 }
 
+/* 1 when every listed sequence observes at its step, with one kind
+ * (*out_kind): the batch's observe can then ride on its attend. */
+static int all_observe_alike(const lkv_cache *c, int32_t n, lkv_observe_kind *out_kind)
+{
+    for (int32_t i = 0; i < n; i++) {
+        lkv_observe_kind k;
+        if (!lkv_observes_at(c, c->seq_steps[i], &k) || (i > 0 && k != *out_kind))
+            return 0;
+        *out_kind = k;
+    }
+    return n > 0;
+}
+
+/* The step's attention, and its observation where the policy observes. */
+static lkv_status attend_step(lkv_cache *c, const lkv_decode_batch_io *io, int32_t layer,
+                              const lkv_inputs *s, int observing)
+{
+    int32_t n = io->n_sequences;
+    lkv_observe_kind kind;
+    if (observing && all_observe_alike(c, n, &kind))
+        return lkv_cache_attend_observe(c, n, s->q, s->out, io->sequences, c->seq_steps, layer,
+                                        kind);
+    lkv_status st = lkv_cache_attend(c, n, s->q, s->out, observing, NULL);
+    return st == LKV_OK && observing ? observe_step(c, io->sequences, n, layer) : st;
+}
+
 /* Early evictions of the listed sequences whose layer is full, one batch. */
 static lkv_status make_room(lkv_cache *c, const int32_t *seqs, int32_t n, int32_t layer)
 {
@@ -179,11 +205,12 @@ static lkv_status run_step(lkv_cache *c, int32_t layer, const lkv_decode_batch_i
     for (int32_t i = 0; i < n; i++)
         c->lists.group_n[i] = c->seqs[io->sequences[i]].len[layer];
     if (!given)
-        st = lkv_cache_attend(c, n, s->q, s->out, observing);
-    else if (observing) /* given probabilities go where attend would put them */
+        st = attend_step(c, io, layer, s, observing);
+    else if (observing) { /* given probabilities go where attend would put them */
         st = lkv_given_write(c, given, io->sequences, n, layer);
-    if (st == LKV_OK && observing)
-        st = observe_step(c, io->sequences, n, layer);
+        if (st == LKV_OK)
+            st = observe_step(c, io->sequences, n, layer);
+    }
     if (st == LKV_OK && !given && io->memory == LKV_MEMORY_HOST)
         st = c->ops->read(c->dev, s->out, 0, io->out,
                           (size_t)n * (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim * 4);

@@ -216,7 +216,7 @@ static lkv_status attend_chunks(lkv_cache *c, int32_t layer, const lkv_prefill_b
             c->lists.group_n[g] = prefix + j + 1;
         }
     }
-    lkv_status st = lkv_cache_attend(c, g, s->q, s->out, 0);
+    lkv_status st = lkv_cache_attend(c, g, s->q, s->out, 0, NULL);
     if (st == LKV_OK && io->memory == LKV_MEMORY_HOST)
         st = c->ops->read(c->dev, s->out, 0, io->out,
                           (size_t)g * (size_t)c->cfg.q_heads * (size_t)c->cfg.head_dim * 4);
@@ -224,7 +224,8 @@ static lkv_status attend_chunks(lkv_cache *c, int32_t layer, const lkv_prefill_b
 }
 
 /* Round r of the votes: the r-th voting query of every sequence that has
- * one attends (one dispatch) and its probabilities accumulate (another). */
+ * one attends and its probabilities accumulate (one dispatch where the
+ * backend fuses them, two otherwise). */
 static lkv_status vote_round(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io,
                              const int32_t *vote_first, const int32_t *token0, int32_t r,
                              int *out_any)
@@ -253,12 +254,9 @@ static lkv_status vote_round(lkv_cache *c, int32_t layer, const lkv_prefill_batc
     lkv_status st = lkv_stage_reserve(c, &c->stage_q, (size_t)m * qw * 4);
     if (st == LKV_OK)
         st = c->ops->write(c->dev, c->stage_q.buf, 0, c->vote_q, (size_t)m * qw * 4);
-    if (st == LKV_OK)
-        st = lkv_cache_attend(c, m, c->stage_q.buf, NULL, 1);
-    if (st == LKV_OK)
-        st = lkv_cache_observe(c, c->lists.src_token, c->lists.slot0, c->lists.group_n, m, layer,
-                               LKV_OBSERVE_ACCUMULATE);
-    return st;
+    return st == LKV_OK ? lkv_cache_attend_observe(c, m, c->stage_q.buf, NULL, c->lists.src_token,
+                                                   c->lists.slot0, layer, LKV_OBSERVE_ACCUMULATE)
+                        : st;
 }
 
 static lkv_status vote(lkv_cache *c, int32_t layer, const lkv_prefill_batch_io *io)

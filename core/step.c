@@ -141,7 +141,7 @@ int lkv_observes_at(const lkv_cache *c, int32_t t, lkv_observe_kind *out_kind)
 }
 
 lkv_status lkv_cache_attend(lkv_cache *c, int32_t n_groups, const lkv_buffer *q, lkv_buffer *out,
-                            int want_probs)
+                            int want_probs, const lkv_attend_observe *observe)
 {
     if (!c->ops->attend)
         return lkv_fail(LKV_UNSUPPORTED, "backend %s has no attend op", c->ops->name);
@@ -149,9 +149,23 @@ lkv_status lkv_cache_attend(lkv_cache *c, int32_t n_groups, const lkv_buffer *q,
         .cache = &c->buf, .n_groups = n_groups, .group_row0 = c->lists.row0,
         .group_n = c->lists.group_n, .cache_heads = c->heads, .q_heads = c->cfg.q_heads,
         .scale = c->scale, .reduce = c->cfg.policy.group_reduce, .q = q, .out = out,
-        .probs = want_probs ? c->probs : NULL,
+        .probs = want_probs ? c->probs : NULL, .observe = observe,
     };
     return c->ops->attend(c->dev, &a);
+}
+
+lkv_status lkv_cache_attend_observe(lkv_cache *c, int32_t n_groups, const lkv_buffer *q,
+                                    lkv_buffer *out, const int32_t *seqs, const int32_t *steps,
+                                    int32_t layer, lkv_observe_kind kind)
+{
+    if (c->ops->attend_observes) {
+        lkv_attend_observe o = {.kind = kind, .alpha = c->cfg.policy.alpha, .group_t = steps};
+        return lkv_cache_attend(c, n_groups, q, out, 0, &o);
+    }
+    lkv_status st = lkv_cache_attend(c, n_groups, q, out, 1, NULL);
+    return st == LKV_OK
+               ? lkv_cache_observe(c, seqs, steps, c->lists.group_n, n_groups, layer, kind)
+               : st;
 }
 
 static lkv_status observe_rows(lkv_cache *c, int32_t rows, lkv_observe_kind kind, int32_t t,

@@ -58,6 +58,29 @@ Test(bench_model, attend_probs_on_h200_is_the_hand_computed_time)
     cr_expect(fabs(m.ideal_s - ideal) < 1e-12);
 }
 
+/* The lazy observe fused into the same 32K attend: the split blocks read
+ * and write last and mri (16 x 8 x 32768 bytes) where they wrote the
+ * probabilities (4 x 8 x 32768): 138412032 bytes at 4.3 TB/s = 32.19 us,
+ * plus the same wait, combine, launch and sync: 38.33 us, where attend +
+ * probs and then observe take 37.60 + 6.33 us and two launches. */
+Test(bench_model, attend_with_its_observe_fused_is_the_hand_computed_time)
+{
+    const lkv_bench_gpu *g = lkv_bench_gpu_named("h200");
+    lkv_bench_model fused, probs, observe;
+    lkv_bench_model_op(g, LKV_BENCH_ATTEND_OBSERVE, &llama, 32768, 16384, &fused);
+    lkv_bench_model_op(g, LKV_BENCH_ATTEND_PROBS, &llama, 32768, 16384, &probs);
+    lkv_bench_model_op(g, LKV_BENCH_OBSERVE, &llama, 32768, 16384, &observe);
+    cr_expect_eq(fused.launches, 1);
+    double want = 138412032.0 / 4.3e12 + 1e-6 + 2 * 70e-9 + 5e-6;
+    cr_expect(fabs(fused.seconds - want) < 1e-9, "%.9g s, want %.9g", fused.seconds, want);
+    cr_expect(fabs(fused.seconds - 38.33e-6) < 0.05e-6, "%.9g s", fused.seconds);
+    cr_expect(probs.seconds + observe.seconds - fused.seconds > 5e-6,
+              "fused %.3g s against %.3g + %.3g s", fused.seconds, probs.seconds,
+              observe.seconds);
+    cr_expect_float_eq(lkv_bench_op_bytes(LKV_BENCH_ATTEND_OBSERVE, &llama, 32768, 16384),
+                       134217728.0 + 8.0 * 32 * 128 + 16.0 * 8 * 32768, 0.5);
+}
+
 /* At 64K the splits (2048 slots) pass the tile: cooperative still, one
  * launch, but the logits go out, back in the split's V pass and back once
  * more for the probabilities. */
@@ -632,12 +655,12 @@ Test(bench_svg, one_marker_per_measured_point_and_a_gap_for_the_failure)
     fake_results(&r);
     char *svg = capture(write_svg, &r);
     cr_assert(strncmp(svg, "<?xml", 5) == 0 && strstr(svg, "</svg>\n"), "not a whole SVG file");
-    /* Circles: op panels 6 x 2 devices x 2 lengths - 1 failed = 23; decode
+    /* Circles: op panels 7 x 2 devices x 2 lengths - 1 failed = 27; decode
      * lazy 2 x 2 = 4; observation ratio 4 - 1 (its plain attend failed) = 3;
      * roofline panel 4; legends: 2 backends, 1 shape, 1 decode "lazy" = 4. */
-    cr_assert_eq(count(svg, "<circle"), 23 + 4 + 3 + 4 + 4);
+    cr_assert_eq(count(svg, "<circle"), 27 + 4 + 3 + 4 + 4);
     /* Squares: decode full 2 x 2 and its legend entry. */
-    cr_assert_eq(count(svg, "<rect x"), 2 * 2 + 1 + 9, "squares plus the 9 panel frames");
+    cr_assert_eq(count(svg, "<rect x"), 2 * 2 + 1 + 10, "squares plus the 10 panel frames");
     free(svg);
     lkv_bench_results_free(&r);
 }

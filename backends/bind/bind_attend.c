@@ -4,7 +4,11 @@
  *   attend_logits   logits of every slot for every query head
  *   attend_split    flash-decoding partials over splits of the cache
  *   attend_combine  out and the log-sum-exp per query head
- *   attend_probs    per-slot probabilities, combined per cache head
+ *   attend_probs    per-slot probabilities, combined per cache head, kept
+ *                   in probs and/or, with lkv_attend_args.observe, applied
+ *                   to the policy state by the observe op's own per-slot
+ *                   update (observe_slot.glsl, lkv_cl.h's lkv_observe_slot)
+ *                   at each group's step; issued only when either is wanted
  *
  * A batch is as many consecutive groups of the call as one binding window
  * of K, V and probs spans (their rows, lowest to highest) and whose scratch
@@ -43,6 +47,7 @@ enum {
     ATT_LOGITS, /* first logit in the logits scratch */
     ATT_PARTS,  /* first float in the partials scratch */
     ATT_Q,      /* first q and out element */
+    ATT_T,      /* the observe's step of the group (0 without one) */
     ATT_LIST
 };
 
@@ -276,10 +281,54 @@ static lkv_status put_list(lkv_device *d, const lkv_attend_args *a, const attend
         w[ATT_LOGITS] = (uint32_t)logits;
         w[ATT_PARTS] = (uint32_t)parts;
         w[ATT_Q] = (uint32_t)g * (uint32_t)a->q_heads * s->dim;
+        w[ATT_T] = a->observe ? (uint32_t)a->observe->group_t[g] : 0;
         logits += p.logits * b->nch;
         parts += p.parts * b->nch;
     }
     return bd->drv->list_put(d, bd->list_words, (size_t)b->count * ATT_LIST * 4, out_list);
+}
+
+/* Whether the call computes probabilities: to keep or to observe. */
+static int wants_probs(const lkv_attend_args *a)
+{
+    return a->probs || a->observe;
+}
+
+/* Buffer `buf` of [rows][capacity] 4-byte values over b's rows into *bind
+ * and its skew into *skew. Every such window of a batch starts at the same
+ * row with the same row size, so their skews agree. */
+static void meta_window(lkv_device *d, const attend_shape *s, const attend_batch *b,
+                        const lkv_buffer *buf, lkv_bind_buf *bind, uint32_t *skew)
+{
+    lkv_bind_window w = lkv_bind_window_of(d, buf, b->lo, b->hi, (uint64_t)s->cap * 4, 4);
+    *bind = w.bind;
+    *skew = w.skew;
+}
+
+/* The 4th dispatch: binds (list, probs, last, mri, state, logits, lse),
+ * whose probs and state entries hold stand-ins on entry. */
+static lkv_status run_probs(lkv_device *d, const lkv_attend_args *a, const attend_shape *s,
+                            const attend_batch *b, lkv_bind_buf *binds)
+{
+    const lkv_cache_buffers *c = a->cache;
+    const lkv_attend_observe *o = a->observe;
+    uint32_t skew = 0;
+    if (a->probs)
+        meta_window(d, s, b, a->probs, &binds[1], &skew);
+    if (o && o->kind == LKV_OBSERVE_RECURRENCE) { /* check_observe saw the state there */
+        meta_window(d, s, b, c->state_a, &binds[2], &skew);
+        meta_window(d, s, b, c->state_b, &binds[3], &skew);
+    } else if (o) {
+        meta_window(d, s, b, c->state_f, &binds[4], &skew);
+    }
+    struct {
+        uint32_t cap, per, nch, probs_skew, reduce_max, keep_probs, observe, kind;
+        float alpha;
+    } pp = {s->cap, s->per, b->nch, skew, a->reduce == LKV_REDUCE_MAX, a->probs != NULL,
+            o != NULL, o ? (uint32_t)o->kind : 0, o ? o->alpha : 0.0f};
+    uint32_t rows = (uint32_t)b->count * b->nch;
+    return lkv_bind_dispatch(d, LKV_BIND_PIPE_attend_probs, binds, &pp,
+                             lkv_bind_slot_groups(d, b->max_n, rows), rows, 1);
 }
 
 static lkv_status run_batch(lkv_device *d, const lkv_attend_args *a, const attend_shape *s,
@@ -325,14 +374,49 @@ static lkv_status run_batch(lkv_device *d, const lkv_attend_args *a, const atten
     lkv_bind_buf b3[4] = {list, parts, a->out ? lkv_bind_whole(d, a->out) : lse, lse};
     if (st == LKV_OK)
         st = lkv_bind_dispatch(d, LKV_BIND_PIPE_attend_combine, b3, &cp, rows * s->per, 1, 1);
-    if (st != LKV_OK || !a->probs || b->max_n == 0)
+    if (st != LKV_OK || !wants_probs(a) || b->max_n == 0)
         return st;
-    lkv_bind_window pr = lkv_bind_window_of(d, a->probs, b->lo, b->hi, (uint64_t)s->cap * 4, 4);
-    struct { uint32_t cap, per, nch, probs_skew, reduce_max; } pp =
-        {s->cap, s->per, b->nch, pr.skew, a->reduce == LKV_REDUCE_MAX};
-    lkv_bind_buf b4[4] = {list, logits, lse, pr.bind};
-    return lkv_bind_dispatch(d, LKV_BIND_PIPE_attend_probs, b4, &pp,
-                             lkv_bind_slot_groups(d, b->max_n, rows), rows, 1);
+    /* lse stands in for probs and the state until run_probs binds them */
+    lkv_bind_buf b4[7] = {list, lse, lse, lse, lse, logits, lse};
+    return run_probs(d, a, s, b, b4);
+}
+
+/* The rows of [rows][capacity] 4-byte buffer buf. */
+static int64_t meta_rows(lkv_device *d, const lkv_buffer *buf, int32_t cap)
+{
+    return (int64_t)(lkv_bind_size(d, buf) / ((uint64_t)cap * 4));
+}
+
+/* The observe's kind, steps and state: the state holds every group's rows. */
+static lkv_status check_observe(lkv_device *d, const lkv_attend_args *a)
+{
+    const lkv_attend_observe *o = a->observe;
+    const lkv_cache_buffers *c = a->cache;
+    int lazy = o->kind == LKV_OBSERVE_RECURRENCE;
+    if (!lazy && o->kind != LKV_OBSERVE_ACCUMULATE && o->kind != LKV_OBSERVE_ASSIGN)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: observe kind %d is unknown (%d "
+                        "recurrence, %d accumulate or %d assign)", lkv_bind_name(d),
+                        (int)o->kind, LKV_OBSERVE_RECURRENCE, LKV_OBSERVE_ACCUMULATE,
+                        LKV_OBSERVE_ASSIGN);
+    if (!o->group_t)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: the observe's group steps "
+                        "(group_t) are missing (NULL)", lkv_bind_name(d));
+    if (lazy ? !c->state_a || !c->state_b : !c->state_f)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: the observe (kind %d) has no state "
+                        "buffer (%s is NULL)", lkv_bind_name(d), (int)o->kind,
+                        lazy ? (c->state_a ? "state_b" : "state_a") : "state_f");
+    /* lazy writes both of its buffers: the shorter bounds the rows */
+    int64_t rows = meta_rows(d, lazy ? c->state_a : c->state_f, c->capacity);
+    rows = lazy ? min64(rows, meta_rows(d, c->state_b, c->capacity)) : rows;
+    for (int32_t g = 0; g < a->n_groups; g++) {
+        int64_t r0 = a->group_row0[g];
+        if (r0 < 0 || r0 + a->cache_heads > rows)
+            return lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: group %d rows %lld..%lld outside "
+                            "the %lld rows of the observed state (capacity %d)",
+                            lkv_bind_name(d), g, (long long)r0,
+                            (long long)(r0 + a->cache_heads - 1), (long long)rows, c->capacity);
+    }
+    return LKV_OK;
 }
 
 /* The cache's dtype has pipelines here. q and out are bound whole: they
@@ -350,7 +434,7 @@ static lkv_status check_args(lkv_device *d, const lkv_attend_args *a)
                             "device's %llu-byte storage-buffer range; attend fewer groups at once",
                             lkv_bind_name(d), i ? "out" : "q", (unsigned long long)lkv_bind_size(d, io[i]),
                             (unsigned long long)lkv_bind_lim(d)->max_range);
-    return LKV_OK;
+    return a->observe ? check_observe(d, a) : LKV_OK;
 }
 
 /* Every batch planned once before anything is issued: the pipelines they
@@ -382,7 +466,7 @@ static lkv_status prepare(lkv_device *d, const lkv_attend_args *a, const attend_
     }
     if (st == LKV_OK)
         st = lkv_bind_pipe_ready(d, LKV_BIND_PIPE_attend_combine);
-    if (st == LKV_OK && a->probs)
+    if (st == LKV_OK && wants_probs(a))
         st = lkv_bind_pipe_ready(d, LKV_BIND_PIPE_attend_probs);
     if (st == LKV_OK)
         st = lkv_bind_reserve(d, &lkv_bind_of(d)->logits, (size_t)most.logits * 4);

@@ -31,7 +31,7 @@ LKV_BIND_PIPE(attend_split_f16_vec_holes, attend_split_vec, "LKV_F16,LKV_HOLES",
 LKV_BIND_PIPE(attend_split_bf16_holes, attend_split, "LKV_BF16,LKV_HOLES", 5, 32)
 LKV_BIND_PIPE(attend_split_bf16_vec_holes, attend_split_vec, "LKV_BF16,LKV_HOLES", 5, 32)
 LKV_BIND_PIPE(attend_combine, attend_combine, "", 4, 16)
-LKV_BIND_PIPE(attend_probs, attend_probs, "", 4, 20)
+LKV_BIND_PIPE(attend_probs, attend_probs, "", 7, 36)
 LKV_BIND_PIPE(observe, observe, "", 5, 24)
 LKV_BIND_PIPE(score_f32, score, "", 6, 44)
 LKV_BIND_PIPE(score_f64, score, "LKV_F64", 6, 44)

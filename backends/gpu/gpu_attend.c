@@ -9,6 +9,9 @@
  *                        last split block
  *   lkv_attend_probs     per-slot probabilities, combined per cache head,
  *                        where the split blocks did not write them
+ * An observe (lkv_attend_args.observe) is applied where the probabilities
+ * are computed, by the same kernels (attend.cu's lkv_att_sink): no launch
+ * of its own, and no probabilities in memory unless probs is given too.
  * LAZYKV_GPU_COOPERATIVE=0 (read when the device is created; 0 or 1) keeps
  * to the second way, so tests cover both.
  *
@@ -161,6 +164,44 @@ static lkv_status check_shape(const lkv_device *d, const lkv_attend_args *a)
     return LKV_OK;
 }
 
+/* The rows of [rows][capacity] int32 or f32 buffer b (UINT64_MAX: b is
+ * not used). */
+static uint64_t rows_of(const lkv_buffer *b, int32_t cap)
+{
+    return b ? b->size / ((uint64_t)cap * 4) : UINT64_MAX;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* The rows of the state the call's observe writes (UINT64_MAX: none), or 0
+ * after failing for a bad observe. */
+static uint64_t observe_rows(const lkv_device *d, const lkv_attend_args *a, lkv_status *st)
+{
+    const lkv_attend_observe *o = a->observe;
+    const lkv_cache_buffers *c = a->cache;
+    const char *drv = d->drv->name;
+    *st = LKV_OK;
+    if (!o)
+        return UINT64_MAX;
+    int lazy = o->kind == LKV_OBSERVE_RECURRENCE;
+    if (!lazy && o->kind != LKV_OBSERVE_ACCUMULATE && o->kind != LKV_OBSERVE_ASSIGN)
+        *st = lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: observe kind %d is unknown", drv,
+                       (int)o->kind);
+    else if (!o->group_t)
+        *st = lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: the observe's group steps are "
+                       "missing (NULL)", drv);
+    else if (lazy ? !c->state_a || !c->state_b : !c->state_f)
+        *st = lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: the observe's state buffer is "
+                       "missing (NULL)", drv);
+    if (*st != LKV_OK)
+        return 0;
+    return lazy ? min_u64(rows_of(c->state_a, c->capacity), rows_of(c->state_b, c->capacity))
+                : rows_of(c->state_f, c->capacity);
+}
+
 /* The kernels trust every index, so one outside a buffer is caught here:
  * on a GPU it would be a fault that loses the context. */
 static lkv_status check_buffers(const lkv_device *d, const lkv_attend_args *a)
@@ -181,8 +222,10 @@ static lkv_status check_buffers(const lkv_device *d, const lkv_attend_args *a)
     /* a paged cache's K/V is a pool of places: its rows are the hole map's */
     uint64_t kv_rows = c->paged ? c->phys->size / ((uint64_t)s.cap * 4)
                                 : (c->k->size < c->v->size ? c->k->size : c->v->size) / kv_row;
-    uint64_t prob_rows = a->probs ? a->probs->size / ((uint64_t)s.cap * 4) : UINT64_MAX;
-    uint64_t rows = kv_rows < prob_rows ? kv_rows : prob_rows;
+    lkv_status st = LKV_OK;
+    uint64_t rows = min_u64(min_u64(kv_rows, rows_of(a->probs, s.cap)), observe_rows(d, a, &st));
+    if (st != LKV_OK)
+        return st;
     for (int32_t g = 0; g < a->n_groups; g++) {
         int32_t r0 = a->group_row0[g], n = a->group_n[g];
         if (n < 0 || n > s.cap)
@@ -190,8 +233,9 @@ static lkv_status check_buffers(const lkv_device *d, const lkv_attend_args *a)
                             "outside 0..capacity %d", drv, g, n, s.cap);
         if (r0 < 0 || (uint64_t)r0 + (uint64_t)a->cache_heads > rows)
             return lkv_fail(LKV_INVALID_ARGUMENT, "%s attend: group %d rows %d..%d outside the "
-                            "%llu rows of K, V%s", drv, g, r0, r0 + a->cache_heads - 1,
-                            (unsigned long long)rows, a->probs ? " and probs" : "");
+                            "%llu rows of K, V%s%s", drv, g, r0, r0 + a->cache_heads - 1,
+                            (unsigned long long)rows, a->probs ? ", probs" : "",
+                            a->observe ? ", the observed state" : "");
     }
     return LKV_OK;
 }
@@ -401,10 +445,11 @@ static lkv_gpu_kernel_id split_kernel(const lkv_attend_args *a)
     return aligned ? ks->vector[at] : ks->scalar[at];
 }
 
-/* The launch lists of the call, uploaded once: group_row0, group_n (by the
- * call's group index) and the per-batch prefix sums. */
+/* The launch lists of the call, uploaded once: group_row0, group_n, the
+ * observe's group steps (0 without one; by the call's group index) and the
+ * per-batch prefix sums. */
 typedef struct attend_lists {
-    lkv_gpu_ptr row0, n, slot_off, split_off;
+    lkv_gpu_ptr row0, n, slot_off, split_off, obs_t;
 } attend_lists;
 
 static lkv_status launch(lkv_device *d, lkv_gpu_kernel_id kernel, const uint32_t *grid,
@@ -413,12 +458,18 @@ static lkv_status launch(lkv_device *d, lkv_gpu_kernel_id kernel, const uint32_t
     return lkv_gpu_launch_kernel(d, kernel, grid[0], grid[1], grid[2], block, args);
 }
 
-/* Whether the split blocks can write the call's probabilities themselves
+/* Whether the call computes probabilities: to keep or to observe. */
+static int wants_probs(const lkv_attend_args *a)
+{
+    return a->probs || a->observe;
+}
+
+/* Whether the split blocks can compute the call's probabilities themselves
  * (LKV_ATT_F_PROBS, in a cooperative launch): a block holds all of its
  * cache head's query heads. */
 static int probs_in_split(const lkv_attend_args *a)
 {
-    return a->probs && shape_of(a).qblocks == 1;
+    return wants_probs(a) && shape_of(a).qblocks == 1;
 }
 
 /* The split launch, cooperative where the driver can place every block at
@@ -436,6 +487,13 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
     uint64_t io_off = (uint64_t)b->first * (uint64_t)a->q_heads * (uint64_t)s.dim * 4;
     lkv_gpu_ptr q = a->q->ptr + io_off, out = a->out ? a->out->ptr + io_off : 0;
     lkv_gpu_ptr probs = a->probs ? a->probs->ptr : 0;
+    const lkv_attend_observe *o = a->observe; /* its state, or none (kind -1) */
+    int32_t obs_kind = o ? (int32_t)o->kind : -1;
+    float alpha = o ? o->alpha : 0.0f;
+    lkv_gpu_ptr obs_t = o ? l->obs_t + (lkv_gpu_ptr)b->first * 4 : 0;
+    lkv_gpu_ptr last = o && c->state_a ? c->state_a->ptr : 0;
+    lkv_gpu_ptr mri = o && c->state_b ? c->state_b->ptr : 0;
+    lkv_gpu_ptr state = o && c->state_f ? c->state_f->ptr : 0;
     lkv_gpu_ptr row0 = l->row0 + (lkv_gpu_ptr)b->first * 4, gn = l->n + (lkv_gpu_ptr)b->first * 4;
     lkv_gpu_ptr so = l->slot_off + ((lkv_gpu_ptr)b->first + (lkv_gpu_ptr)batch_index) * 4;
     lkv_gpu_ptr sp = l->split_off + ((lkv_gpu_ptr)b->first + (lkv_gpu_ptr)batch_index) * 4;
@@ -443,14 +501,15 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
     int32_t kv_cap = c->paged ? 0 : cap; /* a paged cache's K/V: one pool, no row term */
     int32_t split_len = b->split_len, reduce_max = a->reduce == LKV_REDUCE_MAX;
     int32_t base = (a->out ? LKV_ATT_F_OUT : 0) | (reduce_max ? LKV_ATT_F_MAX : 0);
-    int32_t flags = base | LKV_ATT_F_COOP |
-                    (probs_in_split(a) ? LKV_ATT_F_PROBS : a->probs ? LKV_ATT_F_LOGITS : 0);
+    int32_t logits_flag = wants_probs(a) ? LKV_ATT_F_LOGITS : 0;
+    int32_t flags = base | LKV_ATT_F_COOP | (probs_in_split(a) ? LKV_ATT_F_PROBS : logits_flag);
     float scale = a->scale;
 
-    void *split_args[] = {&k,      &v,    &phys,  &q,     &logits, &part,  &out,
-                          &lse,    &probs, &done, &row0,  &gn,     &so,    &sp,
-                          &groups, &cap,  &kv_cap, &dim,  &heads,  &per,   &split_len,
-                          &scale,  &flags};
+    void *split_args[] = {&k,      &v,     &phys,   &q,     &logits, &part,  &out,
+                          &lse,    &probs, &done,   &row0,  &gn,     &so,    &sp,
+                          &groups, &cap,   &kv_cap, &dim,   &heads,  &per,   &split_len,
+                          &scale,  &flags, &obs_kind, &obs_t, &alpha, &last, &mri,
+                          &state};
     lkv_gpu_kernel_id kernel = split_kernel(a);
     const uint32_t *grid = b->grid[LAUNCH_SPLIT];
     lkv_status st = d->cooperative && lkv_gpu_one_wave(d, kernel, LKV_ATT_BLOCK, grid)
@@ -458,12 +517,13 @@ static lkv_status launch_batch(lkv_device *d, const lkv_attend_args *a, const at
                         : LKV_UNSUPPORTED;
     if (st == LKV_UNSUPPORTED) {
         lkv_clear_error(); /* the grid does not fit at once: the other way */
-        flags = base | (a->probs ? LKV_ATT_F_LOGITS : 0);
+        flags = base | logits_flag;
         st = launch(d, kernel, grid, LKV_ATT_BLOCK, split_args);
     }
     if (st != LKV_OK || !(flags & LKV_ATT_F_LOGITS) || b->max_n == 0)
         return st;
-    void *probs_args[] = {&logits, &lse, &probs, &row0, &gn, &so, &cap, &heads, &per, &reduce_max};
+    void *probs_args[] = {&logits, &lse,      &probs, &row0,  &gn,   &so,   &cap,  &heads,
+                          &per,    &reduce_max, &obs_kind, &obs_t, &alpha, &last, &mri, &state};
     return launch(d, LKV_GPU_K_lkv_attend_probs, b->grid[LAUNCH_PROBS], LKV_ATT_BLOCK, probs_args);
 }
 
@@ -479,16 +539,18 @@ static lkv_status run_plan(lkv_device *d, const lkv_attend_args *a, const attend
      * last blocks put theirs back to zero */
     if (st == LKV_OK)
         st = lkv_gpu_reserve(d, &d->attend_done, p->lse_bytes);
-    const int32_t *host[4] = {a->group_row0, a->group_n, p->slot_off, p->split_off};
+    const int32_t *host[5] = {a->group_row0, a->group_n, p->slot_off, p->split_off,
+                              a->observe ? a->observe->group_t : NULL};
     size_t entries = (size_t)a->n_groups + (size_t)p->n_batches;
-    size_t counts[4] = {(size_t)a->n_groups, (size_t)a->n_groups, entries, entries};
-    lkv_gpu_ptr ptrs[4];
+    size_t counts[5] = {(size_t)a->n_groups, (size_t)a->n_groups, entries, entries,
+                        (size_t)a->n_groups};
+    lkv_gpu_ptr ptrs[5] = {0, 0, 0, 0, 0};
     if (st == LKV_OK)
-        st = lkv_gpu_upload(d, 4, host, counts, ptrs);
+        st = lkv_gpu_upload(d, a->observe ? 5 : 4, host, counts, ptrs);
     if (st != LKV_OK)
         return st;
     /* Nothing below fails but the driver (see the top of the file). */
-    attend_lists lists = {ptrs[0], ptrs[1], ptrs[2], ptrs[3]};
+    attend_lists lists = {ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4]};
     for (int32_t k = 0; k < p->n_batches; k++) {
         const attend_batch *b = &p->batches[k];
         st = launch_batch(d, a, b, &lists, k);

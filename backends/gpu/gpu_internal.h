@@ -324,6 +324,7 @@ void lkv_gpu_locked_mark_free(lkv_device *d, lkv_mark *m);
     .wrap = lkv_gpu_locked_wrap, .counters = lkv_gpu_locked_counters,                         \
     .lane_open = lkv_gpu_locked_lane_open, .mark = lkv_gpu_locked_mark,                        \
     .wait_mark = lkv_gpu_locked_wait_mark, .mark_free = lkv_gpu_locked_mark_free,              \
+    .attend_observes = 1, /* attend.cu applies the observe where it computes probabilities */ \
     .holes = 1, /* attend, store and compact take the hole map */                              \
     .paged = 1  /* and the pool of a paged cache (kv_cap 0) */
 

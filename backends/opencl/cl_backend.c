@@ -51,6 +51,7 @@ const lkv_backend_ops lkv_backend_opencl = {
     .mark_free = lkv_cl_mark_free,
     .lanes_concurrent = lkv_cl_lanes_concurrent,
     .row_steps = 1, /* observe and score take each row's step from its list */
+    .attend_observes = 1, /* attend_probs applies the observe itself (bind_attend.c) */
     .holes = 1,     /* attend, store and compact take the hole map (LKV_HOLES pipes) */
     .paged = 1,     /* and a paged cache's pool, bound whole (kv_cap 0) */
     .deviations = cl_deviations,

@@ -48,6 +48,7 @@ const lkv_backend_ops lkv_backend_vulkan = {
     LKV_HOST_LOCKED_OPS,
     LKV_BIND_LOCKED_OPS,
     .row_steps = 1, /* observe and score take each row's step from its list */
+    .attend_observes = 1, /* attend_probs applies the observe itself (bind_attend.c) */
     .holes = 1,     /* attend, store and compact take the hole map (LKV_HOLES pipes) */
     .paged = 1,     /* and a paged cache's pool, bound whole (kv_cap 0) */
     LKV_BIND_LANE_OPS, /* the family's second queue (vk_lane.c) */

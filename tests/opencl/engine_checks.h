@@ -216,10 +216,10 @@ static void check_store_like_cpu(lkv_runtime *rt, lkv_engine *e, lkv_dtype dt)
 /* Sequence 1 joins after this many steps, so a batch holds sequences at
  * different steps (observe and score take each row's own step). */
 #define DB_LATE 5
-/* Dispatches of a decode step of a layer that evicts nothing: store, the
- * four passes of attend (one each for every sequence of the batch) and
- * observe, whether the batch holds 2 sequences or 3. */
-#define DB_QUIET_LAUNCHES 6
+/* Dispatches of a decode step of a layer that evicts nothing: store and
+ * the four passes of attend (one each for every sequence of the batch; the
+ * fourth also observes), whether the batch holds 2 sequences or 3. */
+#define DB_QUIET_LAUNCHES 5
 
 static lkv_cache_config decode_config(lkv_dtype dt)
 {

@@ -44,6 +44,10 @@
 //   lkv_attend_probs  (when the split blocks did not write them) grid x =
 //       slot blocks (grid-stride), y = cache heads, z = groups; block
 //       LKV_ATT_BLOCK. exp(logit - lse) combined over the group.
+// Wherever a probability is computed, obs_kind >= 0 (an lkv_observe_kind;
+// -1: none) also applies the observe op's update of that slot at the
+// group's step obs_t[g] (lkv_att_sink), and probs may be null: the
+// probabilities then never reach global memory.
 // In a cache that fills holes (core/backend.h's phys) the split kernels
 // read slot i's K and V rows at place phys[row][i] of the row (of the pool
 // when paged: kv_cap, the K/V row stride in slots, is then 0) instead of at
@@ -75,6 +79,7 @@
 // prefix sums over the launch's groups (one entry more than groups). Offsets
 // are 64-bit wherever rows * capacity * head_dim can pass 2^32.
 #include "lkv_gpu.h"
+#include "observe_slot.h"
 
 // LKV_ATT_QBLOCK, LKV_ATT_COLS, the chunk widths and LKV_ATT_TILE are in
 // lkv_kernel_abi.h: the host plans launches by them.
@@ -746,18 +751,56 @@ LKV_DEV void lkv_att_combine(const float *part, float *out, float *lse, lkv_att_
     }
 }
 
+// Where a cache row's probabilities go: to probs (null: not kept) and,
+// where kind is an lkv_observe_kind rather than -1, into the row's policy
+// state at its group's step (observe_slot.h: the observe op's own update,
+// so a fused observe leaves the bits the separate launch would).
+struct lkv_att_sink {
+    float *probs;
+    lkv_att_u64 row; // the row's slot 0 in the [rows][cap] arrays
+    int kind, t;
+    float alpha;
+    int *last, *mri;
+    float *state;
+};
+
+LKV_DEV lkv_att_sink lkv_att_sink_of(float *probs, int kind, const int *group_t, int g,
+                                     float alpha, int *last, int *mri, float *state,
+                                     lkv_att_u64 row, int cap)
+{
+    lkv_att_sink s;
+    s.probs = probs;
+    s.row = row * (lkv_att_u64)cap;
+    s.kind = kind;
+    s.t = kind >= 0 ? group_t[g] : 0;
+    s.alpha = alpha;
+    s.last = last;
+    s.mri = mri;
+    s.state = state;
+    return s;
+}
+
+LKV_DEV void lkv_att_put(const lkv_att_sink &s, int i, float p)
+{
+    lkv_att_u64 x = s.row + (lkv_att_u64)i;
+    if (s.probs)
+        s.probs[x] = p;
+    if (s.kind >= 0)
+        lkv_observe_slot(s.kind, p, x, s.t, s.alpha, s.last, s.mri, s.state);
+}
+
 // The probabilities of this block's split in a cooperative launch,
 // combined over the cache head's per = jn query heads (all in this block)
-// by max or mean, as lkv_attend_probs does. From the weights its one tile
+// by max or mean, as lkv_attend_probs does, put where `sink` says. From the weights its one tile
 // still holds where the split fit it (w[j * T + i - s0] = exp(logit -
 // m_j), m_j this split's maximum): p = w factor[j] with factor[j] =
 // exp(m_j - lse_j), two roundings more than exp(logit - lse); else from the
 // logits it wrote to global memory (lg[j * n + i]): p = exp(logit - lse[j]),
 // as that kernel computes it. With lse = -inf (no finite logit in the
 // group) every probability is NaN, as on the CPU.
-LKV_DEV void lkv_att_fused_probs(const float *w, int T, const float *lg, int n, float *pr, int s0,
-                                 int s1, int jn, int reduce_max, const float *factor,
-                                 const float *lse)
+LKV_DEV void lkv_att_fused_probs(const float *w, int T, const float *lg, int n,
+                                 const lkv_att_sink &sink, int s0, int s1, int jn, int reduce_max,
+                                 const float *factor, const float *lse)
 {
     for (int i = s0 + (int)threadIdx.x; i < s1; i += (int)blockDim.x) {
         float acc = reduce_max ? -INFINITY : 0.0f;
@@ -766,7 +809,7 @@ LKV_DEV void lkv_att_fused_probs(const float *w, int T, const float *lg, int n, 
                         : expf(lg[(lkv_att_u64)j * n + i] - lse[j]);
             acc = reduce_max ? fmaxf(acc, p) : acc + p;
         }
-        pr[i] = reduce_max ? acc : acc / (float)jn;
+        lkv_att_put(sink, i, reduce_max ? acc : acc / (float)jn);
     }
 }
 
@@ -793,7 +836,9 @@ LKV_DEV void lkv_att_split(lkv_att_shared<QB, VEC, R> &sh, const KV *k, const KV
                            float *out, float *lse, float *probs, unsigned int *done,
                            const int *row0, const int *group_n, const int *slot_off,
                            const int *split_off, int n_groups, int cap, int kv_cap, int dim,
-                           int heads, int per, int split_len, float scale, int flags)
+                           int heads, int per, int split_len, float scale, int flags,
+                           int obs_kind, const int *obs_t, float alpha, int *obs_last,
+                           int *obs_mri, float *obs_state)
 {
     float *tile = sh.tile, *gather = sh.gather, *heads_m = sh.heads_m, *heads_l = sh.heads_l;
     float (*red)[LKV_ATT_WARPS] = sh.red;
@@ -888,8 +933,9 @@ LKV_DEV void lkv_att_split(lkv_att_shared<QB, VEC, R> &sh, const KV *k, const KV
                     heads_m[j] = expf(own[0] - heads_l[j]);
                 }
             __syncthreads();
-            float *pr = probs + row * (lkv_att_u64)cap;
-            lkv_att_fused_probs(on_chip ? tile : nullptr, T, lg, n, pr, s0, s1, jn,
+            lkv_att_sink sink = lkv_att_sink_of(probs, obs_kind, obs_t, g, alpha, obs_last,
+                                                obs_mri, obs_state, row, cap);
+            lkv_att_fused_probs(on_chip ? tile : nullptr, T, lg, n, sink, s0, s1, jn,
                                 (flags & LKV_ATT_F_MAX) != 0, heads_m, heads_l);
         }
         __syncthreads();
@@ -935,12 +981,14 @@ LKV_DEV void lkv_att_split(lkv_att_shared<QB, VEC, R> &sh, const KV *k, const KV
     (const KV *k, const KV *v, const int *phys, const float *q, float *logits, float *part,    \
      float *out, float *lse, float *probs, unsigned int *done, const int *row0,                \
      const int *group_n, const int *slot_off, const int *split_off, int n_groups, int cap,     \
-     int kv_cap, int dim, int heads, int per, int split_len, float scale, int flags)           \
+     int kv_cap, int dim, int heads, int per, int split_len, float scale, int flags,           \
+     int obs_kind, const int *obs_t, float alpha, int *last, int *mri, float *state)           \
     {                                                                                          \
         __shared__ lkv_att_shared<QB, VEC, R> sh;                                              \
         lkv_att_split<QB, KV, VEC, R>(sh, k, v, phys, q, logits, part, out, lse, probs, done,  \
                                       row0, group_n, slot_off, split_off, n_groups, cap,       \
-                                      kv_cap, dim, heads, per, split_len, scale, flags);       \
+                                      kv_cap, dim, heads, per, split_len, scale, flags,        \
+                                      obs_kind, obs_t, alpha, last, mri, state);               \
     }
 
 LKV_ATT_SPLIT_KERNEL(lkv_attend_split_f32_g1, 1, float, 1, LKV_ATT_COLS)
@@ -969,18 +1017,21 @@ LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_vec_g4, 4, lkv_att_bf16, LKV_ATT_KV16
 LKV_ATT_SPLIT_KERNEL(lkv_attend_split_bf16_vec_g8, 8, lkv_att_bf16, LKV_ATT_KV16_VEC, 1)
 
 // Per slot of each listed row: exp(logit - lse) of the row's `per` query
-// heads, combined by max (reduce_max) or mean. The max starts from -inf and
-// skips NaN (fmaxf), as the CPU's fmax does: NaN only from every head gives
-// -inf there, NaN in the mean.
+// heads, combined by max (reduce_max) or mean, put where lkv_att_sink says
+// (probs null: not kept; obs_kind >= 0: observed). The max starts from
+// -inf and skips NaN (fmaxf), as the CPU's fmax does: NaN only from every
+// head gives -inf there, NaN in the mean.
 LKV_KERNEL(lkv_attend_probs)(const float *logits, const float *lse, float *probs, const int *row0,
                              const int *group_n, const int *slot_off, int cap, int heads, int per,
-                             int reduce_max)
+                             int reduce_max, int obs_kind, const int *obs_t, float alpha,
+                             int *last, int *mri, float *state)
 {
     int g = (int)blockIdx.z, ch = (int)blockIdx.y, n = group_n[g];
     int q_heads = heads * per;
     const float *lg = logits + (lkv_att_u64)slot_off[g] * q_heads + (lkv_att_u64)ch * per * n;
     const float *ls = lse + (lkv_att_u64)g * q_heads + (lkv_att_u64)ch * per;
-    float *pr = probs + (lkv_att_u64)(row0[g] + ch) * (lkv_att_u64)cap;
+    lkv_att_sink sink = lkv_att_sink_of(probs, obs_kind, obs_t, g, alpha, last, mri, state,
+                                        (lkv_att_u64)(row0[g] + ch), cap);
     int stride = (int)(gridDim.x * blockDim.x);
     for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += stride) {
         float acc = reduce_max ? -INFINITY : 0.0f;
@@ -988,6 +1039,6 @@ LKV_KERNEL(lkv_attend_probs)(const float *logits, const float *lse, float *probs
             float p = expf(lg[(lkv_att_u64)j * n + i] - ls[j]);
             acc = reduce_max ? fmaxf(acc, p) : acc + p;
         }
-        pr[i] = reduce_max ? acc : acc / (float)per;
+        lkv_att_put(sink, i, reduce_max ? acc : acc / (float)per);
     }
 }

@@ -35,8 +35,8 @@
 #define LKV_ATT_F_OUT 1    /* write out */
 #define LKV_ATT_F_LOGITS 2 /* write the logits for lkv_attend_probs */
 #define LKV_ATT_F_COOP 4   /* launched cooperatively: every block resident */
-#define LKV_ATT_F_PROBS 8  /* probabilities in this launch (needs F_COOP and the cache
-                              head's query heads in one block) */
+#define LKV_ATT_F_PROBS 8  /* probabilities (to probs, observed, or both) in this launch
+                              (needs F_COOP and the cache head's query heads in one block) */
 #define LKV_ATT_F_MAX 16   /* those probabilities combined by max, else by mean */
 
 /* observe, score, select (backends/gpu/kernels/observe.cu, score.cu, select.cu): any

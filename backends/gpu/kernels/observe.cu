@@ -10,6 +10,7 @@
 // rows and their valid slot counts; row_t: each listed row's own step, or
 // null: every row at t.
 #include "lkv_gpu.h"
+#include "observe_slot.h"
 
 // Start of `row` in a [rows][cap] array: 64-bit, rows * cap may pass 2^32.
 LKV_DEV unsigned long long lkv_obs_row(int row, int cap)
@@ -27,12 +28,7 @@ LKV_KERNEL(lkv_observe_lazy)(const int *rows, const int *row_n, const float *pro
         int n = row_n[r], tr = row_t ? row_t[r] : t;
         for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += stride) {
             unsigned long long x = base + (unsigned long long)i;
-            if (probs[x] >= alpha) {
-                int gap = tr - last[x];
-                if (gap > mri[x])
-                    mri[x] = gap;
-                last[x] = tr;
-            }
+            lkv_observe_slot(LKV_OBSERVE_RECURRENCE, probs[x], x, tr, alpha, last, mri, nullptr);
         }
     }
 }
@@ -41,12 +37,13 @@ LKV_KERNEL(lkv_observe_state)(const int *rows, const int *row_n, const float *pr
                               float *state, int cap, int n_rows, int accumulate)
 {
     int stride = (int)(gridDim.x * blockDim.x);
+    int kind = accumulate ? LKV_OBSERVE_ACCUMULATE : LKV_OBSERVE_ASSIGN;
     for (int r = (int)blockIdx.y; r < n_rows; r += (int)gridDim.y) {
         unsigned long long base = lkv_obs_row(rows[r], cap);
         int n = row_n[r];
         for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += stride) {
             unsigned long long x = base + (unsigned long long)i;
-            state[x] = accumulate ? state[x] + probs[x] : probs[x];
+            lkv_observe_slot(kind, probs[x], x, 0, 0.0f, nullptr, nullptr, state);
         }
     }
 }

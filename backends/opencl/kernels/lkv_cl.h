@@ -128,7 +128,7 @@ static void lkv_reduce_qblock(__local float *red, uint tid, int take_max)
 // attend's group list (backends/bind/bind_attend.c writes it; the same
 // columns as backends/vulkan/shaders/attend_list.glsl, which says what each
 // holds): ATT_LIST words per listed group.
-#define ATT_LIST 7u
+#define ATT_LIST 8u
 #define ATT_ROW 0u
 #define ATT_N 1u
 #define ATT_SPLIT 2u
@@ -136,6 +136,29 @@ static void lkv_reduce_qblock(__local float *red, uint tid, int take_max)
 #define ATT_LOGITS 4u
 #define ATT_PARTS 5u
 #define ATT_Q 6u
+#define ATT_T 7u
+
+// One slot's observe update from its probability p, shared by observe.cl
+// and attend_probs.cl (which fuses the observe into the pass that computes
+// p), so the two ways leave the same bits: integer updates and one f32 add
+// or assignment, as on the CPU. x is the slot's index in the state
+// windows, t the row's step; last and mri are lazy's state_a and state_b.
+static void lkv_observe_slot(uint kind, float p, uint x, int t, float alpha, __global int *last,
+                             __global int *mri, __global float *state)
+{
+    if (kind == LKV_OBSERVE_RECURRENCE) {
+        if (p >= alpha) {
+            int gap = t - last[x];
+            if (gap > mri[x])
+                mri[x] = gap;
+            last[x] = t;
+        }
+    } else if (kind == LKV_OBSERVE_ACCUMULATE) {
+        state[x] = state[x] + p;
+    } else {
+        state[x] = p;
+    }
+}
 
 // attend's split passes, step 1: each of the jn query heads' largest logit
 // over slots s0 .. s1 into m[], the same in every work-item.
