@@ -103,19 +103,21 @@ static lkv_status rig_upload(op_rig *g, const lkv_bench_op_inputs *in)
     return st == LKV_OK ? ops->sync(dev) : st;
 }
 
-static lkv_status attend(op_rig *g, int with_probs)
+/* One group over every slot; `observe` (or NULL) rides on it. */
+static lkv_status attend(op_rig *g, int with_probs, const lkv_attend_observe *observe)
 {
     int32_t row0 = 0, n = g->length;
     lkv_attend_args a = {
         .cache = &g->cache, .n_groups = 1, .group_row0 = &row0, .group_n = &n,
         .cache_heads = g->rows, .q_heads = g->shape->q_heads,
         .scale = (float)(1.0 / sqrt((double)g->shape->head_dim)), .reduce = LKV_REDUCE_MAX,
-        .q = g->q, .out = g->out, .probs = with_probs ? g->probs : NULL,
+        .q = g->q, .out = g->out, .probs = with_probs ? g->probs : NULL, .observe = observe,
     };
     return g->rt->ops->attend(g->rt->dev, &a);
 }
 
-static lkv_status issue_attend_probs(void *ctx) { return attend(ctx, 1); }
+static lkv_status issue_attend_probs(void *ctx) { return attend(ctx, 1, NULL); }
+static lkv_status issue_attend_plain(void *ctx) { return attend(ctx, 0, NULL); }
 
 static lkv_status issue_observe(void *ctx);
 
@@ -125,20 +127,13 @@ static lkv_status issue_attend_observe(void *ctx)
 {
     op_rig *g = ctx;
     if (!g->rt->ops->attend_observes) {
-        lkv_status st = attend(g, 1);
+        lkv_status st = attend(g, 1, NULL);
         return st == LKV_OK ? issue_observe(g) : st;
     }
-    int32_t row0 = 0, n = g->length, t = LKV_BENCH_STEP;
+    int32_t t = LKV_BENCH_STEP;
     lkv_attend_observe o = {.kind = LKV_OBSERVE_RECURRENCE, .alpha = 1e-4f, .group_t = &t};
-    lkv_attend_args a = {
-        .cache = &g->cache, .n_groups = 1, .group_row0 = &row0, .group_n = &n,
-        .cache_heads = g->rows, .q_heads = g->shape->q_heads,
-        .scale = (float)(1.0 / sqrt((double)g->shape->head_dim)), .reduce = LKV_REDUCE_MAX,
-        .q = g->q, .out = g->out, .observe = &o,
-    };
-    return g->rt->ops->attend(g->rt->dev, &a);
+    return attend(g, 0, &o);
 }
-static lkv_status issue_attend_plain(void *ctx) { return attend(ctx, 0); }
 
 static lkv_status issue_observe(void *ctx)
 {
