@@ -33,6 +33,11 @@ lkv_status lkv_fail_context(lkv_status status, const char *fmt, ...)
     return status;
 }
 
+lkv_status lkv_fail_null(const char *call, const char *arg)
+{
+    return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s is NULL", call, arg);
+}
+
 void lkv_clear_error(void) { last_error[0] = '\0'; }
 
 const char *lkv_last_error(void) { return last_error; }

@@ -17,6 +17,10 @@ lkv_status lkv_fail(lkv_status status, const char *fmt, ...) LKV_PRINTF(2, 3);
  * joined by ": ", and returns the status. */
 lkv_status lkv_fail_context(lkv_status status, const char *fmt, ...) LKV_PRINTF(2, 3);
 
+/* Fails with INVALID_ARGUMENT naming a NULL argument as the public header
+ * names it: "lkv_cache_get_plan: out_plan is NULL". */
+lkv_status lkv_fail_null(const char *call, const char *arg);
+
 /* Clears the message; called on entry to public calls that can fail. */
 void lkv_clear_error(void);
 

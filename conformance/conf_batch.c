@@ -17,6 +17,7 @@
  * threshold); `batch(...,vs=ref)` the batch calls against the oracle's
  * per-sequence calls, where a backend's known deviations (f32 lazy scores)
  * may apply. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,6 +359,361 @@ static void run_seed(conf_run *r, const batch_shape *b, const char *name, uint64
     free_run(&br);
 }
 
+/* ---- bit for bit at a wide batch ----
+ *
+ * The header promises that a batch call is exactly the per-sequence calls
+ * "in every decision"; where a backend cuts its work by the whole call (a
+ * chunk length, a split plan from the batch's slots), an output's sums are
+ * reordered and an alpha near the probabilities flips an observe. The
+ * schedule above is too small to see that (a dozen sequences of a few dozen
+ * slots: every row is one chunk), and compares outputs within attend's
+ * threshold. Here: `seqs` sequences of 300 to 363 slots, prefilled by one
+ * prefill batch per layer (ragged, shuffled, outputs asked) and then
+ * decoded by one decode batch of all of them per layer and tick (shuffled),
+ * against the same backend's per-sequence calls, every output float and
+ * every slot's position and policy state (after the prefill and every tick;
+ * quick: at the end, as each read is a device read-back) compared BIT FOR
+ * BIT.
+ * Under lazy, alpha sits among the hot slots' probabilities (about 4 / n).
+ * A backend that plans its work from the whole call declares these cases
+ * in its deviations (`batch_bits(*`). */
+
+#define BITS_SEQS 32
+#define BITS_PROMPT 300 /* to 363 */
+#define BITS_ROOM 64
+
+typedef struct bits_shape {
+    conf_engine_shape engine;
+    int32_t ticks;
+    int prefill_out; /* the prefill attends for outputs (in the full grid) */
+} bits_shape;
+
+typedef struct bits_run {
+    const bits_shape *b;
+    lkv_cache *cache[2]; /* per-sequence calls, batch calls */
+    int32_t prompt[BITS_SEQS], order[BITS_SEQS], off[BITS_SEQS], total;
+    size_t qw, kvw;
+    float *pq, *pk, *pv, *pout[2]; /* [layers][total][..] */
+    float *dq, *dk, *dv, *dout[2]; /* [layers][seqs][..] */
+    int64_t outs, out_diff, snaps, snap_diff;
+    double worst;
+    char first_out[200], first_snap[200];
+    lkv_status failed;
+    char error[400];
+} bits_run;
+
+static lkv_status bits_cache(lkv_runtime *rt, const bits_shape *b, lkv_cache **out)
+{
+    const conf_engine_shape *s = &b->engine;
+    lkv_cache_config cfg;
+    lkv_cache_config_init(&cfg);
+    cfg.layers = s->layers;
+    cfg.q_heads = s->q_heads;
+    cfg.kv_heads = s->kv_heads;
+    cfg.head_dim = D;
+    cfg.sequences = s->seqs;
+    cfg.capacity = BITS_PROMPT + BITS_ROOM + b->ticks;
+    cfg.dtype = s->dtype;
+    cfg.gqa = s->gqa;
+    lkv_status st = lkv_policy_init(&cfg.policy, s->policy);
+    cfg.policy.budget = BITS_PROMPT + 16; /* the longer prompts evict at prefill */
+    if (s->policy == LKV_POLICY_LAZY) {
+        cfg.policy.window = 8;
+        cfg.policy.alpha = 0.012f;
+    }
+    return st == LKV_OK ? lkv_cache_create(rt, &cfg, out) : st;
+}
+
+static void bits_fail(bits_run *br, const char *what, lkv_status st)
+{
+    if (br->failed)
+        return;
+    br->failed = st;
+    snprintf(br->error, sizeof br->error, "%s: %s: %s", what, lkv_status_name(st),
+             lkv_last_error());
+}
+
+static void bits_outputs(bits_run *br, const float *want, const float *got, size_t n,
+                         const char *when)
+{
+    for (size_t i = 0; i < n; i++) {
+        br->outs++;
+        if (memcmp(&want[i], &got[i], sizeof(float)) == 0)
+            continue;
+        double d = fabs((double)got[i] - (double)want[i]);
+        if (br->out_diff++ == 0)
+            snprintf(br->first_out, sizeof br->first_out, "%s float %zu: %.9g, per-sequence %.9g",
+                     when, i, (double)got[i], (double)want[i]);
+        if (!(d <= br->worst))
+            br->worst = d;
+    }
+}
+
+/* Every sequence's kept positions and policy state on both caches, bitwise. */
+static void bits_states(bits_run *br, const char *when)
+{
+    for (int32_t s = 0; s < br->b->engine.seqs && !br->failed; s++) {
+        conf_snapshot snap[2] = {{0}};
+        conf_diff d;
+        conf_diff_init(&d);
+        int ok = conf_snapshot_take(&snap[0], &d, br->cache[0], s, 1) &&
+                 conf_snapshot_take(&snap[1], &d, br->cache[1], s, 1);
+        if (!ok) {
+            br->failed = d.failed;
+            snprintf(br->error, sizeof br->error, "%s", d.error);
+        } else {
+            const conf_snapshot *w = &snap[0], *g = &snap[1];
+            size_t rows = (size_t)w->layers * (size_t)w->heads, slots = rows * (size_t)w->cap;
+            const char *what = NULL;
+            if (w->length != g->length || w->step != g->step)
+                what = "length or step";
+            else if (memcmp(w->n, g->n, rows * sizeof(int32_t)) != 0)
+                what = "kept slots";
+            else if (memcmp(w->pos, g->pos, slots * sizeof(int32_t)) != 0)
+                what = "kept positions";
+            else if (w->ints && (memcmp(w->a, g->a, slots * sizeof(int32_t)) != 0 ||
+                                 memcmp(w->b, g->b, slots * sizeof(int32_t)) != 0))
+                what = "state (last, mri)";
+            else if (!w->ints && memcmp(w->f, g->f, slots * sizeof(float)) != 0)
+                what = "state_f";
+            br->snaps++;
+            if (what && br->snap_diff++ == 0)
+                snprintf(br->first_snap, sizeof br->first_snap, "%s: sequence %d: %s differ",
+                         when, s, what);
+        }
+        conf_snapshot_free(&snap[0]);
+        conf_snapshot_free(&snap[1]);
+    }
+}
+
+static int bits_alloc(bits_run *br)
+{
+    const conf_engine_shape *e = &br->b->engine;
+    size_t L = (size_t)e->layers, pt = L * (size_t)br->total, dt = L * (size_t)e->seqs;
+    br->pq = calloc(pt * br->qw, sizeof(float));
+    br->pk = calloc(pt * br->kvw, sizeof(float));
+    br->pv = calloc(pt * br->kvw, sizeof(float));
+    br->dq = calloc(dt * br->qw, sizeof(float));
+    br->dk = calloc(dt * br->kvw, sizeof(float));
+    br->dv = calloc(dt * br->kvw, sizeof(float));
+    int ok = br->pq && br->pk && br->pv && br->dq && br->dk && br->dv;
+    for (int k = 0; k < 2; k++) {
+        br->pout[k] = calloc(pt * br->qw, sizeof(float));
+        br->dout[k] = calloc(dt * br->qw, sizeof(float));
+        ok = ok && br->pout[k] && br->dout[k];
+    }
+    return ok;
+}
+
+static void bits_free(bits_run *br)
+{
+    free(br->pq), free(br->pk), free(br->pv), free(br->dq), free(br->dk), free(br->dv);
+    for (int k = 0; k < 2; k++) {
+        free(br->pout[k]);
+        free(br->dout[k]);
+        lkv_cache_destroy(br->cache[k]);
+    }
+}
+
+/* The prefill: every sequence's prompt, in batch order `order`. */
+static lkv_status bits_prefill(bits_run *br, uint64_t seed, int outputs)
+{
+    const conf_engine_shape *e = &br->b->engine;
+    int32_t n = e->seqs, firsts[BITS_SEQS] = {0}, more[BITS_SEQS] = {0};
+    for (int32_t l = 0; l < e->layers; l++)
+        for (int32_t i = 0; i < n; i++)
+            for (int32_t j = 0; j < br->prompt[br->order[i]]; j++) {
+                size_t tok = (size_t)l * (size_t)br->total + (size_t)(br->off[i] + j);
+                conf_engine_token(e, seed, br->order[i], l, j, br->pq + tok * br->qw,
+                                  br->pk + tok * br->kvw, br->pv + tok * br->kvw);
+            }
+    lkv_status st = LKV_OK;
+    for (int32_t i = 0; i < n && st == LKV_OK; i++) /* sequence order, per-sequence calls */
+        for (int32_t l = 0; l < e->layers && st == LKV_OK; l++) {
+            size_t tok = (size_t)l * (size_t)br->total + (size_t)br->off[i];
+            lkv_prefill_io p = {
+                .n_tokens = br->prompt[br->order[i]], .k = br->pk + tok * br->kvw,
+                .v = br->pv + tok * br->kvw, .q = outputs ? br->pq + tok * br->qw : NULL,
+                .out = outputs ? br->pout[0] + tok * br->qw : NULL, .memory = LKV_MEMORY_HOST,
+            };
+            st = lkv_cache_prefill(br->cache[0], br->order[i], l, &p);
+        }
+    if (st != LKV_OK) {
+        bits_fail(br, "lkv_cache_prefill", st);
+        return st;
+    }
+    int32_t counts[BITS_SEQS];
+    for (int32_t i = 0; i < n; i++)
+        counts[i] = br->prompt[br->order[i]];
+    for (int32_t l = 0; l < e->layers && st == LKV_OK; l++) {
+        size_t tok = (size_t)l * (size_t)br->total;
+        lkv_prefill_batch_io p = {
+            .n_sequences = n, .sequences = br->order, .n_tokens = counts,
+            .first_position = firsts, .more_chunks = more, .memory = LKV_MEMORY_HOST,
+            .q = outputs ? br->pq + tok * br->qw : NULL, .k = br->pk + tok * br->kvw,
+            .v = br->pv + tok * br->kvw, .out = outputs ? br->pout[1] + tok * br->qw : NULL,
+        };
+        st = lkv_cache_prefill_batch(br->cache[1], l, &p);
+    }
+    if (st != LKV_OK)
+        bits_fail(br, "lkv_cache_prefill_batch", st);
+    return st;
+}
+
+/* Decode tick `at`: every sequence, in the shuffled batch order. */
+static lkv_status bits_decode(bits_run *br, uint64_t seed, int32_t at)
+{
+    const conf_engine_shape *e = &br->b->engine;
+    int32_t n = e->seqs;
+    for (int32_t l = 0; l < e->layers; l++)
+        for (int32_t i = 0; i < n; i++) {
+            size_t tok = (size_t)l * (size_t)n + (size_t)i;
+            int32_t s = br->order[i];
+            conf_engine_token(e, seed, s, l, br->prompt[s] + at, br->dq + tok * br->qw,
+                              br->dk + tok * br->kvw, br->dv + tok * br->kvw);
+        }
+    lkv_status st = LKV_OK;
+    for (int32_t l = 0; l < e->layers && st == LKV_OK; l++)
+        for (int32_t i = 0; i < n && st == LKV_OK; i++) {
+            size_t tok = (size_t)l * (size_t)n + (size_t)i;
+            lkv_decode_io d = {br->dq + tok * br->qw, br->dk + tok * br->kvw,
+                               br->dv + tok * br->kvw, br->dout[0] + tok * br->qw,
+                               LKV_MEMORY_HOST};
+            st = lkv_cache_decode(br->cache[0], br->order[i], l, &d);
+        }
+    if (st != LKV_OK) {
+        bits_fail(br, "lkv_cache_decode", st);
+        return st;
+    }
+    for (int32_t l = 0; l < e->layers && st == LKV_OK; l++) {
+        size_t tok = (size_t)l * (size_t)n;
+        lkv_decode_batch_io d = {
+            .n_sequences = n, .sequences = br->order, .memory = LKV_MEMORY_HOST,
+            .q = br->dq + tok * br->qw, .k = br->dk + tok * br->kvw, .v = br->dv + tok * br->kvw,
+            .out = br->dout[1] + tok * br->qw,
+        };
+        st = lkv_cache_decode_batch(br->cache[1], l, &d);
+    }
+    if (st != LKV_OK)
+        bits_fail(br, "lkv_cache_decode_batch", st);
+    return st;
+}
+
+static void bits_seed(conf_run *r, const bits_shape *b, const char *name, uint64_t seed,
+                      conf_verdict *v)
+{
+    const conf_engine_shape *e = &b->engine;
+    bits_run br = {.b = b};
+    br.qw = (size_t)e->q_heads * D;
+    br.kvw = (size_t)e->kv_heads * D;
+    conf_rng rng;
+    conf_rng_init(&rng, seed, name);
+    for (int32_t s = 0; s < e->seqs; s++) {
+        br.prompt[s] = BITS_PROMPT + conf_rng_below(&rng, BITS_ROOM);
+        br.order[s] = s;
+    }
+    conf_rng_shuffle(&rng, br.order, e->seqs);
+    for (int32_t i = 0; i < e->seqs; i++) {
+        br.off[i] = br.total;
+        br.total += br.prompt[br.order[i]];
+    }
+    for (int k = 0; k < 2 && !br.failed; k++) {
+        lkv_status st = bits_cache(r->rt[CONF_TESTED], b, &br.cache[k]);
+        if (st != LKV_OK)
+            bits_fail(&br, "lkv_cache_create", st);
+    }
+    if (!br.failed && !bits_alloc(&br))
+        bits_fail(&br, "host memory", LKV_OUT_OF_MEMORY);
+    /* without outputs the prefill batch stores (and h2o's observes) but
+     * attends for no outputs: their attend is this family's cost on a
+     * software GPU */
+    int outputs = b->prefill_out && !r->opt->quick;
+    if (!br.failed && bits_prefill(&br, seed, outputs) == LKV_OK) {
+        size_t n = (size_t)e->layers * (size_t)br.total * br.qw;
+        if (outputs)
+            bits_outputs(&br, br.pout[0], br.pout[1], n, "prefill");
+        if (!r->opt->quick)
+            bits_states(&br, "after the prefill");
+    }
+    for (int32_t at = 0; at < b->ticks && !br.failed; at++) {
+        conf_rng_shuffle(&rng, br.order, e->seqs);
+        if (bits_decode(&br, seed, at) != LKV_OK)
+            break;
+        char when[48];
+        snprintf(when, sizeof when, "decode tick %d", at);
+        bits_outputs(&br, br.dout[0], br.dout[1], (size_t)e->layers * (size_t)e->seqs * br.qw,
+                     when);
+        if (!r->opt->quick || at + 1 == b->ticks) /* quick: the reads cost, once at the end */
+            bits_states(&br, when);
+    }
+    if (br.failed) {
+        conf_verdict_set(v, br.failed == LKV_UNSUPPORTED ? LKV_CONF_SKIP : LKV_CONF_FAIL, "%s",
+                         br.error);
+    } else {
+        conf_verdict_check(v, br.out_diff != 0, "outputs differing", (double)br.out_diff, 0,
+                           "%lld of %lld output floats differ from the per-sequence calls' "
+                           "bits (largest %.3g)%s%s; %lld of %lld sequence snapshots differ%s%s",
+                           (long long)br.out_diff, (long long)br.outs, br.worst,
+                           br.out_diff ? ", the first: " : "", br.first_out,
+                           (long long)br.snap_diff, (long long)br.snaps,
+                           br.snap_diff ? ", the first: " : "", br.first_snap);
+        conf_verdict_check(v, br.snap_diff != 0, "snapshots differing", (double)br.snap_diff, 0,
+                           "%lld of %lld sequence snapshots (positions, policy state) differ "
+                           "bitwise%s%s", (long long)br.snap_diff, (long long)br.snaps,
+                           br.snap_diff ? ", the first: " : "", br.first_snap);
+    }
+    bits_free(&br);
+}
+
+/* quick: lazy, one layer, GQA 4:1 grouped f32, two ticks, the prefill
+ * without outputs (measured 0.1 s on cpu, 0.2-0.4 s on lavapipe, 0.5-0.8 s
+ * on PoCL, 0.8 s on the CPU SIMT emulator; with the prefill's outputs
+ * lavapipe took 12 s). The full grid adds h2o's accumulated f32 state over
+ * two layers in f16 with the prefill's outputs (whose probabilities h2o
+ * accumulates), and lazy expanded bf16, four ticks each, states after every
+ * tick. */
+static const bits_shape bits_shapes[] = {
+    {{LKV_POLICY_LAZY, BITS_SEQS, 1, 8, 2, LKV_GQA_GROUPED, LKV_DTYPE_F32}, 2, 1},
+    {{LKV_POLICY_H2O, BITS_SEQS, 2, 8, 2, LKV_GQA_GROUPED, LKV_DTYPE_F16}, 4, 1},
+    {{LKV_POLICY_LAZY, BITS_SEQS, 2, 4, 2, LKV_GQA_EXPANDED, LKV_DTYPE_BF16}, 4, 0},
+};
+
+static void bits_name(char *out, size_t len, const bits_shape *b)
+{
+    const conf_engine_shape *e = &b->engine;
+    snprintf(out, len, "batch_bits(policy=%s,seqs=%d,layers=%d,hq=%d,hkv=%d,%s,prompts=%d-%d,"
+             "ticks=%d,%s)", lkv_policy_name(e->policy), e->seqs, e->layers, e->q_heads,
+             e->kv_heads, e->gqa == LKV_GQA_GROUPED ? "grouped" : "expanded", BITS_PROMPT,
+             BITS_PROMPT + BITS_ROOM - 1, b->ticks, conf_dtype_name(e->dtype));
+}
+
+static void run_bits(conf_run *r, int supported)
+{
+    size_t n = r->opt->quick ? 1 : sizeof bits_shapes / sizeof bits_shapes[0];
+    for (size_t i = 0; i < n; i++) {
+        const bits_shape *b = &bits_shapes[i];
+        char name[192];
+        bits_name(name, sizeof name, b);
+        const char *dtype = conf_dtype_name(b->engine.dtype);
+        if (r->opt->filter && !conf_glob_match(r->opt->filter, name))
+            continue;
+        if (!supported) {
+            conf_group_skip(r, name, "batch", dtype,
+                            "op unsupported: the engine needs attend, observe, score, select "
+                            "and compact");
+            continue;
+        }
+        conf_group_begin(r, name, "batch", dtype);
+        for (int s = 0; s < r->seeds; s++) {
+            conf_verdict v;
+            conf_verdict_init(&v);
+            bits_seed(r, b, name, (uint64_t)s + 1, &v);
+            conf_group_result(r, (uint64_t)s + 1, &v);
+        }
+        conf_group_end(r);
+    }
+}
+
 /* ---- the grid ---- */
 
 static const lkv_policy_kind policies[] = {
@@ -451,5 +807,6 @@ void conf_run_batch(conf_run *r)
                                 "select and compact");
             }
         }
+    run_bits(r, supported); /* one seed quick, at most two full */
     r->seeds = saved;
 }

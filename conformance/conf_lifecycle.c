@@ -3,12 +3,14 @@
  * fork: a source S and a reference R, the same sequence index in a twin
  * cache (nacl's random stage draws its noise per cache row), get the same
  * prompt and steps; S is forked mid-decode into F1 and F1 later into F2
- * (which held a sequence of its own: fork drops it). From then on all of
+ * (which held a sequence of its own: the fork is refused until F2 is
+ * reset). From then on all of
  * them get the same steps, and each must hold exactly what R holds after
  * every step
  * (positions, states, length, step) with outputs within attend's threshold:
  * a fork continues as its source would alone. Refusals change nothing: src
- * == dst, and a source or destination part-way through a step.
+ * == dst, a source or destination part-way through a step, and a
+ * destination holding slots.
  *
  * truncate: two sequences decode on the backend and on the oracle in
  * lockstep, and now and then drop their newest n tokens, n at most the
@@ -152,7 +154,7 @@ static void fork_run_all(fork_run *f)
     lkv_status st = prefill(f->ref, e, f->seed, S, 0, prompt);
     if (st == LKV_OK)
         st = prefill(f->c, e, f->seed, S, 0, prompt);
-    if (st == LKV_OK) /* F2's own sequence, which the second fork drops */
+    if (st == LKV_OK) /* F2's own sequence, reset before the second fork */
         st = prefill(f->c, e, f->seed, F2, 1, 10);
     for (int32_t i = 0; i < 2 && st == LKV_OK; i++)
         st = step(f->c, e, f->seed, F2, 1, 10 + i, f->out[F2], 0, e->layers);
@@ -169,6 +171,12 @@ static void fork_run_all(fork_run *f)
         fork_step(f, s2, 2, i == 2 && e->layers > 1, i == 3);
     expect_refused(&f->d, lkv_cache_fork_sequence(f->c, F1, F1), "fork onto itself");
     expect_refused(&f->d, lkv_cache_fork_sequence(f->c, F1, FORK_SEQS), "fork out of range");
+    /* F2 still holds its own sequence: a fork onto it is refused until it
+     * is reset */
+    expect_refused(&f->d, lkv_cache_fork_sequence(f->c, F1, F2),
+                   "fork onto a sequence holding slots");
+    if (!f->d.failed && (st = lkv_cache_reset_sequence(f->c, F2)) != LKV_OK)
+        conf_diff_fail(&f->d, "lkv_cache_reset_sequence", st);
     if (!f->d.failed)
         fork_at(f, F1, F2);
     for (int32_t i = 0; i < 5 && !f->d.failed; i++)

@@ -13,6 +13,7 @@
 #include "pages.h"
 #include "error.h"
 #include "dtype.h"
+#include "plan_registry.h"
 
 #define LKV_MAX_LAYERS 4096
 #define LKV_MAX_HEADS 1024
@@ -252,6 +253,8 @@ void lkv_cache_destroy(lkv_cache *c)
     free(c->vote_first);
     free(c->vote_token0);
     free(c->given_row);
+    if (c->plan.id) /* its plans are refused from here on */
+        lkv_plan_registry_remove(c->plan.reg);
     free(c->plan.rows);
     free(c->plan.dev_row);
     free(c->plan.kept);
@@ -321,6 +324,11 @@ lkv_status lkv_cache_create_holding(lkv_runtime *rt, const lkv_cache_config *con
         lkv_cache_destroy(c);
         return st;
     }
+    if (cfg.kv_owner == LKV_KV_ENGINE &&
+        (st = lkv_plan_registry_add(&c->plan.id, &c->plan.reg)) != LKV_OK) {
+        lkv_cache_destroy(c);
+        return st;
+    }
     /* Without the helper's memory the evictions run inline: same results. */
     if (cfg.eviction == LKV_EVICTION_BACKGROUND && !c->lane)
         c->bg = lkv_background_create(cfg.sequences);
@@ -332,7 +340,7 @@ lkv_status lkv_cache_get_config(const lkv_cache *c, lkv_cache_config *out_config
 {
     lkv_clear_error();
     if (!c || !out_config)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_cache_get_config: NULL argument");
+        return lkv_fail_null("lkv_cache_get_config", !c ? "cache" : "out_config");
     *out_config = c->cfg;
     return LKV_OK;
 }
@@ -346,7 +354,7 @@ lkv_status lkv_cache_get_stats(const lkv_cache *c, lkv_cache_stats *out_stats)
     if (joined != LKV_OK)
         return joined;
     if (!c || !out_stats)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_cache_get_stats: NULL argument");
+        return lkv_fail_null("lkv_cache_get_stats", !c ? "cache" : "out_stats");
     int64_t per_slot = 2LL * c->cfg.head_dim * (int64_t)lkv_dtype_size(c->cfg.dtype);
     *out_stats = c->stats;
     out_stats->kv_bytes_in_use = c->stats.slots_in_use * per_slot;

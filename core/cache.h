@@ -77,6 +77,12 @@ typedef struct lkv_plan_store {
     int32_t *kept;
     size_t kept_used, kept_cap;
     int32_t n_read; /* rows [0, n_read) have their kept lists on the host */
+    /* The cache's identity in the plan registry (plan_registry.h; 0 and
+     * unregistered for a cache owning its K/V), its registry slot, and the
+     * serial of the call the plan belongs to. */
+    uint64_t id;
+    int32_t reg;
+    uint64_t serial;
 } lkv_plan_store;
 
 struct lkv_cache {
@@ -329,6 +335,9 @@ lkv_status lkv_engine_votes(lkv_cache *c, int32_t layer, const lkv_prefill_batch
 
 /* Empties the plan: a call that may evict starts with it. */
 void lkv_plan_reset(lkv_plan_store *p);
+/* The plan of the cache's last call as the public calls give it: its rows,
+ * identity and the cache's geometry (lkv_eviction_plan). */
+lkv_eviction_plan lkv_plan_of(const lkv_cache *c);
 /* The kept lists of the plan's rows read back to the host, where they are
  * not yet (lkv_cache_get_plan). */
 lkv_status lkv_plan_read(lkv_cache *c);

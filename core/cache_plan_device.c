@@ -140,7 +140,7 @@ lkv_status lkv_cache_apply_plan_device(lkv_cache *c, const lkv_kv_layout *kv,
         st = lkv_cache_join(c);
     if (st != LKV_OK)
         return st;
-    lkv_eviction_plan plan = {c->plan.n_rows, c->plan.rows};
+    lkv_eviction_plan plan = lkv_plan_of(c); /* current: its identity checks the layout */
     int32_t n_freed = 0;
     st = lkv_plan_check(&plan, kv, LKV_PLAN_KEPT_ON_DEVICE, out_freed, freed_cap, &n_freed, CALL);
     if (st == LKV_OK)

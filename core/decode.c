@@ -79,6 +79,8 @@ static lkv_status check_decode(lkv_cache *c, int32_t layer, const lkv_decode_bat
 {
     lkv_status st = lkv_check_batch(c, io, layer, io ? io->sequences : NULL,
                                     io ? io->n_sequences : 0, io ? io->memory : 0, call);
+    if (st != LKV_OK)
+        return st;
     for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++)
         st = check_order(c, io->sequences[i], layer, given);
     return st == LKV_OK ? check_arrays(c, layer, io, given) : st;

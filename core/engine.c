@@ -10,6 +10,7 @@
 
 #include "cache.h"
 #include "error.h"
+#include "plan_registry.h"
 
 static lkv_status check_engine(const lkv_cache *c, const void *io, const char *call)
 {
@@ -487,6 +488,17 @@ void lkv_plan_reset(lkv_plan_store *p)
     p->n_rows = 0;
     p->n_read = 0;
     p->kept_used = 0;
+    if (p->id) /* the previous plan is stale from here on */
+        p->serial = lkv_plan_registry_advance(p->reg);
+}
+
+lkv_eviction_plan lkv_plan_of(const lkv_cache *c)
+{
+    return (lkv_eviction_plan){
+        .n_rows = c->plan.n_rows, .rows = c->plan.rows, .cache = c->plan.id,
+        .call = c->plan.serial, .layers = c->cfg.layers, .heads = c->heads,
+        .head_dim = c->cfg.head_dim, .sequences = c->cfg.sequences,
+    };
 }
 
 /* The rows of one eviction batch, their kept lists left on the device (room
@@ -545,6 +557,8 @@ lkv_status lkv_cache_get_plan(const lkv_cache *c, lkv_eviction_plan *out_plan)
     lkv_status joined = lkv_cache_join(c);
     if (joined != LKV_OK)
         return joined;
+    if (c && !out_plan)
+        return lkv_fail_null("lkv_cache_get_plan", "out_plan");
     lkv_status st = check_engine(c, out_plan, "lkv_cache_get_plan");
     if (st != LKV_OK)
         return st;
@@ -553,7 +567,6 @@ lkv_status lkv_cache_get_plan(const lkv_cache *c, lkv_eviction_plan *out_plan)
     st = lkv_plan_read((lkv_cache *)(uintptr_t)c);
     if (st != LKV_OK)
         return st;
-    out_plan->n_rows = c->plan.n_rows;
-    out_plan->rows = c->plan.rows;
+    *out_plan = lkv_plan_of(c);
     return LKV_OK;
 }

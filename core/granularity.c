@@ -30,13 +30,15 @@ const char *lkv_granularity_name(lkv_granularity g)
 
 lkv_status lkv_granularity_from_name(const char *name, lkv_granularity *out)
 {
-    for (size_t i = 0; name && out && i < sizeof names / sizeof names[0]; i++)
+    lkv_clear_error();
+    if (!name || !out)
+        return lkv_fail_null("lkv_granularity_from_name", !name ? "name" : "out_granularity");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0) {
             *out = (lkv_granularity)i;
             return LKV_OK;
         }
-    return lkv_fail(LKV_INVALID_ARGUMENT, "granularity \"%s\" is not head, layer or token",
-                    name ? name : "(null)");
+    return lkv_fail(LKV_INVALID_ARGUMENT, "granularity \"%s\" is not head, layer or token", name);
 }
 
 /* Rows r of the batch (c->rows) in group `first`'s decision: the heads of

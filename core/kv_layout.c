@@ -31,6 +31,50 @@ lkv_status lkv_kv_layout_check(const lkv_kv_layout *kv, int buffers, const char 
     return LKV_OK;
 }
 
+/* One index of the layout: how many values it takes and its stride. */
+typedef struct layout_dim {
+    const char *name;
+    int32_t count;
+    size_t stride;
+} layout_dim;
+
+lkv_status lkv_kv_layout_check_disjoint(const lkv_kv_layout *kv, int32_t n_slots,
+                                        const char *call)
+{
+    int paged = kv->block_size > 0;
+    layout_dim dims[3] = {
+        paged ? (layout_dim){"block_stride", kv->n_blocks, kv->block_stride}
+              : (layout_dim){"seq_stride", kv->sequences, kv->seq_stride},
+        {"slot_stride", paged ? kv->block_size : n_slots, kv->slot_stride},
+        {"head_stride", kv->heads, kv->head_stride},
+    };
+    for (int i = 1; i < 3; i++) /* by stride, ascending */
+        for (int j = i; j > 0 && dims[j].stride < dims[j - 1].stride; j--) {
+            layout_dim t = dims[j];
+            dims[j] = dims[j - 1], dims[j - 1] = t;
+        }
+    uint64_t span = (uint64_t)kv->head_dim * lkv_dtype_size(kv->dtype), reach = span;
+    for (int i = 0; i < 3; i++) {
+        if (dims[i].count < 2) /* one value: its stride is never taken */
+            continue;
+        if (dims[i].stride < reach)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "%s: %s %zu is below the %llu bytes it steps over (a head is %llu: "
+                            "head_dim %d of %s; seq_stride %zu, slot_stride %zu, head_stride "
+                            "%zu, block_stride %zu; %d slots a %s): elements would overlap",
+                            call, dims[i].name, dims[i].stride, (unsigned long long)reach,
+                            (unsigned long long)span, kv->head_dim, lkv_dtype_name(kv->dtype),
+                            kv->seq_stride, kv->slot_stride, kv->head_stride, kv->block_stride,
+                            paged ? kv->block_size : n_slots, paged ? "block" : "row");
+        uint64_t steps = (uint64_t)(dims[i].count - 1);
+        if (dims[i].stride > (UINT64_MAX - reach) / steps)
+            return lkv_fail(LKV_INVALID_ARGUMENT, "%s: %s %zu times %d does not fit in 64 bits",
+                            call, dims[i].name, dims[i].stride, dims[i].count);
+        reach += steps * dims[i].stride;
+    }
+    return LKV_OK;
+}
+
 lkv_status lkv_kv_layout_check_words(const lkv_kv_layout *kv, const char *call)
 {
     size_t span = (size_t)kv->head_dim * lkv_dtype_size(kv->dtype);

@@ -21,6 +21,14 @@
  * arrays instead), block size and table. Errors start with `call`. */
 lkv_status lkv_kv_layout_check(const lkv_kv_layout *kv, int buffers, const char *call);
 
+/* No two elements (sequence or block, slot, head) of the layout overlap
+ * when a dense sequence holds n_slots slots: sorted by stride, each stride
+ * at least the bytes of everything it steps over (a head's head_dim
+ * elements first). Catches a stride of 0 and a dtype wider than the
+ * buffers' strides were made for. */
+lkv_status lkv_kv_layout_check_disjoint(const lkv_kv_layout *kv, int32_t n_slots,
+                                        const char *call);
+
 /* What a device apply needs besides: a head's bytes and every stride
  * whole 32-bit words (the kernels move words). */
 lkv_status lkv_kv_layout_check_words(const lkv_kv_layout *kv, const char *call);

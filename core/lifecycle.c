@@ -34,12 +34,33 @@ lkv_status lkv_cache_reset_sequence(lkv_cache *c, int32_t seq)
     lkv_status st = lkv_check_seq(c, seq);
     if (st != LKV_OK)
         return st;
+    lkv_plan_reset(&c->plan);
     lkv_sequence *s = &c->seqs[seq];
     drop_slots(c, s);
     lkv_pages_release(c, seq);
     int32_t *len = s->len;
     memset(s, 0, sizeof *s);
     s->len = len;
+    return LKV_OK;
+}
+
+/* A fork's dst holds nothing: no slot in any layer, no step, prefill chunk
+ * or chunked prompt under way (lkv_slot_map_fork refuses the same). */
+static lkv_status check_empty(const lkv_cache *c, int32_t dst)
+{
+    const lkv_sequence *d = &c->seqs[dst];
+    if (d->next_layer != 0 || d->in_prefill || d->prompt_open)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "lkv_cache_fork_sequence: dst sequence %d is part-way through a %s "
+                        "(layer %d next): reset it first",
+                        dst, d->in_prefill || d->prompt_open ? "prompt" : "decode step",
+                        d->next_layer);
+    for (int32_t l = 0; l < c->cfg.layers; l++)
+        if (d->len[l] > 0)
+            return lkv_fail(LKV_INVALID_ARGUMENT,
+                            "lkv_cache_fork_sequence: dst sequence %d holds %d slots in layer "
+                            "%d: reset it first",
+                            dst, d->len[l], l);
     return LKV_OK;
 }
 
@@ -80,16 +101,16 @@ lkv_status lkv_cache_fork_sequence(lkv_cache *c, int32_t src, int32_t dst)
     if (st == LKV_OK)
         st = check_idle(c, src, "lkv_cache_fork_sequence");
     if (st == LKV_OK)
-        st = check_idle(c, dst, "lkv_cache_fork_sequence");
+        st = check_empty(c, dst);
     if (st == LKV_OK)
         st = copy_rows(c, src, dst);
     if (st != LKV_OK)
         return st;
+    lkv_plan_reset(&c->plan);
     lkv_pages_share(c, src, dst);
     lkv_sequence *d = &c->seqs[dst];
     const lkv_sequence *s = &c->seqs[src];
-    drop_slots(c, d);
-    int32_t *len = d->len;
+    int32_t *len = d->len; /* all 0 (check_empty) */
     *d = *s;
     d->len = len;
     memcpy(d->len, s->len, sizeof *len * (size_t)c->cfg.layers);
@@ -122,6 +143,7 @@ lkv_status lkv_cache_truncate_sequence(lkv_cache *c, int32_t seq, int32_t n)
                         "lkv_cache_truncate_sequence: cannot drop %d tokens of sequence %d: an "
                         "eviction ran since, so only the newest %d are the tail of every row",
                         n, seq, s->since_evict);
+    lkv_plan_reset(&c->plan);
     for (int32_t l = 0; l < c->cfg.layers; l++)
         s->len[l] -= n;
     c->stats.slots_in_use -= (int64_t)n * c->heads * c->cfg.layers;

@@ -18,13 +18,15 @@ const char *lkv_placement_name(lkv_placement p)
 
 lkv_status lkv_placement_from_name(const char *name, lkv_placement *out)
 {
-    for (size_t i = 0; name && out && i < sizeof names / sizeof names[0]; i++)
+    lkv_clear_error();
+    if (!name || !out)
+        return lkv_fail_null("lkv_placement_from_name", !name ? "name" : "out_placement");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0) {
             *out = (lkv_placement)i;
             return LKV_OK;
         }
-    return lkv_fail(LKV_INVALID_ARGUMENT, "placement \"%s\" is not compact, holes or paged",
-                    name ? name : "(null)");
+    return lkv_fail(LKV_INVALID_ARGUMENT, "placement \"%s\" is not compact, holes or paged", name);
 }
 
 lkv_status lkv_placement_check(const lkv_cache_config *cfg, const lkv_backend_ops *ops)

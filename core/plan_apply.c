@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "kv_layout.h"
+#include "plan_registry.h"
 
 /* A row whose kept list is on the device: every slot it may keep. */
 static lkv_status check_counts_row(const lkv_plan_row *r, int32_t i, const lkv_kv_layout *kv,
@@ -36,6 +37,12 @@ static lkv_status check_row(const lkv_plan_row *r, int32_t i, const lkv_kv_layou
         return lkv_fail(LKV_INVALID_ARGUMENT,
                         "%s: row %d keeps %d of %d slots from %d: not a plan row", call, i,
                         r->n_kept, r->n_before, r->first_move);
+    int64_t room = (int64_t)kv->max_blocks * kv->block_size;
+    if (kv->block_size > 0 && r->n_before > room)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "%s: row %d held %d slots, beyond the layout's room for %lld (max_blocks "
+                        "%d of block_size %d)",
+                        call, i, r->n_before, (long long)room, kv->max_blocks, kv->block_size);
     if (on_device)
         return check_counts_row(r, i, kv, call);
     for (int32_t j = 0; j < r->n_kept; j++) {
@@ -46,11 +53,17 @@ static lkv_status check_row(const lkv_plan_row *r, int32_t i, const lkv_kv_layou
                             "%s: row %d kept[%d] = %d: kept slots must ascend, be "
                             "below n_before %d, and equal their index before first_move %d",
                             call, i, j, src, r->n_before, r->first_move);
+        int32_t missing = -1;
         if (lkv_kv_layout_slot(kv, r->sequence, src, NULL, 0) == (size_t)-1)
+            missing = src;
+        else if (j >= r->first_move &&
+                 lkv_kv_layout_slot(kv, r->sequence, j, NULL, 0) == (size_t)-1)
+            missing = j; /* the slot it moves to */
+        if (missing >= 0)
             return lkv_fail(LKV_INVALID_ARGUMENT,
                             "%s: row %d: sequence %d slot %d has no block in the "
                             "table (max_blocks %d, n_blocks %d)",
-                            call, i, r->sequence, src, kv->max_blocks, kv->n_blocks);
+                            call, i, r->sequence, missing, kv->max_blocks, kv->n_blocks);
     }
     return LKV_OK;
 }
@@ -115,6 +128,60 @@ static lkv_status freed_blocks(const lkv_kv_layout *kv, const seq_span *span, in
     return LKV_OK;
 }
 
+/* Every entry of a paged table names a block of the pool or none
+ * (negative), and no block the plan writes a slot of (slots first_move ..
+ * n_kept-1 of a row; from slot 0 when the kept lists are on the device) is
+ * named twice in the whole table: an engine may share the blocks of an
+ * unwritten prefix between sequences, not those the plan moves slots in. */
+static lkv_status check_table(const lkv_eviction_plan *plan, const lkv_kv_layout *kv,
+                              int on_device, const char *call)
+{
+    int32_t *named = calloc((size_t)kv->n_blocks, sizeof *named);
+    if (!named)
+        return lkv_fail(LKV_OUT_OF_MEMORY, "%s: out of host memory for %d blocks", call,
+                        kv->n_blocks);
+    lkv_status st = LKV_OK;
+    size_t entries = (size_t)kv->sequences * (size_t)kv->max_blocks;
+    for (size_t e = 0; e < entries && st == LKV_OK; e++) {
+        int32_t b = kv->block_table[e];
+        if (b >= kv->n_blocks)
+            st = lkv_fail(LKV_INVALID_ARGUMENT,
+                          "%s: block_table[%zu][%zu] = %d is outside the pool of n_blocks %d "
+                          "(a negative entry holds no block)",
+                          call, e / (size_t)kv->max_blocks, e % (size_t)kv->max_blocks, b,
+                          kv->n_blocks);
+        else if (b >= 0)
+            named[b]++;
+    }
+    int32_t bs = kv->block_size;
+    for (int32_t i = 0; i < plan->n_rows && st == LKV_OK; i++) {
+        const lkv_plan_row *r = &plan->rows[i];
+        int32_t first = on_device ? 0 : r->first_move;
+        const int32_t *row = kv->block_table + (size_t)r->sequence * (size_t)kv->max_blocks;
+        for (int32_t e = first / bs; first < r->n_kept && e <= (r->n_kept - 1) / bs; e++)
+            if (row[e] >= 0 && named[row[e]] > 1) {
+                st = lkv_fail(LKV_INVALID_ARGUMENT,
+                              "%s: row %d moves slots into block %d (sequence %d, entry %d), "
+                              "which the block table names %d times: a block the plan writes "
+                              "must be its sequence's alone (copy a shared block first)",
+                              call, i, row[e], r->sequence, e, named[row[e]]);
+                break;
+            }
+    }
+    free(named);
+    return st;
+}
+
+/* The most slots a row of the plan held (at least 1): what a dense
+ * layout's rows must have room for. */
+static int32_t most_held(const lkv_eviction_plan *plan)
+{
+    int32_t most = 1;
+    for (int32_t i = 0; i < plan->n_rows; i++)
+        most = plan->rows[i].n_before > most ? plan->rows[i].n_before : most;
+    return most;
+}
+
 lkv_status lkv_plan_check(const lkv_eviction_plan *plan, const lkv_kv_layout *kv, int buffers,
                           int32_t *out_freed, int32_t freed_cap, int32_t *out_n_freed,
                           const char *call)
@@ -125,9 +192,17 @@ lkv_status lkv_plan_check(const lkv_eviction_plan *plan, const lkv_kv_layout *kv
         return lkv_fail(LKV_INVALID_ARGUMENT, "%s: plan of %d rows without rows", call,
                         plan->n_rows);
     int on_device = buffers & LKV_PLAN_KEPT_ON_DEVICE;
-    lkv_status st = lkv_kv_layout_check(kv, buffers & (LKV_LAYOUT_K | LKV_LAYOUT_V), call);
+    /* a stale plan's rows may be freed: nothing of them is read before this */
+    lkv_status st = lkv_plan_check_identity(plan, kv->layers, kv->heads, kv->head_dim, "layout",
+                                            call);
+    if (st == LKV_OK)
+        st = lkv_kv_layout_check(kv, buffers & (LKV_LAYOUT_K | LKV_LAYOUT_V), call);
     for (int32_t i = 0; i < plan->n_rows && st == LKV_OK; i++)
         st = check_row(&plan->rows[i], i, kv, on_device, call);
+    if (st == LKV_OK)
+        st = lkv_kv_layout_check_disjoint(kv, most_held(plan), call);
+    if (st == LKV_OK && kv->block_size > 0)
+        st = check_table(plan, kv, on_device, call);
     if (st != LKV_OK)
         return st;
     *out_n_freed = 0;

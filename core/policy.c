@@ -34,7 +34,7 @@ lkv_status lkv_policy_from_name(const char *name, lkv_policy_kind *out_kind)
 {
     lkv_clear_error();
     if (!name || !out_kind)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_from_name: NULL argument");
+        return lkv_fail_null("lkv_policy_from_name", !name ? "name" : "out_kind");
     for (int k = 0; k < LKV_POLICY_COUNT_; k++) {
         if (strcmp(all_rules[k]->name, name) == 0) {
             *out_kind = (lkv_policy_kind)k;
@@ -146,7 +146,7 @@ lkv_status lkv_policy_set(lkv_policy_params *params, const char *key, const char
 {
     lkv_clear_error();
     if (!params || !key || !value)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_set: NULL argument");
+        return lkv_fail_null("lkv_policy_set", !params ? "params" : !key ? "key" : "value");
     const lkv_policy_rules *r = lkv_policy_rules_of(params->kind);
     if (!r)
         return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_policy_set: params hold no valid policy kind");

@@ -149,7 +149,9 @@ static lkv_status check_prefill(lkv_cache *c, int32_t layer, const lkv_prefill_b
 {
     lkv_status st = lkv_check_batch(c, io, layer, io ? io->sequences : NULL,
                                     io ? io->n_sequences : 0, io ? io->memory : 0, call);
-    if (st == LKV_OK && !io->n_tokens)
+    if (st != LKV_OK)
+        return st;
+    if (!io->n_tokens)
         st = lkv_fail(LKV_INVALID_ARGUMENT, "%s: n_tokens is NULL", call);
     for (int32_t i = 0; i < io->n_sequences && st == LKV_OK; i++) {
         int32_t seq = io->sequences[i];

@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "lazykv.h"
+#include "plan_registry.h"
 
 struct lkv_slot_map {
     lkv_slot_map_config cfg;
@@ -372,7 +373,10 @@ lkv_status lkv_slot_map_apply(lkv_slot_map *m, const lkv_eviction_plan *plan, in
     if (plan->n_rows < 0 || (plan->n_rows > 0 && !plan->rows))
         return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_slot_map_apply: plan of %d rows without rows",
                         plan->n_rows);
-    lkv_status st = check_plan(m, plan);
+    lkv_status st = lkv_plan_check_identity(plan, m->cfg.layers, m->cfg.heads, -1, "map",
+                                            "lkv_slot_map_apply");
+    if (st == LKV_OK)
+        st = check_plan(m, plan);
     if (st != LKV_OK)
         return st;
     size_t tab = (size_t)m->cfg.sequences * (size_t)m->entries;
@@ -433,9 +437,12 @@ lkv_status lkv_slot_map_row(const lkv_slot_map *m, int32_t s, int32_t l, int32_t
     lkv_status st = check_layer(m, s, l, "lkv_slot_map_row");
     if (st != LKV_OK)
         return st;
-    if (h < 0 || h >= m->cfg.heads || !out_slots || !out_n)
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_slot_map_row: %s",
-                        !out_slots || !out_n ? "an out pointer is NULL" : "head out of range");
+    if (!out_slots || !out_n)
+        return lkv_fail_null("lkv_slot_map_row", !out_slots ? "out_slots" : "out_n");
+    if (h < 0 || h >= m->cfg.heads)
+        return lkv_fail(LKV_INVALID_ARGUMENT,
+                        "lkv_slot_map_row: head %d is out of range: the map has %d", h,
+                        m->cfg.heads);
     size_t r = row_of(m, s, l, h);
     *out_slots = m->logical + r * (size_t)m->cfg.capacity;
     *out_n = m->n[r];
@@ -448,7 +455,7 @@ lkv_status lkv_slot_map_table(const lkv_slot_map *m, int32_t s, const int32_t **
     lkv_clear_error();
     lkv_status st = check_sequence(m, s, "lkv_slot_map_table");
     if (st == LKV_OK && (!out_table || !out_n))
-        st = lkv_fail(LKV_INVALID_ARGUMENT, "lkv_slot_map_table: an out pointer is NULL");
+        st = lkv_fail_null("lkv_slot_map_table", !out_table ? "out_table" : "out_n");
     if (st != LKV_OK)
         return st;
     *out_table = m->table + (size_t)s * (size_t)m->entries;

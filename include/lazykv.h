@@ -49,7 +49,7 @@ extern "C" {
  * liblazykv.so.MAJOR.MINOR (liblazykv.so.0.2); from 1.0 on it is
  * liblazykv.so.MAJOR, and only a major version may break the ABI. */
 #define LKV_VERSION_MAJOR 0
-#define LKV_VERSION_MINOR 10
+#define LKV_VERSION_MINOR 11
 #define LKV_VERSION_PATCH 0
 
 /* LKV_API marks the library's entry points: the shared library is built
@@ -267,6 +267,37 @@ typedef struct lkv_policy_params {
     float mix_lambda;        /* rkv: score = lambda * importance - (1 - lambda) *
                                 redundancy (0.1, the paper's) */
 } lkv_policy_params;
+
+/* What is identical, and where it may differ.
+ *
+ * On one backend, bit for bit: the batch calls and the per-sequence calls
+ * (outputs, every slot's policy state, every decision), whatever else is in
+ * the batch, on ref, cpu, Vulkan and OpenCL (CUDA and HIP cut attention into
+ * splits planned over the whole batch to fill the device: there a row's
+ * outputs and probabilities may differ from its single call's in the last
+ * bits, and a decision at a threshold may go either way as across backends,
+ * below); any LAZYKV_CPU_THREADS; inline and background eviction; compact,
+ * holes and paged placement; an engine-owned cache fed the probabilities an
+ * owned cache computed (but a grouped mean, below).
+ *
+ * Across backends the probabilities are not bit for bit the same: each
+ * backend's p is within 1e-9 + 5e-4 * max(p, alpha) of the oracle's (ref,
+ * double), which the conformance suite checks per case. So a decision that
+ * compares a probability with a threshold is identical across backends
+ * wherever the probability is farther than that from the threshold: lazy's
+ * `last` and MRI (p >= alpha) at every slot whose oracle p lies outside
+ * alpha * (1 +- 5e-4) (+- 1e-9); inside it either side is right, and what
+ * follows from it (the MRI, the slots kept) may then differ. Accumulated
+ * float state (h2o, tova, snapkv, nacl, rkv) agrees within the same relative
+ * tolerance, so slots whose scores lie that close may rank either way.
+ *
+ * lkv_cache_observe_batch_qk with the engine's f32 lse computes
+ * p = exp(logit - lse), which carries the lse's rounding (relative
+ * |lse| * 6e-8): a slot whose p lies that close to alpha may count on one
+ * side where the owned cache's p counted on the other. Without an lse, its
+ * p are the oracle's softmax, bit for bit. A grouped cache with
+ * group_reduce mean sums an engine's f32 rows in double where an owned
+ * cache sums its double rows: the mean may differ by one rounding. */
 
 /* Sets `params` to the defaults of `kind` (the authors' defaults where the
  * spec gives them; budget 0 means "not set" and must be given for the policies
@@ -652,7 +683,9 @@ LKV_API lkv_status lkv_cache_decode(lkv_cache *cache, int32_t sequence, int32_t 
  * Device memory: q_dev, k_dev, v_dev, out_dev (see "Device inputs").
  *
  * Exactly lkv_cache_decode for each listed sequence, in effect and in every
- * decision (the conformance suite replays both and compares), but run as one
+ * decision, bit for bit where "What is identical" (beside
+ * lkv_policy_params) says so (the conformance suite replays both and
+ * compares), but run as one
  * dispatch per op for the whole batch: one store of the new K/V, one attend,
  * one observe, and after the last layer the evictions due at the step for
  * every listed sequence and layer as one score / select / compact pass
@@ -731,9 +764,12 @@ LKV_API lkv_status lkv_cache_reset_sequence(lkv_cache *cache, int32_t sequence);
 /* Makes sequence `dst` an exact copy of `src` (prefix sharing, parallel
  * sampling, beam search): every layer's K/V, positions and policy state are
  * copied on the device, and the step counter, next position and prefill
- * progress with them, so both continue identically from here. Whatever dst
- * held is dropped first. src must be between steps (no layer of a step or a
- * prefill chunk pending); src == dst is INVALID_ARGUMENT. */
+ * progress with them, so both continue identically from here. dst must
+ * hold nothing: a dst holding slots, or part-way through a step, a prefill
+ * chunk or a chunked prompt, is INVALID_ARGUMENT naming it and what it
+ * holds, and nothing changes (lkv_cache_reset_sequence it first). src must
+ * be between steps (no layer of a step or a prefill chunk pending); src ==
+ * dst is INVALID_ARGUMENT. */
 LKV_API lkv_status lkv_cache_fork_sequence(lkv_cache *cache, int32_t src, int32_t dst);
 
 /* Drops the newest n tokens of a sequence (speculative-decoding rollback):
@@ -779,12 +815,14 @@ typedef struct lkv_cache_stats {
 LKV_API lkv_status lkv_cache_get_stats(const lkv_cache *cache, lkv_cache_stats *out_stats);
 
 /* Where a sequence stands: tokens cached per cache head (the same for every
- * layer and head once a step is complete) and its decode step counter. */
+ * layer and head once a step is complete) and its decode step counter.
+ * Either out pointer may be NULL. */
 LKV_API lkv_status lkv_cache_sequence_info(const lkv_cache *cache, int32_t sequence,
                                            int32_t *out_length, int32_t *out_step);
 
 /* A copy of one cache head's slots for inspection and tests. Arrays are
- * caller-owned with room for `cap` slots; any may be NULL. Slots are in
+ * caller-owned with room for `cap` slots; any may be NULL, and so may view
+ * (only *out_n is written) and out_n. Slots are in
  * positional order (oldest first). Per policy:
  *   lazy: state_a = last important step, state_b = MRI
  *   h2o: state_f = accumulated probability; tova: state_f = last probability
@@ -1071,10 +1109,27 @@ typedef struct lkv_plan_row {
 /* What the last call that could evict (lkv_cache_observe_batch,
  * lkv_cache_observe_prompt) evicted: every cache head of every evicted
  * (sequence, layer), in (sequence, layer, head) order of eviction; n_rows 0
- * when nothing was. Owned by the cache and valid until its next call. */
+ * when nothing was. The rows are owned by the cache. A plan is valid until
+ * its cache's next call that changes it (an observe call of any layer,
+ * reset, fork or truncate, one that succeeds; reading calls such as
+ * lkv_cache_get_plan, lkv_cache_get_stats, lkv_cache_read_slots and
+ * lkv_cache_apply_plan_device do not) or its destruction: the calls that
+ * apply plans refuse a stale one (INVALID_ARGUMENT naming its call and the
+ * cache's) without reading its rows.
+ * The fields past rows identify the plan, filled by lkv_cache_get_plan; a
+ * plan built by hand leaves them 0 ({n_rows, rows}) and is checked for its
+ * structure only. */
 typedef struct lkv_eviction_plan {
     int32_t n_rows;
     const lkv_plan_row *rows;
+    uint64_t cache;    /* the cache's identity: unique in the process, never
+                          reused, never 0 */
+    uint64_t call;     /* the serial of the call the plan belongs to, counted
+                          per cache (the calls that change it, above) */
+    int32_t layers;    /* the cache's geometry, which the K/V it is applied */
+    int32_t heads;     /*   to must have: layers, cache heads (lkv_cache_heads), */
+    int32_t head_dim;  /*   head_dim */
+    int32_t sequences; /*   and the sequences it holds */
 } lkv_eviction_plan;
 
 /* The plan of the cache's last call (engine-owned caches only). The kept
@@ -1118,14 +1173,33 @@ typedef struct lkv_kv_layout {
  * every layer and head is in the plan leaves its block-table entries past
  * its new length empty; their block ids are written to out_freed (room for
  * freed_cap) and counted in *out_n_freed, for the engine to return to its
- * pool (the table itself is not edited). Everything is checked first (row
- * indices against the layout, kept ascending and below n_before, table
- * entries below n_blocks, room in out_freed): a failed call moves nothing. */
+ * pool (the table itself is not edited; either may be NULL: a dense layout
+ * frees none). Everything is checked first, and
+ * a refused call (INVALID_ARGUMENT naming the values) moves nothing:
+ *  - a plan of a cache (plan->cache != 0) must be of its cache's last call
+ *    (lkv_eviction_plan: stale, or its cache destroyed, is refused), and
+ *    the layout of that cache's layers, heads and head_dim;
+ *  - the layout: a lkv_dtype, sizes >= 1, no two (sequence or block, slot,
+ *    head) elements overlapping: sorted by stride, each stride at least the
+ *    bytes it steps over (a head is head_dim elements of dtype; a dense
+ *    row holds the plan's largest n_before slots, a block block_size);
+ *  - paged: every table entry negative (no block) or below n_blocks, and a
+ *    block holding a slot the plan writes (slots first_move .. n_kept-1 of
+ *    a row) named once in the whole table: blocks shared between sequences
+ *    must stay unwritten;
+ *  - each row: indices within the layout, n_before within the table's room
+ *    (max_blocks x block_size), kept ascending, below n_before and kept[j]
+ *    == j before first_move, every slot read or written in a block of the
+ *    table; room in out_freed.
+ * Thread-safe with respect to other caches' plans; not with calls on the
+ * plan's cache. */
 LKV_API lkv_status lkv_plan_apply(const lkv_eviction_plan *plan, const lkv_kv_layout *kv,
                                   int32_t *out_freed, int32_t freed_cap, int32_t *out_n_freed);
 
 /* lkv_plan_apply for K/V in the runtime's device memory: the same moves,
- * the same checks first and the same freed blocks, but the slots move on
+ * the same checks first (a stale or foreign plan, an overlapping layout, a
+ * written block the table names twice: INVALID_ARGUMENT, nothing queued)
+ * and the same freed blocks, but the slots move on
  * the device, queued on the runtime's stream or queue behind the engine's
  * own work (lkv_runtime_open_external) and never waited for: the engine's
  * next kernel on that stream sees them done.
@@ -1159,6 +1233,10 @@ LKV_API lkv_status lkv_plan_apply_device(lkv_runtime *rt, const lkv_eviction_pla
  * block in the table for every slot below the row's n_before. Call it
  * before the cache's next call (which makes the next plan); calling
  * lkv_cache_get_plan as well is allowed (it reads the lists back, a wait).
+ * The layout is checked as lkv_plan_apply checks it for the cache's plan:
+ * the cache's layers, heads and head_dim, no overlapping elements, and,
+ * as the kept lists are not read, every block holding a slot below a row's
+ * n_kept named once in the table.
  * Moves every slot kept[j] != j of every row in two passes through the
  * device's kept scratch, per layer for K and for V: one upload and four
  * dispatches a layer. UNSUPPORTED on a backend without the op,
@@ -1246,9 +1324,11 @@ LKV_API lkv_status lkv_slot_map_place(lkv_slot_map *map, int32_t sequence, int32
  * drops a block no row of it uses any more, and a block no sequence holds
  * (see lkv_slot_map_fork) goes back to the pool; its id is
  * written to out_freed (room for freed_cap; NULL lists none) and counted in
- * *out_n_freed (may be NULL). Every row is checked first (indices, n_before
- * equal to the row's live count, kept ascending and below n_before): a
- * failed call changes nothing. */
+ * *out_n_freed (may be NULL). Checked first: a plan of a cache must be of
+ * its last call (lkv_eviction_plan) and the map of that cache's layers and
+ * heads; every row (indices, n_before equal to the row's live count, kept
+ * ascending and below n_before). A failed call (INVALID_ARGUMENT naming
+ * the values) changes nothing. */
 LKV_API lkv_status lkv_slot_map_apply(lkv_slot_map *map, const lkv_eviction_plan *plan,
                                       int32_t *out_freed, int32_t freed_cap,
                                       int32_t *out_n_freed);

@@ -264,8 +264,10 @@ lkv_status lkv_runtime_get_info(const lkv_runtime *rt, lkv_runtime_info *out_inf
 lkv_status lkv_list_devices(lkv_device_report *out_reports, int cap, int *out_count)
 {
     lkv_clear_error();
-    if (!out_count || cap < 0 || (cap > 0 && !out_reports))
-        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_list_devices: need out_count, cap >= 0 and room for cap reports");
+    if (!out_count || (cap > 0 && !out_reports))
+        return lkv_fail_null("lkv_list_devices", !out_count ? "out_count" : "out_reports");
+    if (cap < 0)
+        return lkv_fail(LKV_INVALID_ARGUMENT, "lkv_list_devices: cap %d is negative", cap);
     lkv_device_report *reps = NULL;
     int total = 0;
     lkv_status st = lkv_devices_collect(&reps, &total);

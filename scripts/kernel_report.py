@@ -28,6 +28,7 @@ it).
 
     scripts/kernel-report.sh [--markdown FILE]
 """
+import concurrent.futures
 import os
 import re
 import shutil
@@ -263,9 +264,9 @@ def amd(arch, blocks):
     with tempfile.TemporaryDirectory() as tmp:
         common = [HIPCC, "--offload-arch=" + arch, "--cuda-device-only", "-O3", "-std=c++17",
                   *INCLUDES, "-x", "hip", SOURCE]
-        text = run(common + ["-c", "-Rpass-analysis=kernel-resource-usage",
-                             "-o", os.path.join(tmp, "k.o")])
-        run(common + ["-S", "-o", os.path.join(tmp, "k.s")])
+        # one compile: the resource-usage remarks come with the ISA
+        text = run(common + ["-S", "-Rpass-analysis=kernel-resource-usage",
+                             "-o", os.path.join(tmp, "k.s")])
         asm = open(os.path.join(tmp, "k.s")).read()
     rows, cur = {}, None
     for line in text.splitlines():
@@ -323,11 +324,14 @@ def main():
     elif len(sys.argv) != 1:
         sys.exit(__doc__.split("\n\n")[-1].strip())
     blocks = abi_blocks()
-    targets = []
-    if NVCC:
-        targets += [(a, nvidia(a, blocks)) for a in NVIDIA]
-    if HIPCC:
-        targets += [(a, amd(a, blocks)) for a in AMD]
+    # the targets' compiles are independent: run them side by side
+    jobs = []
+    with concurrent.futures.ThreadPoolExecutor() as pool:
+        if NVCC:
+            jobs += [(a, pool.submit(nvidia, a, blocks)) for a in NVIDIA]
+        if HIPCC:
+            jobs += [(a, pool.submit(amd, a, blocks)) for a in AMD]
+        targets = [(a, job.result()) for a, job in jobs]
     skipped = [a for a in list(NVIDIA) + list(AMD) if a not in dict(targets)]
     out = ["# Kernel report (compiler output; no GPU ran these)", ""]
     if skipped:

@@ -37,7 +37,7 @@ void tu_plan_random(tu_plan *p, int32_t sequences, int32_t layers, int32_t heads
                 p->rows[n++] = (lkv_plan_row){s, l, h, before, k, first_move_of(kept, k), kept};
             }
     }
-    p->plan = (lkv_eviction_plan){n, p->rows};
+    p->plan = (lkv_eviction_plan){.n_rows = n, .rows = p->rows};
 }
 
 void tu_plan_free(tu_plan *p)

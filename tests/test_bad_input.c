@@ -475,6 +475,21 @@ Test(bad_input, decode_rejects_null_q)
     step_data_free(&d);
 }
 
+/* The batch's io and its list: named, nothing read through them, nothing
+ * changed (a NULL io once crashed the check). */
+Test(bad_input, decode_batch_rejects_null_io_and_null_sequences)
+{
+    twins t = lazy_twins();
+    snapshot before = snapshot_take(t.bad);
+    EXPECT_FAIL(lkv_cache_decode_batch(t.bad, 0, NULL), LKV_INVALID_ARGUMENT,
+                "lkv_cache_decode_batch: io is NULL");
+    lkv_decode_batch_io io = {.n_sequences = 1};
+    EXPECT_FAIL(lkv_cache_decode_batch(t.bad, 0, &io), LKV_INVALID_ARGUMENT, "sequences is NULL");
+    EXPECT_FAIL(lkv_cache_prefill_batch(t.bad, 0, NULL), LKV_INVALID_ARGUMENT,
+                "lkv_cache_prefill_batch: io is NULL");
+    expect_untouched(&t, &before, 0);
+}
+
 /* policy full never evicts, so capacity steps fill sequence 0; sequence 1
  * still has room for the step that proves nothing moved. */
 Test(bad_input, decode_on_a_full_cache_is_out_of_memory)

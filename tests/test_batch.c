@@ -329,7 +329,8 @@ Test(batch, fork_continues_like_its_source)
         step(c, &zero, 1, 1, o1);
         step(ref, &zero, 1, 1, o2);
     }
-    prefill_one(c, 2, 5, 0, NULL); /* dst held something: dropped */
+    prefill_one(c, 2, 5, 0, NULL);
+    TU_OK(lkv_cache_reset_sequence(c, 2)); /* a fork's dst holds nothing */
     TU_OK(lkv_cache_fork_sequence(c, 0, 2));
     expect_same_slots(c, ref, 0, "source");
     /* both continue on the source's inputs (the same positions) */
@@ -359,6 +360,35 @@ Test(batch, fork_continues_like_its_source)
     cr_assert_eq(lkv_cache_fork_sequence(c, 1, 1), LKV_INVALID_ARGUMENT);
     lkv_cache_destroy(c);
     lkv_cache_destroy(ref);
+}
+
+/* A fork into a sequence that holds anything is refused naming it, and
+ * changes nothing: the caller resets dst first. */
+Test(batch, fork_into_a_sequence_that_holds_anything_is_refused)
+{
+    lkv_cache *c = make_cache(LKV_POLICY_LAZY, 3, 128);
+    prefill_one(c, 0, 20, 0, NULL);
+    prefill_one(c, 2, 5, 0, NULL);
+    cr_assert_eq(lkv_cache_fork_sequence(c, 0, 2), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "dst sequence 2 holds 5 slots"), "%s", lkv_last_error());
+    int32_t n = 0, t = -1;
+    TU_OK(lkv_cache_sequence_info(c, 2, &n, &t));
+    cr_assert(n == 5 && t == 0, "a refused fork changed dst: %d slots, step %d", n, t);
+    float x[4 * QW] = {0};
+    lkv_prefill_io io = {.n_tokens = 4, .k = x, .v = x, .q = x};
+    TU_OK(lkv_cache_prefill(c, 1, 0, &io)); /* layer 0 of L: a prompt under way */
+    cr_assert_eq(lkv_cache_fork_sequence(c, 0, 1), LKV_INVALID_ARGUMENT);
+    cr_assert(strstr(lkv_last_error(), "dst sequence 1 is part-way through a prompt"), "%s",
+              lkv_last_error());
+    lkv_cache_stats s;
+    TU_OK(lkv_cache_get_stats(c, &s));
+    cr_assert_eq(s.slots_in_use, (int64_t)(20 * L + 5 * L + 4) * 2, "%lld slots",
+                 (long long)s.slots_in_use);
+    TU_OK(lkv_cache_reset_sequence(c, 2));
+    TU_OK(lkv_cache_fork_sequence(c, 0, 2));
+    TU_OK(lkv_cache_sequence_info(c, 2, &n, NULL));
+    cr_assert_eq(n, 20);
+    lkv_cache_destroy(c);
 }
 
 /* Truncate drops the newest tokens from every row; positions continue from

@@ -215,7 +215,7 @@ Test(cache_plan_device, refuses_an_owned_cache_and_a_table_without_the_rows_bloc
     lkv_observe_prompt_io p = {.n_sequences = SEQS, .sequences = seqs, .n_tokens = n_tok};
     for (int32_t l = 0; l < LAYERS; l++)
         TU_OK(lkv_cache_observe_prompt(c, l, &p));
-    lkv_eviction_plan plan = {0, NULL};
+    lkv_eviction_plan plan = {.n_rows = 0, .rows = NULL};
     for (int s = 0; s < 5 && plan.n_rows == 0; s++) {
         step(c, seqs, &rng);
         TU_OK(lkv_cache_get_plan(c, &plan));
@@ -223,10 +223,33 @@ Test(cache_plan_device, refuses_an_owned_cache_and_a_table_without_the_rows_bloc
     cr_assert_gt(plan.n_rows, 0, "h2o at budget 20 must evict a 21-slot row");
     engine_kv before;
     copy_kv(&before, &e);
-    e.table[1] = -1;
     int32_t n = -7;
+    /* a layout of another shape than the cache's */
+    e.kv.head_dim = 4;
+    cr_expect_eq(apply_device(c, &e, NULL, &n), LKV_INVALID_ARGUMENT);
+    cr_expect(strstr(lkv_last_error(), "head_dim 4; the plan's cache"), "%s", lkv_last_error());
+    e.kv.head_dim = 8;
+    /* a block the rows may write shared with another sequence (the kept
+     * lists are not read: every slot below a row's n_kept counts) */
+    e.table[1] = e.table[MAXB];
+    cr_expect_eq(apply_device(c, &e, NULL, &n), LKV_INVALID_ARGUMENT);
+    cr_expect(strstr(lkv_last_error(), "names 2 times"), "%s", lkv_last_error());
+    e.table[1] = -1;
     cr_expect_eq(apply_device(c, &e, NULL, &n), LKV_INVALID_ARGUMENT);
     cr_expect(strstr(lkv_last_error(), "slot 8"), "%s", lkv_last_error());
+    cr_expect_eq(n, -7, "a refused call wrote out_n_freed");
+    /* the read-back plan is stale after the next step: lkv_plan_apply_device
+     * refuses it */
+    step(c, seqs, &rng);
+    lkv_device_array k[LAYERS], v[LAYERS];
+    for (int32_t l = 0; l < LAYERS; l++) {
+        k[l] = (lkv_device_array){(uint64_t)(uintptr_t)e.k[l], 0};
+        v[l] = (lkv_device_array){(uint64_t)(uintptr_t)e.v[l], 0};
+    }
+    e.table[1] = before.table[1];
+    cr_expect_eq(lkv_plan_apply_device(rt, &plan, &e.kv, k, v, NULL, 0, &n),
+                 LKV_INVALID_ARGUMENT);
+    cr_expect(strstr(lkv_last_error(), "stale"), "%s", lkv_last_error());
     cr_expect_eq(n, -7, "a refused call wrote out_n_freed");
     for (int32_t l = 0; l < LAYERS; l++)
         cr_expect(memcmp(before.k[l], e.k[l], e.layer_bytes) == 0, "a refused call moved K");

@@ -66,7 +66,7 @@ Test(slot_map, evicted_slots_become_holes_the_next_tokens_fill)
     TU_OK(lkv_slot_map_place(m, 0, 0, 6, out));
     int32_t k0[] = {0, 2, 5}, k1[] = {1, 2, 3};
     lkv_plan_row rows[] = {{0, 0, 0, 6, 3, 1, k0}, {0, 0, 1, 6, 3, 0, k1}};
-    lkv_eviction_plan plan = {2, rows};
+    lkv_eviction_plan plan = {.n_rows = 2, .rows = rows};
     int32_t freed[4], n_freed = -1;
     TU_OK(lkv_slot_map_apply(m, &plan, freed, 4, &n_freed));
     cr_expect_eq(n_freed, 0, "head 0 still holds slot 5 of block 1");
@@ -94,13 +94,13 @@ Test(slot_map, a_block_frees_when_every_row_leaves_it)
     /* Layer 0 leaves block 1 (slots 4..7), layer 1 still holds slot 6. */
     int32_t k0[] = {0, 1, 8, 9}, k1[] = {0, 6, 8};
     lkv_plan_row rows[] = {{0, 0, 0, 10, 4, 2, k0}, {0, 1, 0, 10, 3, 1, k1}};
-    lkv_eviction_plan plan = {2, rows};
+    lkv_eviction_plan plan = {.n_rows = 2, .rows = rows};
     int32_t freed[3], n = -1;
     TU_OK(lkv_slot_map_apply(m, &plan, freed, 3, &n));
     cr_expect_eq(n, 0);
     int32_t k1b[] = {0, 2};
     lkv_plan_row again = {0, 1, 0, 3, 2, 1, k1b}; /* slot 6 goes: block 1 is empty */
-    lkv_eviction_plan plan2 = {1, &again};
+    lkv_eviction_plan plan2 = {.n_rows = 1, .rows = &again};
     TU_OK(lkv_slot_map_apply(m, &plan2, freed, 3, &n));
     cr_assert_eq(n, 1);
     cr_expect_eq(freed[0], 1);
@@ -159,7 +159,7 @@ Test(slot_map, refusals_name_the_value_and_change_nothing)
     lkv_plan_row bad_kept = {0, 0, 0, 6, 2, 1, far}, bad_head = {0, 0, 2, 6, 2, 2, ok};
     lkv_plan_row twice[] = {{0, 0, 0, 6, 2, 2, ok}, {0, 0, 0, 6, 2, 2, ok}};
     lkv_plan_row frees[] = {{0, 0, 0, 6, 2, 2, ok}, {0, 0, 1, 6, 2, 2, ok}};
-    lkv_eviction_plan p = {1, &bad_order};
+    lkv_eviction_plan p = {.n_rows = 1, .rows = &bad_order};
     REFUSED(m, lkv_slot_map_apply(m, &p, freed, 2, &n), LKV_INVALID_ARGUMENT, "kept[2] = 4");
     p.rows = &bad_before;
     REFUSED(m, lkv_slot_map_apply(m, &p, freed, 2, &n), LKV_INVALID_ARGUMENT, "holds 6");
@@ -167,7 +167,7 @@ Test(slot_map, refusals_name_the_value_and_change_nothing)
     REFUSED(m, lkv_slot_map_apply(m, &p, freed, 2, &n), LKV_INVALID_ARGUMENT, "kept[1] = 7");
     p.rows = &bad_head;
     REFUSED(m, lkv_slot_map_apply(m, &p, freed, 2, &n), LKV_INVALID_ARGUMENT, "head 2");
-    lkv_eviction_plan p2 = {2, twice};
+    lkv_eviction_plan p2 = {.n_rows = 2, .rows = twice};
     REFUSED(m, lkv_slot_map_apply(m, &p2, freed, 2, &n), LKV_INVALID_ARGUMENT, "again");
     p2.rows = frees; /* block 1 empties: no room for it in out_freed */
     REFUSED(m, lkv_slot_map_apply(m, &p2, freed, 0, &n), LKV_INVALID_ARGUMENT, "room for 0");
@@ -237,7 +237,7 @@ Test(slot_map, a_fork_shares_blocks_and_copies_on_write)
     /* The fork evicts everything in block 0: now it frees. */
     int32_t k[] = {4, 5, 6};
     lkv_plan_row rows[] = {{1, 0, 0, 7, 3, 0, k}, {1, 0, 1, 7, 3, 0, k}};
-    lkv_eviction_plan plan = {2, rows};
+    lkv_eviction_plan plan = {.n_rows = 2, .rows = rows};
     TU_OK(lkv_slot_map_apply(m, &plan, freed, 8, &n));
     cr_assert_eq(n, 1);
     cr_expect_eq(freed[0], 0);
@@ -383,7 +383,7 @@ Test(slot_map, a_random_run_matches_the_plain_model)
                 }
                 nr++;
             }
-        lkv_eviction_plan plan = {nr, rows};
+        lkv_eviction_plan plan = {.n_rows = nr, .rows = rows};
         TU_OK(lkv_slot_map_apply(m, &plan, freed, MP, &n_freed));
         int32_t before[MP];
         for (int32_t b = 0; b < MP; b++)

@@ -12,6 +12,7 @@
 
 #include "bench.h"
 #include "bench_model.h"
+#include "bench_step.h"
 #include "cli.h"
 
 static const char *const help =
@@ -39,6 +40,10 @@ static const char *const help =
     "  --window N        its eviction period W (default 101)\n"
     "  --budget N        its lazy budget B in slots (default 50% of each length;\n"
     "                    a length below B is skipped for the decode step)\n"
+    "  --step-ratios     only the batched engine step's scaling: 4 layers, 8/2\n"
+    "                    heads, d 64, sequences at 256..400 slots, one decode\n"
+    "                    batch call per layer at batch 1, 8 and 32; per-sequence\n"
+    "                    time over batch 1's, medians and minima of one run\n"
     "  --quick           short lengths and timing, for a smoke test\n"
     "  --json FILE       write every measurement as JSON\n"
     "  --plot FILE       write an SVG plot: time per op vs cache length per\n"
@@ -55,7 +60,7 @@ static const char *const help =
 typedef struct bench_opts {
     const char *backends, *lengths, *json, *plot, *dtype, *batches, *batch_slots;
     const char *decode_shape, *window, *budget, *model;
-    int quick;
+    int quick, step_ratios;
 } bench_opts;
 
 static int parse(int argc, char **argv, bench_opts *o)
@@ -69,6 +74,10 @@ static int parse(int argc, char **argv, bench_opts *o)
         }
         if (!strcmp(a, "--quick")) {
             o->quick = 1;
+            continue;
+        }
+        if (!strcmp(a, "--step-ratios")) {
+            o->step_ratios = 1;
             continue;
         }
         const char **slot = !strcmp(a, "--backends") ? &o->backends
@@ -316,6 +325,10 @@ int cmd_bench(int argc, char **argv)
         (o.window && (rc = parse_count("--window", o.window, 1, &s.window))) ||
         (o.budget && (rc = parse_count("--budget", o.budget, 1, &s.decode_budget))))
         return rc;
+    if (o.step_ratios) {
+        lkv_status st = lkv_bench_step_ratios(&s, stdout);
+        return st == LKV_OK ? 0 : st == LKV_INVALID_ARGUMENT ? cli_lib_error("bench", st) : 1;
+    }
     const lkv_bench_gpu *models[LKV_BENCH_MAX_DEVICES];
     int n_models = 0;
     if (o.model && (rc = parse_models(o.model, models, &n_models)))

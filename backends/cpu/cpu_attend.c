@@ -1,9 +1,13 @@
-/* attend, fast: flash-decoding over the pool. Each cache row (group x cache
- * head) is cut into chunks of slots; phase 1 runs the chunk kernel
- * (cpu_chunk.h) on every (row, chunk) in parallel, reading K and V once for
- * all the query heads of the row's cache head; phase 2 combines each row's
- * chunks (the online softmax's rescale by exp(m_chunk - m_row)) into the
- * output and, when asked, the reduced probabilities.
+/* attend, fast: flash-decoding over the pool, one dispatch per call. Each
+ * cache row (group x cache head) is cut into chunks of slots; every (row,
+ * chunk) is one work item, spread over the pool, which runs the chunk
+ * kernel (cpu_chunk.h), reading K and V once for all the query heads of the
+ * row's cache head; the item that finishes a row's last chunk then combines
+ * the row's chunks (the online softmax's rescale by exp(m_chunk - m_row))
+ * into the output and, when asked, the reduced probabilities. A row's chunks
+ * are cut from its own slot count alone, so a row's every bit is the same
+ * whatever else the call holds (a batch is exactly its sequences' single
+ * calls, include/lazykv.h) and whatever the pool's size.
  *
  * Differs from the oracle (backends/ref/ref_attend.c), within conformance's
  * attend tolerances: f32 throughout instead of double; products summed in
@@ -11,6 +15,7 @@
  * slot and dimension order); one softmax per chunk rescaled at the combine
  * instead of a max-then-exp pass; a polynomial exp. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,29 +23,34 @@
 #include "dtype.h"
 #include "error.h"
 
-/* Chunks of 256 to 4096 slots, about 64 over the call: long rows split
- * across threads (flash-decoding), batches spread rows. The count is fixed,
- * not scaled to the pool, so the sums, and every bit of the result, do not
- * depend on LAZYKV_CPU_THREADS (test_cpu_threads.c). */
+/* A row of n slots is cut into chunks of equal length (a multiple of 64),
+ * as many as n / CHUNK_MIN up to CHUNKS_PER_ROW, more only to keep them
+ * under CHUNK_MAX: a long row splits across threads (flash-decoding), a
+ * batch spreads its rows. The cut depends on n alone, not on the other rows
+ * of the call nor on the pool, so the sums, and every bit of the result,
+ * depend neither on the batch (conformance's batch family, bit for bit) nor
+ * on LAZYKV_CPU_THREADS (test_cpu_threads.c). */
 #define CHUNK_MIN 256
 #define CHUNK_MAX 4096
-#define CHUNKS_PER_CALL 64
+#define CHUNKS_PER_ROW 16
 /* Below this many multiply-adds a wake-up of the pool costs more than it
  * saves. */
 #define PARALLEL_WORK 2.0e5
 
 typedef struct chunk_item {
     int32_t g, ch, first, n;
+    int64_t row;  /* g * cache_heads + ch */
     size_t e_off; /* floats into the e scratch: [per][n] */
 } chunk_item;
 
 typedef struct attend_plan {
     const lkv_attend_args *a;
     lkv_cpu_chunk_fn chunk;
-    int32_t per, dim, chunk_len;
+    int32_t per, dim;
     int64_t n_items, n_rows;
     chunk_item *items;   /* [n_items], rows' chunks consecutive */
     int64_t *row_first;  /* [n_rows + 1]: a row's items */
+    atomic_int *left;    /* [n_rows]: chunks of the row not yet done */
     float *e;
     float *parts; /* [n_items][part_floats]: m[per], l[per], acc[per][dim] */
     float *w;     /* [n_items][per]: each chunk's factors at the combine */
@@ -52,13 +62,17 @@ static size_t part_floats(const attend_plan *p)
     return (size_t)p->per * ((size_t)p->dim + 2);
 }
 
-static int32_t chunk_length(const lkv_attend_args *a)
+/* The chunk length for a row of n slots: a function of n alone (an empty
+ * row has no chunks; any positive length keeps the counts' division). */
+static int32_t chunk_length(int32_t n)
 {
-    int64_t total = 0;
-    for (int32_t g = 0; g < a->n_groups; g++)
-        total += (int64_t)a->group_n[g] * a->cache_heads;
-    int64_t len = (total + CHUNKS_PER_CALL - 1) / CHUNKS_PER_CALL;
-    len = len < CHUNK_MIN ? CHUNK_MIN : len > CHUNK_MAX ? CHUNK_MAX : len;
+    if (n < 1)
+        return CHUNK_MIN;
+    int64_t count = ((int64_t)n + CHUNK_MIN - 1) / CHUNK_MIN;
+    count = count > CHUNKS_PER_ROW ? CHUNKS_PER_ROW : count < 1 ? 1 : count;
+    int64_t least = ((int64_t)n + CHUNK_MAX - 1) / CHUNK_MAX;
+    count = count < least ? least : count;
+    int64_t len = ((int64_t)n + count - 1) / count;
     return (int32_t)((len + 63) / 64 * 64);
 }
 
@@ -69,8 +83,8 @@ static void plan_size(const attend_plan *p, int64_t *out_items, size_t *out_e, s
     int64_t items = 0;
     size_t e = 0;
     for (int32_t g = 0; g < a->n_groups; g++) {
-        int64_t n = a->group_n[g];
-        items += (n + p->chunk_len - 1) / p->chunk_len * a->cache_heads;
+        int64_t n = a->group_n[g], len = chunk_length(a->group_n[g]);
+        items += (n + len - 1) / len * a->cache_heads;
         e += (size_t)n * (size_t)a->cache_heads * (size_t)p->per;
     }
     *out_items = items;
@@ -83,19 +97,28 @@ static void plan_items(attend_plan *p)
     const lkv_attend_args *a = p->a;
     int64_t it = 0, row = 0;
     size_t e = 0;
-    for (int32_t g = 0; g < a->n_groups; g++)
+    for (int32_t g = 0; g < a->n_groups; g++) {
+        int32_t len = chunk_length(a->group_n[g]);
         for (int32_t ch = 0; ch < a->cache_heads; ch++, row++) {
             p->row_first[row] = it;
-            for (int32_t s = 0; s < a->group_n[g]; s += p->chunk_len, it++) {
-                int32_t n = a->group_n[g] - s < p->chunk_len ? a->group_n[g] - s : p->chunk_len;
-                p->items[it] = (chunk_item){g, ch, s, n, e};
+            for (int32_t s = 0; s < a->group_n[g]; s += len, it++) {
+                int32_t n = a->group_n[g] - s < len ? a->group_n[g] - s : len;
+                p->items[it] = (chunk_item){g, ch, s, n, row, e};
                 e += (size_t)n * (size_t)p->per;
             }
+            atomic_init(&p->left[row], (int)(it - p->row_first[row]));
         }
+    }
     p->row_first[row] = it;
 }
 
-static void run_chunks(void *ctx, int64_t begin, int64_t end)
+static void combine_row(const attend_plan *p, int64_t r);
+
+/* Items [begin, end): each chunk, then its row's combine where it was the
+ * row's last chunk to finish (acq_rel: that share sees every chunk's
+ * partials). Which share combines does not change a bit: the combine reads
+ * the row's partials in chunk order. */
+static void run_items(void *ctx, int64_t begin, int64_t end)
 {
     const attend_plan *p = ctx;
     const lkv_attend_args *a = p->a;
@@ -120,6 +143,8 @@ static void run_chunks(void *ctx, int64_t begin, int64_t end)
             .l = part + p->per, .acc = part + 2 * p->per,
         };
         p->chunk(&k);
+        if (atomic_fetch_sub_explicit(&p->left[it->row], 1, memory_order_acq_rel) == 1)
+            combine_row(p, it->row);
     }
 }
 
@@ -207,12 +232,6 @@ static void combine_row(const attend_plan *p, int64_t r)
     }
 }
 
-static void run_rows(void *ctx, int64_t begin, int64_t end)
-{
-    for (int64_t r = begin; r < end; r++)
-        combine_row(ctx, r);
-}
-
 static lkv_status grow(lkv_cpu_state *s, size_t bytes)
 {
     if (s->scratch_cap >= bytes)
@@ -235,22 +254,26 @@ static lkv_status attend_locked(lkv_cpu_state *s, attend_plan *p)
     p->n_rows = (int64_t)p->a->n_groups * p->a->cache_heads;
     size_t items_b = sizeof(chunk_item) * (size_t)p->n_items;
     size_t rows_b = sizeof(int64_t) * ((size_t)p->n_rows + 1);
+    size_t left_b = (sizeof(atomic_int) * (size_t)p->n_rows + 15) / 16 * 16;
     size_t floats_b = sizeof(float) * (e_floats + item_floats);
-    lkv_status st = grow(s, items_b + rows_b + floats_b);
+    lkv_status st = grow(s, items_b + rows_b + left_b + floats_b);
     if (st != LKV_OK)
         return st;
     p->items = (chunk_item *)(void *)s->scratch;
     p->row_first = (int64_t *)(void *)(s->scratch + items_b);
-    p->e = (float *)(void *)(s->scratch + items_b + rows_b);
+    p->left = (atomic_int *)(void *)(s->scratch + items_b + rows_b);
+    p->e = (float *)(void *)(s->scratch + items_b + rows_b + left_b);
     p->parts = p->e + e_floats;
     p->w = p->parts + (size_t)p->n_items * part_floats(p);
     plan_items(p);
     double work = 0.0;
     for (int32_t g = 0; g < p->a->n_groups; g++)
         work += 2.0 * p->a->group_n[g] * p->dim * p->a->q_heads;
+    for (int64_t r = 0; r < p->n_rows; r++) /* rows of no slots: no item combines them */
+        if (p->row_first[r + 1] == p->row_first[r])
+            combine_row(p, r);
     lkv_pool *pool = work >= PARALLEL_WORK ? s->pool : NULL;
-    lkv_pool_run(pool, p->n_items, run_chunks, p);
-    lkv_pool_run(pool, p->n_rows, run_rows, p);
+    lkv_pool_run(pool, p->n_items, run_items, p);
     return LKV_OK;
 }
 
@@ -262,7 +285,6 @@ lkv_status lkv_cpu_attend(lkv_device *dev, const lkv_attend_args *a)
     lkv_cpu_state *s = lkv_cpu_state_of(dev);
     attend_plan p = {.a = a, .chunk = s->chunk, .per = a->q_heads / a->cache_heads,
                      .dim = a->cache->head_dim};
-    p.chunk_len = chunk_length(a);
     pthread_mutex_lock(&s->lock);
     st = attend_locked(s, &p);
     pthread_mutex_unlock(&s->lock);

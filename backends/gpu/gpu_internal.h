@@ -316,6 +316,10 @@ lkv_status lkv_gpu_locked_lane_open(lkv_device *d, lkv_device **out_lane);
 lkv_status lkv_gpu_locked_mark(lkv_device *d, lkv_mark **out_mark);
 lkv_status lkv_gpu_locked_wait_mark(lkv_device *d, const lkv_mark *m);
 void lkv_gpu_locked_mark_free(lkv_device *d, lkv_mark *m);
+/* The family's known deviations (gpu_attend.c): a batch call is not bit for
+ * bit its sequences' single calls. */
+extern const lkv_backend_deviation lkv_gpu_deviations[];
+
 #define LKV_GPU_OPS_COMMON                                                                    \
     .close = lkv_gpu_close, LKV_HOST_LOCKED_OPS, .store = lkv_gpu_locked_store,               \
     .gather = lkv_gpu_locked_gather, .reduce_rows = lkv_gpu_locked_reduce_rows,                \
@@ -326,6 +330,7 @@ void lkv_gpu_locked_mark_free(lkv_device *d, lkv_mark *m);
     .wait_mark = lkv_gpu_locked_wait_mark, .mark_free = lkv_gpu_locked_mark_free,              \
     .attend_observes = 1, /* attend.cu applies the observe where it computes probabilities */ \
     .holes = 1, /* attend, store and compact take the hole map */                              \
-    .paged = 1  /* and the pool of a paged cache (kv_cap 0) */
+    .paged = 1, /* and the pool of a paged cache (kv_cap 0) */                                 \
+    .deviations = lkv_gpu_deviations
 
 #endif /* LKV_GPU_INTERNAL_H */

@@ -8,7 +8,7 @@
 # Usage: faulty_kernel.sh <lazykv-faulty> <inner backend: vulkan, opencl, cpu>
 faulty=$1
 inner=${2:-cpu}
-out=$(LAZYKV_FAULTY_INNER=$inner "$faulty" conformance --backend faulty --quick --only attend,observe 2>&1)
+out=$(LAZYKV_FAULTY_INNER=$inner "$faulty" conformance --backend faulty --quick --seeds 1 --only attend,observe 2>&1)
 rc=$?
 if [ "$rc" -eq 77 ]; then
   echo "$inner unavailable: $out"
