@@ -406,16 +406,8 @@ static lkv_status bits_cache(lkv_runtime *rt, const bits_shape *b, lkv_cache **o
 {
     const conf_engine_shape *s = &b->engine;
     lkv_cache_config cfg;
-    lkv_cache_config_init(&cfg);
-    cfg.layers = s->layers;
-    cfg.q_heads = s->q_heads;
-    cfg.kv_heads = s->kv_heads;
-    cfg.head_dim = D;
-    cfg.sequences = s->seqs;
+    lkv_status st = conf_engine_config(s, &cfg);
     cfg.capacity = BITS_PROMPT + BITS_ROOM + b->ticks;
-    cfg.dtype = s->dtype;
-    cfg.gqa = s->gqa;
-    lkv_status st = lkv_policy_init(&cfg.policy, s->policy);
     cfg.policy.budget = BITS_PROMPT + 16; /* the longer prompts evict at prefill */
     if (s->policy == LKV_POLICY_LAZY) {
         cfg.policy.window = 8;

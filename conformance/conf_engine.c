@@ -52,20 +52,25 @@ int32_t conf_engine_capacity(lkv_policy_kind p) { return policy_of(p).capacity; 
 
 float conf_engine_spread(lkv_policy_kind p) { return p == LKV_POLICY_LAZY ? 0.09f : 1.0f; }
 
+lkv_status conf_engine_config(const conf_engine_shape *s, lkv_cache_config *cfg)
+{
+    lkv_cache_config_init(cfg);
+    cfg->layers = s->layers;
+    cfg->q_heads = s->q_heads;
+    cfg->kv_heads = s->kv_heads;
+    cfg->head_dim = CONF_ENGINE_HEAD_DIM;
+    cfg->sequences = s->seqs;
+    cfg->dtype = s->dtype;
+    cfg->gqa = s->gqa;
+    return lkv_policy_init(&cfg->policy, s->policy);
+}
+
 lkv_status conf_engine_cache(lkv_runtime *rt, const conf_engine_shape *s, lkv_cache **out)
 {
     engine_policy e = policy_of(s->policy);
     lkv_cache_config cfg;
-    lkv_cache_config_init(&cfg);
-    cfg.layers = s->layers;
-    cfg.q_heads = s->q_heads;
-    cfg.kv_heads = s->kv_heads;
-    cfg.head_dim = CONF_ENGINE_HEAD_DIM;
-    cfg.sequences = s->seqs;
+    lkv_status st = conf_engine_config(s, &cfg);
     cfg.capacity = e.capacity;
-    cfg.dtype = s->dtype;
-    cfg.gqa = s->gqa;
-    lkv_status st = lkv_policy_init(&cfg.policy, s->policy);
     lkv_policy_params *p = &cfg.policy;
     p->budget = e.budget;
     if (s->policy == LKV_POLICY_LAZY) {

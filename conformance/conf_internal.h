@@ -270,6 +270,9 @@ typedef struct conf_engine_shape {
     lkv_dtype dtype;
 } conf_engine_shape;
 
+/* A cache config of the shape (layers, heads, head_dim, sequences, dtype,
+ * gqa) with the policy's defaults; capacity and budgets are the caller's. */
+lkv_status conf_engine_config(const conf_engine_shape *shape, lkv_cache_config *cfg);
 lkv_status conf_engine_cache(lkv_runtime *rt, const conf_engine_shape *shape, lkv_cache **out);
 int32_t conf_engine_longest(lkv_policy_kind p);  /* the longest prompt the families use */
 int32_t conf_engine_budget(lkv_policy_kind p);   /* 0: no budget */
