@@ -66,22 +66,11 @@ build_dir() {
   # chained: errexit does not hold inside lkv_stage's "cmd || rc=$?"
   cmake -S . -B "$dir" -DLAZYKV_WERROR=ON "$@" >/dev/null && cmake --build "$dir" -j "$jobs"
 }
-# LeakSanitizer's own tracer can crash while it stops a process's threads
-# at exit ("LeakSanitizer has encountered a fatal error", not a leak
-# report): seen once in three runs of the OpenCL conformance grid, whose
-# PoCL worker threads are still up at exit. Only then are the failed tests
-# run once more, saying so; a test that fails for itself fails again.
 test_dir() {
-  local dir=$1 rc
+  local dir=$1
   shift
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$dir/ctest.log"
-  rc=${PIPESTATUS[0]}
-  if [ "$rc" -ne 0 ] && grep -q 'LeakSanitizer has encountered a fatal error' "$dir/ctest.log"; then
-    echo "== LeakSanitizer's tracer crashed at a process exit: the failed tests once more"
-    ctest --test-dir "$dir" --output-on-failure --rerun-failed 2>&1 | tee -a "$dir/ctest.log"
-    rc=${PIPESTATUS[0]}
-  fi
-  return "$rc"
+  return "${PIPESTATUS[0]}"
 }
 finish() {
   local rc=$?
