@@ -30,7 +30,8 @@ def folder_of(rel):
 def snapshot(build, out):
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     lines = {}  # rel path -> {line: ran}
-    gcdas = [os.path.join(d, f) for d, _, fs in os.walk(build) for f in fs if f.endswith(".gcda")]
+    gcdas = [os.path.join(os.path.abspath(d), f) for d, _, fs in os.walk(build) for f in fs
+             if f.endswith(".gcda")]
     for gcda in gcdas:
         done = subprocess.run(["gcov", "--json-format", "--stdout", gcda], capture_output=True,
                               text=True, cwd=os.path.dirname(gcda))
